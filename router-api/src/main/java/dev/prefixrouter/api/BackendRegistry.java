@@ -1,0 +1,56 @@
+package dev.prefixrouter.api;
+
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Runtime membership and load of the engine's backends. Every method is safe to call while other
+ * threads route; membership changes are rare operations (they copy the backend table) while {@link
+ * #reportLoad} is cheap and may be called at any rate.
+ */
+public interface BackendRegistry {
+
+  /**
+   * Adds a backend, or replaces the descriptor of the backend with the same id (keeping its
+   * in-flight counts, cache beliefs and draining state; a changed capacity is applied to the
+   * index).
+   *
+   * @throws IllegalStateException if the engine already holds its maximum number of backends
+   */
+  void add(Backend backend);
+
+  /**
+   * Removes a backend and everything the engine believes about it. Once this returns, no decision
+   * names the backend; its open leases still end normally.
+   *
+   * @return whether a backend with this id existed
+   */
+  boolean remove(String backendId);
+
+  /**
+   * Stops routing new requests to the backend; in-flight requests finish.
+   *
+   * @throws java.util.NoSuchElementException if no such backend
+   */
+  void drain(String backendId);
+
+  /**
+   * Routes to a drained backend again.
+   *
+   * @throws java.util.NoSuchElementException if no such backend
+   */
+  void undrain(String backendId);
+
+  /**
+   * Hands the engine a load measurement of a backend.
+   *
+   * @return false if no backend has this id (a report racing a removal is not an error)
+   */
+  boolean reportLoad(String backendId, LoadReport report);
+
+  /** The current descriptor of a backend. */
+  Optional<Backend> get(String backendId);
+
+  /** All current backends, in the order they were added. */
+  List<Backend> all();
+}

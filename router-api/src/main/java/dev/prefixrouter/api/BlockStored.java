@@ -1,0 +1,111 @@
+package dev.prefixrouter.api;
+
+import java.util.Arrays;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Full blocks entered the engine's prefix cache.
+ *
+ * @param blockHashes engine hashes of the stored blocks, in sequence order (at least one)
+ * @param parentBlockHash engine hash of the block before the first stored one, or {@code null} when
+ *     the first stored block starts the sequence
+ * @param tokenIds token ids of all stored blocks concatenated ({@code blockSize *
+ *     blockHashes.length} ids); empty for events that carry no tokens (offload mediums)
+ * @param blockSize tokens per engine block, {@code > 0}
+ * @param medium where the blocks live ({@code "GPU"}, {@code "CPU"}, ...) or {@code null}
+ */
+public record BlockStored(
+    long[] blockHashes,
+    @Nullable Long parentBlockHash,
+    int[] tokenIds,
+    int blockSize,
+    @Nullable String medium)
+    implements KvEvent {
+
+  public BlockStored {
+    Objects.requireNonNull(blockHashes, "blockHashes");
+    Objects.requireNonNull(tokenIds, "tokenIds");
+    if (blockHashes.length == 0) {
+      throw new IllegalArgumentException("blockHashes must not be empty");
+    }
+    if (blockSize <= 0) {
+      throw new IllegalArgumentException("blockSize must be > 0, was " + blockSize);
+    }
+    if (tokenIds.length != 0 && (long) blockSize * blockHashes.length != tokenIds.length) {
+      throw new IllegalArgumentException(
+          "tokenIds length "
+              + tokenIds.length
+              + " != blockSize "
+              + blockSize
+              + " x "
+              + blockHashes.length
+              + " blocks");
+    }
+    blockHashes = blockHashes.clone();
+    tokenIds = tokenIds.clone();
+  }
+
+  @Override
+  public long[] blockHashes() {
+    return blockHashes.clone();
+  }
+
+  @Override
+  public int[] tokenIds() {
+    return tokenIds.clone();
+  }
+
+  /** Number of stored blocks. */
+  public int blockCount() {
+    return blockHashes.length;
+  }
+
+  /** Engine hash of stored block {@code i}, without copying. */
+  public long blockHash(int i) {
+    return blockHashes[i];
+  }
+
+  /** Token id {@code i} of the concatenated blocks, without copying. */
+  public int tokenId(int i) {
+    return tokenIds[i];
+  }
+
+  /** Number of token ids carried. */
+  public int tokenCount() {
+    return tokenIds.length;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof BlockStored s
+        && Arrays.equals(blockHashes, s.blockHashes)
+        && Objects.equals(parentBlockHash, s.parentBlockHash)
+        && Arrays.equals(tokenIds, s.tokenIds)
+        && blockSize == s.blockSize
+        && Objects.equals(medium, s.medium);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(
+        Arrays.hashCode(blockHashes),
+        parentBlockHash,
+        Arrays.hashCode(tokenIds),
+        blockSize,
+        medium);
+  }
+
+  @Override
+  public String toString() {
+    return "BlockStored[blocks="
+        + blockHashes.length
+        + ", parent="
+        + (parentBlockHash == null ? "none" : EngineHashes.toUnsignedString(parentBlockHash))
+        + ", blockSize="
+        + blockSize
+        + ", medium="
+        + medium
+        + "]";
+  }
+}

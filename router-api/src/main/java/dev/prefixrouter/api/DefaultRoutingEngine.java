@@ -1,0 +1,757 @@
+package dev.prefixrouter.api;
+
+import dev.prefixrouter.api.spi.Admission;
+import dev.prefixrouter.api.spi.BlockHasher;
+import dev.prefixrouter.api.spi.HealthPolicy;
+import dev.prefixrouter.api.spi.PrefixIndex;
+import dev.prefixrouter.api.spi.RoutingListener;
+import dev.prefixrouter.api.spi.Scorer;
+import dev.prefixrouter.api.spi.TenantLimiter;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
+import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The pipeline. Membership is a copy-on-write table published through a volatile field: {@code
+ * route} reads it without locking; add/remove/drain take {@link #lock} and publish a new table.
+ * Per-backend counters are atomics on {@link BackendEntry}.
+ */
+final class DefaultRoutingEngine implements RoutingEngine {
+  private static final Logger log = LoggerFactory.getLogger(RoutingEngine.class);
+  private static final EligibilityFilter[] FILTERS = EligibilityFilter.values();
+  private static final int PASS = Integer.MAX_VALUE;
+  private static final long WARN_INTERVAL_NANOS = 10_000_000_000L;
+
+  /** Immutable membership table. */
+  private record Table(BackendEntry[] entries, Map<String, BackendEntry> byId) {}
+
+  private final BlockHasher hasher;
+  private final PrefixIndex index;
+  private final Scorer scorer;
+  private final TenantLimiter limiter;
+  private final HealthPolicy health;
+  private final RoutingListener[] listeners;
+  private final LongSupplier ticker;
+  private final int maxBackends;
+  private final int maxFallbacks;
+  private final int retryBudget;
+  private final int snapshotTenants;
+  private final boolean prefixIsolation;
+  private final ModelRouter models;
+  private final Registry registry = new Registry();
+
+  private final Object lock = new Object();
+  private final BitSet usedSlots = new BitSet();
+  private volatile Table table = new Table(new BackendEntry[0], Map.of());
+
+  private final LongAdder routedCount = new LongAdder();
+  private final LongAdder failoverCount = new LongAdder();
+  private final EnumMap<RejectReason, LongAdder> rejectedCount = new EnumMap<>(RejectReason.class);
+  private final AtomicLong lastListenerWarning = new AtomicLong(Long.MIN_VALUE);
+
+  DefaultRoutingEngine(RoutingEngineBuilder b) {
+    this.hasher = b.hasher;
+    this.index = b.index;
+    this.scorer = b.scorer;
+    this.limiter = b.limiter;
+    this.health = b.health;
+    this.listeners = b.listeners.toArray(new RoutingListener[0]);
+    this.ticker = b.ticker;
+    this.maxBackends = b.maxBackends;
+    this.maxFallbacks = b.maxFallbacks;
+    this.retryBudget = b.retryBudget;
+    this.snapshotTenants = b.snapshotTenants;
+    this.prefixIsolation = b.prefixIsolation;
+    this.models = new ModelRouter(b.aliases, b.splits);
+    for (RejectReason r : RejectReason.values()) {
+      rejectedCount.put(r, new LongAdder());
+    }
+    for (Backend backend : b.backends) {
+      registry.add(backend);
+    }
+  }
+
+  // ---------------------------------------------------------------- route
+
+  /** What a request carries between its first route and its failovers. */
+  private static final class Attempt {
+    final RouteRequest request;
+    final String model;
+    final int promptTokens;
+    final long reservedTokens;
+    long @Nullable [] keys;
+
+    Attempt(RouteRequest request, String model, int promptTokens, long reservedTokens) {
+      this.request = request;
+      this.model = model;
+      this.promptTokens = promptTokens;
+      this.reservedTokens = reservedTokens;
+    }
+  }
+
+  @Override
+  public RouteDecision route(RouteRequest request) {
+    Objects.requireNonNull(request, "request");
+    long now = ticker.getAsLong();
+    String model = models.resolve(request);
+    int promptTokens = request.prompt().estimatedTokens();
+    long reserved = (long) promptTokens + request.maxOutputTokens();
+
+    Admission admission = limiter.tryAcquire(request.tenant(), reserved, now);
+    if (!admission.granted()) {
+      boolean tooLarge = admission.outcome() == Admission.Outcome.TOO_LARGE;
+      return reject(
+          new Rejected(
+              request,
+              tooLarge ? RejectReason.REQUEST_TOO_LARGE : RejectReason.RATE_LIMITED,
+              tooLarge ? Duration.ZERO : Duration.ofNanos(admission.retryAfterNanos()),
+              admission.message(),
+              null));
+    }
+    Attempt attempt = new Attempt(request, model, promptTokens, reserved);
+    RouteDecision d;
+    try {
+      d = place(attempt, List.of(), 0, now);
+    } catch (RuntimeException e) {
+      limiter.adjust(request.tenant(), -reserved, now);
+      throw e;
+    }
+    if (d instanceof Rejected r) {
+      limiter.adjust(request.tenant(), -reserved, now);
+      return reject(r);
+    }
+    routedCount.increment();
+    return d;
+  }
+
+  private Rejected reject(Rejected r) {
+    rejectedCount.get(r.reason()).increment();
+    if (log.isDebugEnabled()) {
+      log.debug(
+          "rejected request={} tenant={} reason={} filter={}: {}",
+          r.request().requestId(),
+          r.request().tenant(),
+          r.reason(),
+          r.emptiedBy(),
+          r.message());
+    }
+    notifyListeners(l -> l.onRejected(r));
+    return r;
+  }
+
+  /** Eligible set → hash → match → score → SLO admission → record. Does not touch the limiter. */
+  private RouteDecision place(
+      Attempt attempt, List<BackendEntry> excluded, int attemptNo, long now) {
+    RouteRequest request = attempt.request;
+    BackendEntry[] all = table.entries;
+    Candidates c =
+        new Candidates(
+            request, attempt.model, attempt.promptTokens, hasher.tokensPerBlock(), now, all.length);
+    int furthest = -1;
+    for (BackendEntry e : all) {
+      int failed = firstFailingFilter(e, attempt.model, request, excluded, now);
+      if (failed == PASS) {
+        c.add(e);
+      } else {
+        furthest = Math.max(furthest, failed);
+      }
+    }
+    if (c.size == 0) {
+      EligibilityFilter filter = furthest < 0 ? EligibilityFilter.MODEL : FILTERS[furthest];
+      return new Rejected(
+          request,
+          RejectReason.NO_ELIGIBLE_BACKEND,
+          Duration.ZERO,
+          noEligibleMessage(filter, attempt.model),
+          filter);
+    }
+
+    long[] keys = attempt.keys;
+    if (keys == null) {
+      keys = hasher.keys(request.prompt(), seed(request));
+      attempt.keys = keys;
+    }
+    c.keys(keys);
+    index.match(keys, c.slots, c.size, c.matched);
+    scorer.score(c);
+    if (!c.orderIsPermutation()) {
+      throw new IllegalStateException(
+          "scorer " + scorer.name() + " left an order that is not a permutation of its candidates");
+    }
+    int[] order = c.order();
+
+    Duration budget = request.ttftBudget();
+    if (budget != null && request.sheddable() && scorer.costIsTtftMillis()) {
+      double bestMs = c.cost(order[0]);
+      double budgetMs = budget.toNanos() / 1e6;
+      if (bestMs > budgetMs) {
+        long retryNanos = (long) Math.min(Long.MAX_VALUE / 2, (bestMs - budgetMs) * 1e6);
+        return new Rejected(
+            request,
+            RejectReason.OVERLOADED,
+            Duration.ofNanos(retryNanos),
+            String.format(
+                "best estimated TTFT %.1f ms exceeds the budget of %.1f ms", bestMs, budgetMs),
+            null);
+      }
+    }
+
+    for (int rank = 0; rank < c.size; rank++) {
+      int cand = order[rank];
+      BackendEntry e = c.entries[cand];
+      if (!e.claim()) {
+        continue; // removed while we scored
+      }
+      Routed routed;
+      try {
+        if (!health.tryAcquire(e.slot, now)) {
+          continue; // half-open with no probe left
+        }
+        int matchedTokens = c.matchedTokens(cand);
+        int uncached = attempt.promptTokens - matchedTokens;
+        e.inFlight.incrementAndGet();
+        e.pendingPrefillTokens.addAndGet(uncached);
+        e.routed.increment();
+        e.promptTokens.add(attempt.promptTokens);
+        e.matchedTokens.add(matchedTokens);
+        if (keys.length > 0) {
+          index.recordRouted(keys, e.slot, now);
+        }
+        scorer.onRouted(c, cand);
+        List<String> fallbacks = new ArrayList<>(Math.min(maxFallbacks, c.size - rank - 1));
+        for (int k = rank + 1; k < c.size && fallbacks.size() < maxFallbacks; k++) {
+          fallbacks.add(c.entries[order[k]].backend.id());
+        }
+        String reason = c.reason != null ? c.reason : scorer.name();
+        DefaultLease lease =
+            new DefaultLease(attempt, e, excluded, attemptNo, matchedTokens, uncached, now);
+        routed =
+            new Routed(
+                request,
+                e.backend,
+                attempt.model,
+                fallbacks,
+                attempt.promptTokens,
+                matchedTokens,
+                c.cost(cand),
+                reason,
+                attemptNo,
+                lease);
+        lease.routed = routed;
+      } finally {
+        e.release();
+      }
+      if (log.isDebugEnabled()) {
+        log.debug(
+            "routed request={} tenant={} model={} backend={} attempt={} matched={}/{} cost={} ({})",
+            request.requestId(),
+            request.tenant(),
+            attempt.model,
+            routed.backendId(),
+            attemptNo,
+            routed.matchedTokens(),
+            routed.promptTokens(),
+            routed.cost(),
+            routed.reason());
+      }
+      notifyListeners(l -> l.onRouted(routed));
+      return routed;
+    }
+    return new Rejected(
+        request,
+        RejectReason.NO_ELIGIBLE_BACKEND,
+        Duration.ZERO,
+        "every ranked backend was removed or out of half-open probes",
+        EligibilityFilter.HEALTH);
+  }
+
+  private int firstFailingFilter(
+      BackendEntry e, String model, RouteRequest r, List<BackendEntry> excluded, long now) {
+    Backend b = e.backend;
+    if (!b.serves(model)) {
+      return EligibilityFilter.MODEL.ordinal();
+    }
+    if (e.draining) {
+      return EligibilityFilter.DRAINING.ordinal();
+    }
+    if (health.state(e.slot, now) == HealthState.OPEN) {
+      return EligibilityFilter.HEALTH.ordinal();
+    }
+    if (!r.requiredCapabilities().isEmpty()
+        && !b.capabilities().containsAll(r.requiredCapabilities())) {
+      return EligibilityFilter.CAPABILITY.ordinal();
+    }
+    if (!r.requiredLabels().isEmpty()) {
+      for (Map.Entry<String, String> l : r.requiredLabels().entrySet()) {
+        if (!l.getValue().equals(b.labels().get(l.getKey()))) {
+          return EligibilityFilter.LABEL.ordinal();
+        }
+      }
+    }
+    for (int i = 0; i < excluded.size(); i++) {
+      if (excluded.get(i) == e) {
+        return EligibilityFilter.EXCLUDED.ordinal();
+      }
+    }
+    return PASS;
+  }
+
+  private static String noEligibleMessage(EligibilityFilter f, String model) {
+    return switch (f) {
+      case MODEL -> "no backend serves model '" + model + "'";
+      case DRAINING -> "every backend serving '" + model + "' is draining";
+      case HEALTH -> "every backend serving '" + model + "' is unhealthy (circuit open)";
+      case CAPABILITY -> "no healthy backend serving '" + model + "' has the required capabilities";
+      case LABEL -> "no healthy backend serving '" + model + "' carries the required labels";
+      case EXCLUDED -> "every eligible backend for '" + model + "' already failed this request";
+    };
+  }
+
+  private long seed(RouteRequest r) {
+    String salt = r.cacheSalt();
+    if (!prefixIsolation && salt == null) {
+      return 0L;
+    }
+    String ns = prefixIsolation ? "tenant:" + r.tenant() : "";
+    if (salt != null) {
+      ns = ns + "\u0000salt:" + salt;
+    }
+    return hasher.seed(ns);
+  }
+
+  // ---------------------------------------------------------------- lease
+
+  private static final int OPEN = 0;
+  private static final int STREAMING = 1;
+  private static final int COMPLETED = 2;
+  private static final int FAILED_BEFORE_FIRST_TOKEN = 3;
+  private static final int FAILED_AFTER_FIRST_TOKEN = 4;
+
+  private final class DefaultLease implements Lease {
+    private final Attempt attempt;
+    private final BackendEntry entry;
+    private final List<BackendEntry> excluded;
+    private final int attemptNo;
+    private final int matchedTokens;
+    private final int uncachedTokens;
+    private final long startNanos;
+    private final AtomicInteger state = new AtomicInteger(OPEN);
+    private final AtomicBoolean failoverTaken = new AtomicBoolean();
+    @Nullable Routed routed;
+
+    DefaultLease(
+        Attempt attempt,
+        BackendEntry entry,
+        List<BackendEntry> excluded,
+        int attemptNo,
+        int matchedTokens,
+        int uncachedTokens,
+        long startNanos) {
+      this.attempt = attempt;
+      this.entry = entry;
+      this.excluded = excluded;
+      this.attemptNo = attemptNo;
+      this.matchedTokens = matchedTokens;
+      this.uncachedTokens = uncachedTokens;
+      this.startNanos = startNanos;
+    }
+
+    private Routed routed() {
+      return Objects.requireNonNull(routed, "routed");
+    }
+
+    @Override
+    public void firstToken() {
+      if (!state.compareAndSet(OPEN, STREAMING)) {
+        return;
+      }
+      long now = ticker.getAsLong();
+      entry.pendingPrefillTokens.addAndGet(-uncachedTokens);
+      entry.runningDecodes.incrementAndGet();
+      long ttft = Math.max(0, now - startNanos);
+      if (entry.claim()) {
+        try {
+          healthFeedback(entry, now, null);
+          scorer.onFirstToken(entry.slot, ttft, attempt.promptTokens, matchedTokens);
+        } finally {
+          entry.release();
+        }
+      }
+      Routed r = routed();
+      notifyListeners(l -> l.onFirstToken(r, ttft));
+    }
+
+    @Override
+    public void complete(Usage usage) {
+      Objects.requireNonNull(usage, "usage");
+      int s = end(COMPLETED, COMPLETED);
+      if (s < 0) {
+        return;
+      }
+      long now = ticker.getAsLong();
+      limiter.adjust(attempt.request.tenant(), usage.totalTokens() - attempt.reservedTokens, now);
+      if (s == OPEN && entry.claim()) {
+        try {
+          healthFeedback(entry, now, null);
+        } finally {
+          entry.release();
+        }
+      }
+      Routed r = routed();
+      long duration = Math.max(0, now - startNanos);
+      notifyListeners(l -> l.onCompleted(r, usage, duration));
+    }
+
+    @Override
+    public void fail(Failure failure) {
+      Objects.requireNonNull(failure, "failure");
+      int s = end(FAILED_BEFORE_FIRST_TOKEN, FAILED_AFTER_FIRST_TOKEN);
+      if (s < 0) {
+        return;
+      }
+      long now = ticker.getAsLong();
+      // Before the first token the backend did no useful work: refund the whole reservation.
+      // After it, the prompt was processed: charge it, refund the unknown output reservation.
+      long charged = s == OPEN ? 0 : attempt.promptTokens;
+      limiter.adjust(attempt.request.tenant(), charged - attempt.reservedTokens, now);
+      if (failure.countsAgainstBackend() && entry.claim()) {
+        try {
+          healthFeedback(entry, now, failure);
+        } finally {
+          entry.release();
+        }
+      }
+      Routed r = routed();
+      boolean before = s == OPEN;
+      notifyListeners(l -> l.onFailed(r, failure, before));
+    }
+
+    /** CAS to an end state; returns the previous state, or -1 if already ended. */
+    private int end(int ifOpen, int ifStreaming) {
+      while (true) {
+        int s = state.get();
+        if (s >= COMPLETED) {
+          return -1;
+        }
+        if (state.compareAndSet(s, s == OPEN ? ifOpen : ifStreaming)) {
+          if (s == OPEN) {
+            entry.pendingPrefillTokens.addAndGet(-uncachedTokens);
+          } else {
+            entry.runningDecodes.decrementAndGet();
+          }
+          entry.inFlight.decrementAndGet();
+          return s;
+        }
+      }
+    }
+
+    @Override
+    public RouteDecision failover() {
+      RouteRequest request = attempt.request;
+      if (state.get() != FAILED_BEFORE_FIRST_TOKEN || !failoverTaken.compareAndSet(false, true)) {
+        return reject(
+            new Rejected(
+                request,
+                RejectReason.NOT_RETRYABLE,
+                Duration.ZERO,
+                "failover needs a lease that failed before its first token and was not failed over"
+                    + " yet (state "
+                    + state.get()
+                    + ")",
+                null));
+      }
+      if (attemptNo + 1 > retryBudget) {
+        return reject(
+            new Rejected(
+                request,
+                RejectReason.RETRY_BUDGET_EXHAUSTED,
+                Duration.ZERO,
+                "retry budget of " + retryBudget + " failovers used up",
+                null));
+      }
+      long now = ticker.getAsLong();
+      limiter.adjust(request.tenant(), attempt.reservedTokens, now); // re-charge the refund
+      List<BackendEntry> nextExcluded = new ArrayList<>(excluded.size() + 1);
+      nextExcluded.addAll(excluded);
+      nextExcluded.add(entry);
+      RouteDecision d;
+      try {
+        d = place(attempt, nextExcluded, attemptNo + 1, now);
+      } catch (RuntimeException e) {
+        limiter.adjust(request.tenant(), -attempt.reservedTokens, now);
+        throw e;
+      }
+      if (d instanceof Rejected r) {
+        limiter.adjust(request.tenant(), -attempt.reservedTokens, now);
+        return reject(r);
+      }
+      failoverCount.increment();
+      return d;
+    }
+
+    @Override
+    public boolean isEnded() {
+      return state.get() >= COMPLETED;
+    }
+
+    @Override
+    public String toString() {
+      return "Lease[backend=" + entry.backend.id() + ", state=" + state.get() + "]";
+    }
+  }
+
+  /** Feeds the breaker (claim held by the caller) and reports a state change. */
+  private void healthFeedback(BackendEntry e, long now, @Nullable Failure failure) {
+    HealthState before = health.state(e.slot, now);
+    if (failure == null) {
+      health.onSuccess(e.slot, now);
+    } else {
+      health.onFailure(e.slot, failure, now);
+    }
+    HealthState after = health.state(e.slot, now);
+    if (before != after) {
+      Backend b = e.backend;
+      log.info("backend {} health {} -> {}", b.id(), before, after);
+      notifyListeners(l -> l.onHealthChanged(b, before, after));
+    }
+  }
+
+  // ---------------------------------------------------------------- membership
+
+  @Override
+  public BackendRegistry backends() {
+    return registry;
+  }
+
+  private final class Registry implements BackendRegistry {
+    @Override
+    public void add(Backend backend) {
+      Objects.requireNonNull(backend, "backend");
+      BackendEntry existing;
+      synchronized (lock) {
+        Table t = table;
+        existing = t.byId.get(backend.id());
+        if (existing != null) {
+          long oldCapacity = existing.backend.capacityBlocks();
+          existing.backend = backend;
+          if (oldCapacity != backend.capacityBlocks()) {
+            index.setCapacity(existing.slot, backend.capacityBlocks());
+          }
+        } else {
+          int slot = usedSlots.nextClearBit(0);
+          if (slot >= maxBackends) {
+            throw new IllegalStateException(
+                "cannot add backend '"
+                    + backend.id()
+                    + "': maxBackends "
+                    + maxBackends
+                    + " reached (removed backends free their slot once removal completes)");
+          }
+          index.addBackend(slot, backend.capacityBlocks());
+          health.addBackend(slot);
+          usedSlots.set(slot);
+          BackendEntry e = new BackendEntry(slot, backend);
+          BackendEntry[] entries = Arrays.copyOf(t.entries, t.entries.length + 1);
+          entries[entries.length - 1] = e;
+          Map<String, BackendEntry> byId = new LinkedHashMap<>(t.byId);
+          byId.put(backend.id(), e);
+          table = new Table(entries, Map.copyOf(byId));
+        }
+      }
+      log.info("backend {} {}", backend.id(), existing == null ? "added" : "updated");
+      notifyListeners(l -> l.onBackendAdded(backend));
+    }
+
+    @Override
+    public boolean remove(String backendId) {
+      Objects.requireNonNull(backendId, "backendId");
+      BackendEntry e;
+      synchronized (lock) {
+        Table t = table;
+        e = t.byId.get(backendId);
+        if (e == null) {
+          return false;
+        }
+        List<BackendEntry> rest = new ArrayList<>(t.entries.length);
+        Map<String, BackendEntry> byId = new LinkedHashMap<>();
+        for (BackendEntry x : t.entries) {
+          if (x != e) {
+            rest.add(x);
+            byId.put(x.backend.id(), x);
+          }
+        }
+        table = new Table(rest.toArray(new BackendEntry[0]), Map.copyOf(byId));
+        e.removed = true;
+      }
+      e.awaitNoClaims();
+      index.removeBackend(e.slot);
+      health.removeBackend(e.slot);
+      scorer.onBackendRemoved(e.slot);
+      synchronized (lock) {
+        usedSlots.clear(e.slot);
+      }
+      Backend b = e.backend;
+      log.info("backend {} removed ({} leases still open)", backendId, e.inFlight.get());
+      notifyListeners(l -> l.onBackendRemoved(b));
+      return true;
+    }
+
+    @Override
+    public void drain(String backendId) {
+      setDraining(backendId, true);
+    }
+
+    @Override
+    public void undrain(String backendId) {
+      setDraining(backendId, false);
+    }
+
+    private void setDraining(String backendId, boolean draining) {
+      Objects.requireNonNull(backendId, "backendId");
+      BackendEntry e = table.byId.get(backendId);
+      if (e == null) {
+        throw new NoSuchElementException("no backend '" + backendId + "'");
+      }
+      boolean was = e.draining;
+      e.draining = draining;
+      if (was != draining) {
+        Backend b = e.backend;
+        log.info("backend {} {}", backendId, draining ? "draining" : "undrained");
+        notifyListeners(l -> l.onDrainChanged(b, draining));
+      }
+    }
+
+    @Override
+    public boolean reportLoad(String backendId, LoadReport report) {
+      Objects.requireNonNull(backendId, "backendId");
+      Objects.requireNonNull(report, "report");
+      BackendEntry e = table.byId.get(backendId);
+      if (e == null) {
+        return false;
+      }
+      long now = ticker.getAsLong();
+      long age = report.age().toNanos();
+      e.load = new BackendEntry.TimedLoad(report, now - age);
+      return true;
+    }
+
+    @Override
+    public Optional<Backend> get(String backendId) {
+      BackendEntry e = table.byId.get(Objects.requireNonNull(backendId, "backendId"));
+      return e == null ? Optional.empty() : Optional.of(e.backend);
+    }
+
+    @Override
+    public List<Backend> all() {
+      BackendEntry[] entries = table.entries;
+      List<Backend> out = new ArrayList<>(entries.length);
+      for (BackendEntry e : entries) {
+        out.add(e.backend);
+      }
+      return List.copyOf(out);
+    }
+  }
+
+  // ---------------------------------------------------------------- events, inspection
+
+  @Override
+  public boolean applyKvEvents(String backendId, List<? extends KvEvent> batch) {
+    Objects.requireNonNull(backendId, "backendId");
+    Objects.requireNonNull(batch, "batch");
+    BackendEntry e = table.byId.get(backendId);
+    if (e == null || !e.claim()) {
+      return false;
+    }
+    try {
+      long now = ticker.getAsLong();
+      for (KvEvent ev : batch) {
+        index.apply(e.slot, Objects.requireNonNull(ev, "event"), hasher, now);
+      }
+    } finally {
+      e.release();
+    }
+    return true;
+  }
+
+  @Override
+  public RouterSnapshot inspect() {
+    long now = ticker.getAsLong();
+    BackendEntry[] entries = table.entries;
+    List<BackendSnapshot> backends = new ArrayList<>(entries.length);
+    String[] names = new String[maxBackends];
+    for (BackendEntry e : entries) {
+      names[e.slot] = e.backend.id();
+      BackendEntry.TimedLoad load = e.load;
+      backends.add(
+          new BackendSnapshot(
+              e.backend,
+              e.draining,
+              health.state(e.slot, now),
+              e.inFlight.get(),
+              e.pendingPrefillTokens.get(),
+              e.runningDecodes.get(),
+              load == null ? null : load.report(),
+              load == null ? -1 : Math.max(0, now - load.measuredAt()),
+              e.routed.sum(),
+              e.promptTokens.sum(),
+              e.matchedTokens.sum(),
+              scorer.describe(e.slot)));
+    }
+    Map<RejectReason, Long> rejected = new EnumMap<>(RejectReason.class);
+    rejectedCount.forEach((k, v) -> rejected.put(k, v.sum()));
+    return new RouterSnapshot(
+        now,
+        backends,
+        limiter.snapshot(snapshotTenants, now),
+        index.stats(names),
+        routedCount.sum(),
+        failoverCount.sum(),
+        rejected);
+  }
+
+  private void notifyListeners(Consumer<RoutingListener> call) {
+    if (listeners.length == 0) {
+      return;
+    }
+    for (RoutingListener l : listeners) {
+      try {
+        call.accept(l);
+      } catch (RuntimeException ex) {
+        long now = ticker.getAsLong();
+        long last = lastListenerWarning.get();
+        if ((last == Long.MIN_VALUE || now - last >= WARN_INTERVAL_NANOS)
+            && lastListenerWarning.compareAndSet(last, now)) {
+          log.warn("routing listener {} threw; ignored (warnings rate-limited to 1/10s)", l, ex);
+        }
+      }
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "RoutingEngine[backends="
+        + table.entries.length
+        + ", scorer="
+        + scorer.name()
+        + ", index="
+        + index
+        + "]";
+  }
+}

@@ -1,0 +1,44 @@
+package dev.prefixrouter.api;
+
+/**
+ * Completion handle of one {@link Routed} decision. The caller reports {@link #firstToken()} when
+ * the first output token (or first streamed chunk) arrives, and then exactly one of {@link
+ * #complete(Usage)} or {@link #fail(Failure)}. Repeated or late calls are no-ops, so a lease can be
+ * ended from a finally block without care.
+ *
+ * <p>Until it ends, a lease counts as in flight on its backend. Thread-safe; every method is O(1)
+ * apart from {@link #failover()}, which routes again.
+ *
+ * <pre>{@code
+ * Routed r = ...;
+ * try {
+ *   stream(r.backend(), chunk -> r.lease().firstToken());
+ *   r.lease().complete(usage);
+ * } catch (IOException e) {
+ *   r.lease().fail(Failure.of(Failure.Kind.CONNECT));
+ *   if (r.lease().failover() instanceof Routed next) { ... }
+ * }
+ * }</pre>
+ */
+public interface Lease {
+
+  /** Records the first token: ends the prefill phase and feeds TTFT calibration. Idempotent. */
+  void firstToken();
+
+  /** Ends the lease successfully and trues up the tenant's reservation. Idempotent. */
+  void complete(Usage usage);
+
+  /** Ends the lease as failed and feeds the backend's circuit breaker. Idempotent. */
+  void fail(Failure failure);
+
+  /**
+   * After {@link #fail(Failure)} before the first token: routes the same request to the next best
+   * eligible backend, excluding every backend that already failed for it, within the engine's retry
+   * budget. The tenant is not charged twice. May be asked once per failed lease; any other use
+   * returns {@link Rejected} with {@link RejectReason#NOT_RETRYABLE}.
+   */
+  RouteDecision failover();
+
+  /** Whether {@link #complete} or {@link #fail} has been called. */
+  boolean isEnded();
+}

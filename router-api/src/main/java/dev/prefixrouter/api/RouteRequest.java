@@ -1,0 +1,179 @@
+package dev.prefixrouter.api;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * One request to route. Immutable; build it with {@link #builder(String, String)}.
+ *
+ * <pre>{@code
+ * RouteRequest r = RouteRequest.builder("acme", "qwen2.5-7b")
+ *     .prompt(Prompt.ofTokens(ids)).maxOutputTokens(256).session("chat-42").build();
+ * }</pre>
+ *
+ * @param tenant who is charged for the request (token buckets, prefix isolation); never blank
+ * @param model the requested model name, before alias resolution and A/B splits; never blank
+ * @param prompt the prompt
+ * @param sessionId optional conversation id for session affinity and sticky A/B splits
+ * @param maxOutputTokens output tokens reserved against the tenant's bucket at admission (trued up
+ *     on completion); {@code >= 0}
+ * @param sheddable whether the request may be rejected with {@link RejectReason#OVERLOADED} when
+ *     its TTFT budget cannot be met
+ * @param requiredCapabilities capabilities every candidate backend must have (e.g. {@code vision},
+ *     a LoRA adapter name)
+ * @param requiredLabels labels every candidate backend must carry with exactly these values
+ * @param ttftBudget optional time-to-first-token objective for SLO admission
+ * @param requestId optional id echoed in logs and listener events
+ * @param cacheSalt optional vLLM {@code cache_salt}: requests with different salts never share
+ *     cached prefixes, so the salt is folded into the block-key seed
+ */
+public record RouteRequest(
+    String tenant,
+    String model,
+    Prompt prompt,
+    @Nullable String sessionId,
+    int maxOutputTokens,
+    boolean sheddable,
+    Set<String> requiredCapabilities,
+    Map<String, String> requiredLabels,
+    @Nullable Duration ttftBudget,
+    @Nullable String requestId,
+    @Nullable String cacheSalt) {
+
+  /** Largest accepted {@code maxOutputTokens}: 16 Mi tokens. */
+  public static final int MAX_OUTPUT_TOKENS_LIMIT = 1 << 24;
+
+  public RouteRequest {
+    Objects.requireNonNull(tenant, "tenant");
+    Objects.requireNonNull(model, "model");
+    Objects.requireNonNull(prompt, "prompt");
+    if (tenant.isBlank()) {
+      throw new IllegalArgumentException("tenant must not be blank");
+    }
+    if (model.isBlank()) {
+      throw new IllegalArgumentException("model must not be blank");
+    }
+    if (maxOutputTokens < 0 || maxOutputTokens > MAX_OUTPUT_TOKENS_LIMIT) {
+      throw new IllegalArgumentException(
+          "maxOutputTokens must be in [0, "
+              + MAX_OUTPUT_TOKENS_LIMIT
+              + "], was "
+              + maxOutputTokens);
+    }
+    requiredCapabilities = Set.copyOf(requiredCapabilities);
+    requiredLabels = Map.copyOf(requiredLabels);
+    if (ttftBudget != null && (ttftBudget.isNegative() || ttftBudget.isZero())) {
+      throw new IllegalArgumentException("ttftBudget must be positive, was " + ttftBudget);
+    }
+    if (sessionId != null && sessionId.isEmpty()) {
+      throw new IllegalArgumentException("sessionId must not be empty (use null for none)");
+    }
+  }
+
+  public static Builder builder(String tenant, String model) {
+    return new Builder(tenant, model);
+  }
+
+  /** A builder preloaded with this request's fields. */
+  public Builder toBuilder() {
+    Builder b = new Builder(tenant, model);
+    b.prompt = prompt;
+    b.sessionId = sessionId;
+    b.maxOutputTokens = maxOutputTokens;
+    b.sheddable = sheddable;
+    b.capabilities.addAll(requiredCapabilities);
+    b.labels.putAll(requiredLabels);
+    b.ttftBudget = ttftBudget;
+    b.requestId = requestId;
+    b.cacheSalt = cacheSalt;
+    return b;
+  }
+
+  /** Builder for {@link RouteRequest}; not thread-safe. Setters validate at once. */
+  public static final class Builder {
+    private final String tenant;
+    private final String model;
+    private Prompt prompt = Prompt.ofTokens();
+    private @Nullable String sessionId;
+    private int maxOutputTokens;
+    private boolean sheddable;
+    private final Set<String> capabilities = new LinkedHashSet<>();
+    private final Map<String, String> labels = new LinkedHashMap<>();
+    private @Nullable Duration ttftBudget;
+    private @Nullable String requestId;
+    private @Nullable String cacheSalt;
+
+    private Builder(String tenant, String model) {
+      this.tenant = Objects.requireNonNull(tenant, "tenant");
+      this.model = Objects.requireNonNull(model, "model");
+    }
+
+    public Builder prompt(Prompt prompt) {
+      this.prompt = Objects.requireNonNull(prompt, "prompt");
+      return this;
+    }
+
+    public Builder session(@Nullable String sessionId) {
+      this.sessionId = sessionId;
+      return this;
+    }
+
+    public Builder maxOutputTokens(int maxOutputTokens) {
+      if (maxOutputTokens < 0) {
+        throw new IllegalArgumentException("maxOutputTokens must be >= 0, was " + maxOutputTokens);
+      }
+      this.maxOutputTokens = maxOutputTokens;
+      return this;
+    }
+
+    public Builder sheddable(boolean sheddable) {
+      this.sheddable = sheddable;
+      return this;
+    }
+
+    public Builder requireCapability(String capability) {
+      capabilities.add(Objects.requireNonNull(capability, "capability"));
+      return this;
+    }
+
+    public Builder requireLabel(String key, String value) {
+      labels.put(Objects.requireNonNull(key, "key"), Objects.requireNonNull(value, "value"));
+      return this;
+    }
+
+    public Builder ttftBudget(@Nullable Duration ttftBudget) {
+      this.ttftBudget = ttftBudget;
+      return this;
+    }
+
+    public Builder requestId(@Nullable String requestId) {
+      this.requestId = requestId;
+      return this;
+    }
+
+    public Builder cacheSalt(@Nullable String cacheSalt) {
+      this.cacheSalt = cacheSalt;
+      return this;
+    }
+
+    public RouteRequest build() {
+      return new RouteRequest(
+          tenant,
+          model,
+          prompt,
+          sessionId,
+          maxOutputTokens,
+          sheddable,
+          capabilities,
+          labels,
+          ttftBudget,
+          requestId,
+          cacheSalt);
+    }
+  }
+}

@@ -1,0 +1,48 @@
+package dev.prefixrouter.api;
+
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * A routed request. The caller forwards it to {@link #backend()} and reports exactly one outcome on
+ * {@link #lease()}.
+ *
+ * @param request the request
+ * @param backend the chosen backend
+ * @param resolvedModel the model after alias resolution and A/B split
+ * @param fallbacks the next best candidates in rank order (at most the engine's configured count)
+ * @param promptTokens prompt tokens (exact for token prompts, estimated otherwise)
+ * @param matchedTokens prompt tokens believed cached on the chosen backend
+ * @param cost the scorer's cost of the chosen backend (unit depends on the scorer; for the est-TTFT
+ *     scorer it is milliseconds)
+ * @param reason a short human-readable explanation of the choice
+ * @param attempt 0 for the first route, 1.. for failovers
+ * @param lease the completion handle
+ */
+public record Routed(
+    RouteRequest request,
+    Backend backend,
+    String resolvedModel,
+    List<String> fallbacks,
+    int promptTokens,
+    int matchedTokens,
+    double cost,
+    String reason,
+    int attempt,
+    Lease lease)
+    implements RouteDecision {
+
+  public Routed {
+    Objects.requireNonNull(request, "request");
+    Objects.requireNonNull(backend, "backend");
+    Objects.requireNonNull(resolvedModel, "resolvedModel");
+    fallbacks = List.copyOf(fallbacks);
+    Objects.requireNonNull(reason, "reason");
+    Objects.requireNonNull(lease, "lease");
+  }
+
+  /** Id of the chosen backend. */
+  public String backendId() {
+    return backend.id();
+  }
+}

@@ -1,0 +1,53 @@
+package dev.prefixrouter.api.spi;
+
+import dev.prefixrouter.api.Prompt;
+
+/**
+ * Turns a prompt into chained 64-bit block keys: {@code k[0] = H(seed, block 0)}, {@code k[i] =
+ * H(k[i-1], block i)}, full blocks only. Equal keys at position {@code i} mean (with overwhelming
+ * probability) equal prompts up to the end of block {@code i}.
+ *
+ * <p>Because the chain's only state is the previous key, hashing tokens with {@code seed = p}
+ * continues a chain whose last key is {@code p}; prefix indexes use this to recompute keys from KV
+ * events.
+ *
+ * <p><b>Call site:</b> once per {@code route()} on the caller's thread, and once per {@code
+ * BlockStored} event. <b>Budget:</b> well under 1 µs per 1k tokens, no allocation per block.
+ * Implementations are stateless and thread-safe.
+ */
+public interface BlockHasher {
+
+  /**
+   * The keys of every full block of {@code prompt}, chained from {@code seed}. The array is fresh
+   * and owned by the caller; it may be empty (prompt shorter than one block, or a hasher that does
+   * not hash).
+   */
+  long[] keys(Prompt prompt, long seed);
+
+  /** Prompt tokens one block stands for (exact for token blocks, estimated for text blocks). */
+  int tokensPerBlock();
+
+  /**
+   * A stable 64-bit seed for a namespace (a tenant id, a cache salt) used for prefix isolation. The
+   * default is FNV-1a over the UTF-16 chars followed by a 64-bit finalizer; implementations may use
+   * their own hash but must return the same value for the same string forever.
+   */
+  default long seed(String namespace) {
+    long h = 0xcbf29ce484222325L;
+    for (int i = 0; i < namespace.length(); i++) {
+      h ^= namespace.charAt(i);
+      h *= 0x100000001b3L;
+    }
+    h ^= h >>> 33;
+    h *= 0xff51afd7ed558ccdL;
+    h ^= h >>> 33;
+    h *= 0xc4ceb9fe1a85ec53L;
+    h ^= h >>> 33;
+    return h;
+  }
+
+  /** A hasher that produces no keys: for engines without a prefix index. */
+  static BlockHasher none() {
+    return NoBlockHasher.INSTANCE;
+  }
+}

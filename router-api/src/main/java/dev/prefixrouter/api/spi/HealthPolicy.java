@@ -1,0 +1,38 @@
+package dev.prefixrouter.api.spi;
+
+import dev.prefixrouter.api.Failure;
+import dev.prefixrouter.api.HealthState;
+
+/**
+ * Per-backend health (circuit breaker). The engine filters out backends whose {@link #state} is
+ * {@link HealthState#OPEN}, asks {@link #tryAcquire} for the backend it is about to route to (a
+ * half-open breaker admits a bounded number of probes), and feeds outcomes back.
+ *
+ * <p><b>Call site:</b> {@code state} for every candidate of every {@code route()}, the rest once
+ * per decision or lease end; concurrently. <b>Budget:</b> O(1), lock-free on the read path.
+ */
+public interface HealthPolicy {
+
+  /** Starts tracking a slot as {@link HealthState#CLOSED}. */
+  void addBackend(int slot);
+
+  /** Forgets a slot. */
+  void removeBackend(int slot);
+
+  /** The state now (an open breaker whose cooldown is over reads {@code HALF_OPEN}). */
+  HealthState state(int slot, long nowNanos);
+
+  /** Whether a request may go to the slot now; a half-open breaker counts it as a probe. */
+  boolean tryAcquire(int slot, long nowNanos);
+
+  /** A request to the slot got its first token or completed. */
+  void onSuccess(int slot, long nowNanos);
+
+  /** A request to the slot failed in a way that {@link Failure#countsAgainstBackend() counts}. */
+  void onFailure(int slot, Failure failure, long nowNanos);
+
+  /** Never opens. */
+  static HealthPolicy alwaysHealthy() {
+    return AlwaysHealthy.INSTANCE;
+  }
+}

@@ -1,0 +1,5 @@
+package dev.prefixrouter.api.spi;
+
+enum NoListener implements RoutingListener {
+  INSTANCE
+}

@@ -1,0 +1,39 @@
+package dev.prefixrouter.api.spi;
+
+import dev.prefixrouter.api.IndexStats;
+import dev.prefixrouter.api.KvEvent;
+import java.util.Arrays;
+
+enum NoPrefixIndex implements PrefixIndex {
+  INSTANCE;
+
+  @Override
+  public void addBackend(int slot, long capacityBlocks) {}
+
+  @Override
+  public void setCapacity(int slot, long capacityBlocks) {}
+
+  @Override
+  public void match(long[] keys, int[] slots, int count, int[] matchedOut) {
+    Arrays.fill(matchedOut, 0, count, 0);
+  }
+
+  @Override
+  public void recordRouted(long[] keys, int slot, long nowNanos) {}
+
+  @Override
+  public void apply(int slot, KvEvent event, BlockHasher hasher, long nowNanos) {}
+
+  @Override
+  public void removeBackend(int slot) {}
+
+  @Override
+  public IndexStats stats(String[] slotNames) {
+    return IndexStats.EMPTY;
+  }
+
+  @Override
+  public String toString() {
+    return "PrefixIndex.none()";
+  }
+}

@@ -1,0 +1,54 @@
+package dev.prefixrouter.api.spi;
+
+import dev.prefixrouter.api.IndexStats;
+import dev.prefixrouter.api.KvEvent;
+
+/**
+ * Believes which backends hold which prompt prefixes, keyed by chained block keys (see {@link
+ * BlockHasher}).
+ *
+ * <p><b>Call sites:</b> {@link #match} and {@link #recordRouted} once per {@code route()} on the
+ * caller's thread, concurrently from many threads; {@link #apply} from the host's event thread(s);
+ * membership methods rarely. <b>Budget:</b> {@code match} a few µs for a 4k-token prompt against a
+ * million blocks; it must not block behind writes to unrelated prefixes. Thread-safe.
+ *
+ * <p>Backends are dense slots (see the package documentation). Index memory must be bounded by the
+ * sum of the backends' capacities.
+ */
+public interface PrefixIndex {
+
+  /**
+   * Starts tracking a slot. {@code capacityBlocks == 0} means unknown: the index uses its default.
+   */
+  void addBackend(int slot, long capacityBlocks);
+
+  /** Changes a slot's capacity; shrinking evicts at once. */
+  void setCapacity(int slot, long capacityBlocks);
+
+  /**
+   * For each of the first {@code count} entries of {@code slots}, writes into {@code matchedOut} at
+   * the same position the number of leading blocks of {@code keys} believed held by that slot (the
+   * longest contiguous run from block 0).
+   */
+  void match(long[] keys, int[] slots, int count, int[] matchedOut);
+
+  /** Records that the prompt with these keys was just routed to {@code slot} (predicted blocks). */
+  void recordRouted(long[] keys, int slot, long nowNanos);
+
+  /** Applies one engine KV event of {@code slot}, recomputing router keys with {@code hasher}. */
+  void apply(int slot, KvEvent event, BlockHasher hasher, long nowNanos);
+
+  /** Forgets everything about a slot; the slot may be reused after this returns. */
+  void removeBackend(int slot);
+
+  /**
+   * Counters. {@code slotNames} maps slot to backend id for the per-backend table ({@code null}
+   * entries are skipped).
+   */
+  IndexStats stats(String[] slotNames);
+
+  /** An index that believes nothing: every match is 0. */
+  static PrefixIndex none() {
+    return NoPrefixIndex.INSTANCE;
+  }
+}

@@ -1,0 +1,55 @@
+package dev.prefixrouter.api.spi;
+
+import java.util.Map;
+
+/**
+ * Ranks the eligible candidates of a request. Affinity, saturation and tie-breaking policies live
+ * here, not in the pipeline.
+ *
+ * <p><b>Call site:</b> {@link #score} once per {@code route()} (and per failover) on the caller's
+ * thread, concurrently; feedback methods from whichever thread ends a lease. <b>Budget:</b> O(n) in
+ * the number of candidates, a few µs for 64 candidates. Thread-safe.
+ */
+public interface Scorer {
+
+  /** A short stable name for logs and the simulator ({@code least-in-flight}, {@code est-ttft}). */
+  String name();
+
+  /** Sets a cost for every candidate and leaves the ranking in {@link ScoringContext#order()}. */
+  void score(ScoringContext ctx);
+
+  /**
+   * Whether costs are estimated times to first token in milliseconds. Only then does the engine
+   * apply SLO admission ({@link dev.prefixrouter.api.RouteRequest#ttftBudget()}).
+   */
+  default boolean costIsTtftMillis() {
+    return false;
+  }
+
+  /** The candidate at rank 0 that the engine actually routed to; called before route returns. */
+  default void onRouted(ScoringContext ctx, int candidate) {}
+
+  /**
+   * A lease on {@code slot} reached its first token {@code ttftNanos} after routing, for a prompt
+   * of {@code promptTokens} of which {@code matchedTokens} were believed cached.
+   */
+  default void onFirstToken(int slot, long ttftNanos, int promptTokens, int matchedTokens) {}
+
+  /** A backend left the engine; forget its state. */
+  default void onBackendRemoved(int slot) {}
+
+  /**
+   * Parameters of this scorer for a slot, shown in {@code inspect()} (e.g. fitted coefficients).
+   */
+  default Map<String, Double> describe(int slot) {
+    return Map.of();
+  }
+
+  /**
+   * The built-in default: fewest open leases relative to the backend's weight, ties broken
+   * round-robin. Ignores prefix matches.
+   */
+  static Scorer leastInFlight() {
+    return new LeastInFlightScorer();
+  }
+}

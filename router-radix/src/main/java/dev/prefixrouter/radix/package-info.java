@@ -1,0 +1,5 @@
+/** prefix-router module {@code dev.prefixrouter.radix}. */
+@NullMarked
+package dev.prefixrouter.radix;
+
+import org.jspecify.annotations.NullMarked;
