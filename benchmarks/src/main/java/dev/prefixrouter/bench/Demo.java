@@ -52,7 +52,10 @@ final class Demo {
 
     step(out, "3. a 90/10 split of 'chat', sticky per session");
     for (int i = 0; i < 4; i++) {
-      print(out, keep(open, engine.route(request("acme", "chat", "split-" + i).session("s-" + i).build())));
+      print(
+          out,
+          keep(
+              open, engine.route(request("acme", "chat", "split-" + i).session("s-" + i).build())));
     }
 
     step(out, "4. a vision request: only b2 has the capability");

@@ -1,0 +1,213 @@
+package dev.prefixrouter.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.prefixrouter.api.OpenAiRequestException.Problem;
+import java.io.ByteArrayInputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class OpenAiRequestReaderTest {
+  private final OpenAiRequestReader reader = OpenAiRequestReader.defaults();
+
+  private OpenAiRequest read(String json) {
+    return reader.read(json.getBytes(StandardCharsets.UTF_8), null);
+  }
+
+  private Problem problemOf(String json) {
+    try {
+      read(json);
+    } catch (OpenAiRequestException e) {
+      return e.problem();
+    }
+    throw new AssertionError("accepted: " + json);
+  }
+
+  @Test
+  void readsAChatCompletionsBody() {
+    OpenAiRequest r =
+        read(
+            """
+            {"model":"qwen","stream":true,"user":"u1","max_tokens":100,
+             "max_completion_tokens":50,"cache_salt":"salt-1","temperature":0.2,
+             "tools":[{"type":"function","function":{"name":"f","parameters":{"a":[1,{"b":2}]}}}],
+             "messages":[{"role":"system","content":"be brief"},
+                         {"role":"user","content":[{"type":"text","text":"hi"},
+                                                   {"type":"text","text":"there"}]},
+                         {"role":"assistant","content":null,"tool_calls":[]}]}
+            """);
+    assertThat(r.endpoint()).isEqualTo(OpenAiRequest.Endpoint.CHAT_COMPLETIONS);
+    assertThat(r.stream()).isTrue();
+    assertThat(r.user()).isEqualTo("u1");
+    RouteRequest rr = r.routeRequest();
+    assertThat(rr.model()).isEqualTo("qwen");
+    assertThat(rr.tenant()).isEqualTo("u1");
+    assertThat(rr.maxOutputTokens()).as("max_completion_tokens wins").isEqualTo(50);
+    assertThat(rr.cacheSalt()).isEqualTo("salt-1");
+    assertThat(rr.requiredCapabilities()).isEmpty();
+    assertThat(rr.prompt())
+        .isEqualTo(
+            Prompt.ofChat(
+                List.of(
+                    ChatMessage.of("system", "be brief"),
+                    ChatMessage.of("user", "hi\nthere"),
+                    ChatMessage.of("assistant", ""))));
+  }
+
+  @Test
+  void hostTenantWinsOverUserAndDefaultTenantIsLast() {
+    byte[] body =
+        "{\"model\":\"m\",\"user\":\"u\",\"prompt\":\"x\"}".getBytes(StandardCharsets.UTF_8);
+    assertThat(reader.read(body, "acme").routeRequest().tenant()).isEqualTo("acme");
+    assertThat(read("{\"model\":\"m\",\"prompt\":\"x\"}").routeRequest().tenant())
+        .isEqualTo("anonymous");
+  }
+
+  @Test
+  void imagePartsRequireVision() {
+    OpenAiRequest r =
+        read(
+            """
+            {"model":"m","messages":[{"role":"user","content":[
+              {"type":"image_url","image_url":{"url":"data:..."}},{"type":"text","text":"what?"}]}]}
+            """);
+    assertThat(r.routeRequest().requiredCapabilities())
+        .containsExactly(OpenAiRequestReader.VISION_CAPABILITY);
+  }
+
+  @Test
+  void readsCompletionsPromptsInEveryShape() {
+    assertThat(read("{\"model\":\"m\",\"prompt\":\"hello\"}").routeRequest().prompt())
+        .isEqualTo(Prompt.ofText("hello"));
+    assertThat(read("{\"model\":\"m\",\"prompt\":[1,2,3]}").routeRequest().prompt())
+        .isEqualTo(Prompt.ofTokens(1, 2, 3));
+    OpenAiRequest multi = read("{\"model\":\"m\",\"prompt\":[\"a\",\"b\",\"c\"]}");
+    assertThat(multi.routeRequest().prompt()).isEqualTo(Prompt.ofText("a"));
+    assertThat(multi.promptCount()).isEqualTo(3);
+    OpenAiRequest ids = read("{\"model\":\"m\",\"prompt\":[[5,6],[7]]}");
+    assertThat(ids.routeRequest().prompt()).isEqualTo(Prompt.ofTokens(5, 6));
+    assertThat(ids.promptCount()).isEqualTo(2);
+    assertThat(ids.endpoint()).isEqualTo(OpenAiRequest.Endpoint.COMPLETIONS);
+  }
+
+  @Test
+  void reservesTheDefaultWhenNoMaxTokensAndCapsLargeAsks() {
+    assertThat(read("{\"model\":\"m\",\"prompt\":\"x\"}").routeRequest().maxOutputTokens())
+        .isEqualTo(256);
+    assertThat(
+            read("{\"model\":\"m\",\"prompt\":\"x\",\"max_tokens\":1000000}")
+                .routeRequest()
+                .maxOutputTokens())
+        .isEqualTo(32_768);
+    OpenAiRequestReader custom =
+        OpenAiRequestReader.builder()
+            .defaultMaxOutputTokens(10)
+            .maxReservedOutputTokens(20)
+            .build();
+    byte[] body =
+        "{\"model\":\"m\",\"prompt\":\"x\",\"max_tokens\":50}".getBytes(StandardCharsets.UTF_8);
+    assertThat(custom.read(body, null).routeRequest().maxOutputTokens()).isEqualTo(20);
+  }
+
+  @ParameterizedTest(name = "{0} -> {1}")
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "{\"model\":\"m\",\"prompt\":\"x\"  | MALFORMED_JSON",
+        "{\"model\":\"m\",,\"prompt\":\"x\"} | MALFORMED_JSON",
+        "{\"model\":\"m\",\"prompt\":\"x\"} {} | MALFORMED_JSON",
+        "{\"model\":\"m\",\"model\":\"n\",\"prompt\":\"x\"} | MALFORMED_JSON",
+        "'' | NOT_AN_OBJECT",
+        "[1,2] | NOT_AN_OBJECT",
+        "\"str\" | NOT_AN_OBJECT",
+        "{\"prompt\":\"x\"} | MISSING_MODEL",
+        "{\"model\":\"  \",\"prompt\":\"x\"} | MISSING_MODEL",
+        "{\"model\":\"m\"} | MISSING_PROMPT",
+        "{\"model\":\"m\",\"prompt\":\"x\",\"messages\":[{\"role\":\"user\",\"content\":\"y\"}]} | MISSING_PROMPT",
+        "{\"model\":7,\"prompt\":\"x\"} | WRONG_TYPE",
+        "{\"model\":\"m\",\"prompt\":{}} | WRONG_TYPE",
+        "{\"model\":\"m\",\"prompt\":[1,\"a\"]} | WRONG_TYPE",
+        "{\"model\":\"m\",\"prompt\":[true]} | WRONG_TYPE",
+        "{\"model\":\"m\",\"prompt\":\"x\",\"max_tokens\":\"10\"} | WRONG_TYPE",
+        "{\"model\":\"m\",\"prompt\":\"x\",\"max_tokens\":10.5} | WRONG_TYPE",
+        "{\"model\":\"m\",\"prompt\":\"x\",\"stream\":\"yes\"} | WRONG_TYPE",
+        "{\"model\":\"m\",\"messages\":{}} | WRONG_TYPE",
+        "{\"model\":\"m\",\"messages\":[\"hi\"]} | WRONG_TYPE",
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":5}]} | WRONG_TYPE",
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[\"x\"]}]} | WRONG_TYPE",
+        "{\"model\":\"m\",\"prompt\":\"x\",\"user\":[]} | WRONG_TYPE",
+        "{\"model\":\"m\",\"prompt\":\"x\",\"max_tokens\":-1} | INVALID_VALUE",
+        "{\"model\":\"m\",\"prompt\":\"x\",\"max_tokens\":99999999999999999999} | INVALID_VALUE",
+        "{\"model\":\"m\",\"prompt\":[-4]} | INVALID_VALUE",
+        "{\"model\":\"m\",\"prompt\":[4294967296]} | INVALID_VALUE",
+        "{\"model\":\"m\",\"prompt\":[]} | INVALID_VALUE",
+        "{\"model\":\"m\",\"prompt\":[[]]} | INVALID_VALUE",
+        "{\"model\":\"m\",\"messages\":[]} | INVALID_VALUE",
+        "{\"model\":\"m\",\"messages\":[{\"content\":\"x\"}]} | INVALID_VALUE",
+        "{\"model\":\"m\",\"prompt\":\"x\",\"cache_salt\":\"\"} | INVALID_VALUE",
+      })
+  void refusesMalformedAndHostileBodiesWithASpecificProblem(String json, Problem expected) {
+    assertThat(problemOf(json)).isEqualTo(expected);
+  }
+
+  @Test
+  void errorNamesTheField() {
+    assertThatThrownBy(
+            () -> read("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":5}]}"))
+        .isInstanceOf(OpenAiRequestException.class)
+        .hasMessageContaining("messages[0].content")
+        .extracting(e -> ((OpenAiRequestException) e).field())
+        .isEqualTo("messages[0].content");
+  }
+
+  @Test
+  void oversizeBodiesAreRefusedBeforeParsing() {
+    OpenAiRequestReader small = OpenAiRequestReader.builder().maxBodyBytes(1024).build();
+    String big = "{\"model\":\"m\",\"prompt\":\"" + "x".repeat(2000) + "\"}";
+    assertThatThrownBy(() -> small.read(big.getBytes(StandardCharsets.UTF_8), null))
+        .isInstanceOf(OpenAiRequestException.class)
+        .matches(e -> ((OpenAiRequestException) e).problem() == Problem.TOO_LARGE);
+    assertThatThrownBy(
+            () -> small.read(new ByteArrayInputStream(big.getBytes(StandardCharsets.UTF_8)), null))
+        .matches(e -> ((OpenAiRequestException) e).problem() == Problem.TOO_LARGE);
+  }
+
+  @Test
+  void deepNestingIsRefusedAsTooLarge() {
+    String deep =
+        "{\"model\":\"m\",\"prompt\":\"x\",\"extra\":" + "[".repeat(500) + "]".repeat(500) + "}";
+    assertThat(problemOf(deep)).isEqualTo(Problem.TOO_LARGE);
+  }
+
+  @Test
+  void invalidUtf8IsMalformed() {
+    byte[] body = {
+      '{', '"', 'm', 'o', 'd', 'e', 'l', '"', ':', '"', (byte) 0xC3, (byte) 0x28, '"', '}'
+    };
+    assertThatThrownBy(() -> reader.read(body, null))
+        .isInstanceOf(OpenAiRequestException.class)
+        .matches(e -> ((OpenAiRequestException) e).problem() == Problem.MALFORMED_JSON);
+  }
+
+  @Test
+  void readsFromAStream() throws Exception {
+    OpenAiRequest r =
+        reader.read(
+            new ByteArrayInputStream(
+                "{\"model\":\"m\",\"prompt\":[1,2]}".getBytes(StandardCharsets.UTF_8)),
+            "t");
+    assertThat(r.routeRequest().prompt()).isEqualTo(Prompt.ofTokens(1, 2));
+  }
+
+  @Test
+  void builderValidates() {
+    assertThatThrownBy(() -> OpenAiRequestReader.builder().maxBodyBytes(10))
+        .hasMessageContaining("maxBodyBytes");
+    assertThatThrownBy(() -> OpenAiRequestReader.builder().defaultTenant(" "))
+        .hasMessageContaining("defaultTenant");
+  }
+}

@@ -1,0 +1,199 @@
+package dev.prefixrouter.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.prefixrouter.api.spi.Admission;
+import dev.prefixrouter.api.spi.BlockHasher;
+import dev.prefixrouter.api.spi.HealthPolicy;
+import dev.prefixrouter.api.spi.PrefixIndex;
+import dev.prefixrouter.api.spi.TenantLimiter;
+import java.math.BigInteger;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class ValueTypesTest {
+
+  @Test
+  void tokenPromptIsCopiedAndComparedByContent() {
+    int[] ids = {1, 2, 3};
+    Prompt.Tokens p = (Prompt.Tokens) Prompt.ofTokens(ids);
+    ids[0] = 99;
+    assertThat(p.token(0)).isEqualTo(1);
+    p.toArray()[1] = 42;
+    assertThat(p.token(1)).isEqualTo(2);
+    assertThat(p).isEqualTo(Prompt.ofTokens(1, 2, 3)).hasSameHashCodeAs(Prompt.ofTokens(1, 2, 3));
+    assertThat(p.estimatedTokens()).isEqualTo(3);
+    int[] dst = new int[2];
+    p.copyTo(1, dst, 0, 2);
+    assertThat(dst).containsExactly(2, 3);
+  }
+
+  @Test
+  void textAndChatPromptsEstimateTokens() {
+    assertThat(Prompt.ofText("").estimatedTokens()).isZero();
+    assertThat(Prompt.ofText("abcde").estimatedTokens()).isEqualTo(2);
+    Prompt chat = Prompt.ofChat(ChatMessage.of("user", "abcd"), ChatMessage.of("assistant", ""));
+    // (4 + 4 + 9) chars -> 5 tokens, + 4 per message
+    assertThat(chat.estimatedTokens()).isEqualTo(5 + 8);
+    assertThatThrownBy(() -> ChatMessage.of(" ", "x")).hasMessageContaining("role");
+  }
+
+  @Test
+  void routeRequestValidatesAndCopies() {
+    assertThatThrownBy(() -> RouteRequest.builder(" ", "m").build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("tenant");
+    assertThatThrownBy(() -> RouteRequest.builder(null, "m"))
+        .isInstanceOf(NullPointerException.class)
+        .hasMessageContaining("tenant");
+    assertThatThrownBy(() -> RouteRequest.builder("t", "m").maxOutputTokens(-1))
+        .hasMessageContaining("maxOutputTokens");
+    assertThatThrownBy(() -> RouteRequest.builder("t", "m").ttftBudget(Duration.ZERO).build())
+        .hasMessageContaining("ttftBudget");
+    assertThatThrownBy(() -> RouteRequest.builder("t", "m").session("").build())
+        .hasMessageContaining("sessionId");
+    RouteRequest r =
+        RouteRequest.builder("t", "m")
+            .requireCapability("vision")
+            .requireLabel("zone", "eu")
+            .session("s")
+            .requestId("r1")
+            .build();
+    assertThat(r.toBuilder().build()).isEqualTo(r);
+    assertThatThrownBy(() -> r.requiredCapabilities().add("x"))
+        .isInstanceOf(UnsupportedOperationException.class);
+  }
+
+  @Test
+  void backendValidatesEveryField() {
+    assertThatThrownBy(() -> Backend.of("", "m")).hasMessageContaining("id");
+    assertThatThrownBy(() -> Backend.of("a b", "m")).hasMessageContaining("whitespace");
+    assertThatThrownBy(() -> Backend.of("a")).hasMessageContaining("at least one model");
+    assertThatThrownBy(() -> Backend.of("a", "m").withCapacityBlocks(-1))
+        .hasMessageContaining("capacityBlocks");
+    assertThatThrownBy(() -> Backend.of("a", "m").withWeight(0)).hasMessageContaining("weight");
+    assertThatThrownBy(() -> Backend.of("a", "m").withWeight(Double.NaN))
+        .hasMessageContaining("weight");
+    Backend b =
+        Backend.of("a", "m").withModel("n").withCapability("vision").withLabel("zone", "eu");
+    assertThat(b.models()).containsExactlyInAnyOrder("m", "n");
+    assertThat(b.serves("n")).isTrue();
+    assertThat(b.capabilities()).containsExactly("vision");
+    assertThat(b.labels()).containsEntry("zone", "eu");
+  }
+
+  @Test
+  void loadReportUsageAndFailureValidate() {
+    assertThatThrownBy(() -> LoadReport.of(-1, 0, 0)).hasMessageContaining("running");
+    assertThatThrownBy(() -> LoadReport.of(0, -1, 0)).hasMessageContaining("waiting");
+    assertThatThrownBy(() -> LoadReport.of(0, 0, 1.5)).hasMessageContaining("kvUsage");
+    assertThatThrownBy(() -> LoadReport.of(0, 0, Double.NaN)).hasMessageContaining("kvUsage");
+    assertThatThrownBy(() -> LoadReport.of(0, 0, 0).withAge(Duration.ofSeconds(-1)))
+        .hasMessageContaining("age");
+    assertThatThrownBy(() -> new Usage(1, 0, 2)).hasMessageContaining("cachedTokens");
+    assertThatThrownBy(() -> Usage.of(-1, 0)).hasMessageContaining("token counts");
+    assertThat(Usage.of(3, 4).totalTokens()).isEqualTo(7);
+    assertThat(Failure.httpStatus(503).kind()).isEqualTo(Failure.Kind.SERVER_ERROR);
+    assertThat(Failure.httpStatus(429).countsAgainstBackend()).isFalse();
+    assertThat(Failure.of(Failure.Kind.TIMEOUT).countsAgainstBackend()).isTrue();
+    assertThatThrownBy(() -> Failure.httpStatus(200)).hasMessageContaining("200");
+  }
+
+  @Test
+  void rejectedSaysWhetherRetryHelps() {
+    RouteRequest r = RouteRequest.builder("t", "m").build();
+    assertThat(new Rejected(r, RejectReason.RATE_LIMITED, Duration.ZERO, "x", null).retryable())
+        .isTrue();
+    assertThat(
+            new Rejected(r, RejectReason.REQUEST_TOO_LARGE, Duration.ZERO, "x", null).retryable())
+        .isFalse();
+    assertThatThrownBy(
+            () -> new Rejected(r, RejectReason.OVERLOADED, Duration.ofSeconds(-1), "x", null))
+        .hasMessageContaining("retryAfter");
+  }
+
+  @Test
+  void kvEventsValidateAndCopy() {
+    long[] hashes = {1L, -2L};
+    int[] tokens = new int[32];
+    BlockStored s = new BlockStored(hashes, null, tokens, 16, "GPU");
+    hashes[0] = 7;
+    assertThat(s.blockHash(0)).isEqualTo(1L);
+    assertThat(s.blockCount()).isEqualTo(2);
+    assertThat(s).isEqualTo(new BlockStored(new long[] {1L, -2L}, null, new int[32], 16, "GPU"));
+    assertThat(new BlockStored(new long[] {1}, 5L, new int[0], 16, "CPU").tokenCount()).isZero();
+    assertThatThrownBy(() -> new BlockStored(new long[] {1}, null, new int[15], 16, null))
+        .hasMessageContaining("tokenIds length 15");
+    assertThatThrownBy(() -> new BlockStored(new long[0], null, new int[0], 16, null))
+        .hasMessageContaining("blockHashes");
+    assertThatThrownBy(() -> new BlockStored(new long[] {1}, null, new int[0], 0, null))
+        .hasMessageContaining("blockSize");
+    assertThat(BlockRemoved.of(1, 2)).isEqualTo(BlockRemoved.of(1, 2));
+    assertThatThrownBy(BlockRemoved::of).hasMessageContaining("blockHashes");
+  }
+
+  @Test
+  void engineHashesKeepTheUnsignedBitPattern() {
+    long h = EngineHashes.fromUnsignedString("15760518052499183552");
+    assertThat(h).isEqualTo(-2686226021210368064L);
+    assertThat(EngineHashes.toUnsignedString(h)).isEqualTo("15760518052499183552");
+    assertThat(EngineHashes.fromBigInteger(new BigInteger("15760518052499183552"))).isEqualTo(h);
+    assertThat(EngineHashes.fromBigInteger(BigInteger.valueOf(-5))).isEqualTo(-5L);
+    assertThatThrownBy(() -> EngineHashes.fromBigInteger(BigInteger.ONE.shiftLeft(64)))
+        .hasMessageContaining("range");
+    assertThatThrownBy(() -> EngineHashes.fromUnsignedString("-1"))
+        .hasMessageContaining("unsigned");
+    byte[] digest = new byte[32];
+    digest[24] = (byte) 0xda;
+    digest[31] = (byte) 0xc0;
+    assertThat(EngineHashes.fromBytes(digest)).isEqualTo(0xda000000000000c0L);
+    assertThat(EngineHashes.fromBytes(new byte[] {1, 2})).isEqualTo(0x0102L);
+  }
+
+  @Test
+  void admissionAndBuiltInsBehave() {
+    assertThat(Admission.GRANTED.granted()).isTrue();
+    assertThat(Admission.denied(5, "x").granted()).isFalse();
+    assertThatThrownBy(() -> Admission.denied(-1, "x")).hasMessageContaining("retryAfterNanos");
+    assertThat(TenantLimiter.unlimited().tryAcquire("t", Long.MAX_VALUE, 0).granted()).isTrue();
+    assertThat(HealthPolicy.alwaysHealthy().state(0, 0)).isEqualTo(HealthState.CLOSED);
+    assertThat(BlockHasher.none().keys(Prompt.ofTokens(new int[64]), 0)).isEmpty();
+    int[] out = {9, 9};
+    PrefixIndex.none().match(new long[] {1}, new int[] {0, 1}, 2, out);
+    assertThat(out).containsExactly(0, 0);
+    assertThat(BlockHasher.none().seed("a")).isNotEqualTo(BlockHasher.none().seed("b"));
+    assertThat(BlockHasher.none().seed("tenant")).isEqualTo(BlockHasher.none().seed("tenant"));
+  }
+
+  @Test
+  void snapshotsAreImmutableAndDerived() {
+    BackendSnapshot b =
+        new BackendSnapshot(
+            Backend.of("a", "m"),
+            false,
+            HealthState.CLOSED,
+            1,
+            0,
+            0,
+            null,
+            -1,
+            4,
+            100,
+            25,
+            Map.of("beta", 1.0));
+    assertThat(b.predictedHitRatio()).isEqualTo(0.25);
+    RouterSnapshot s =
+        new RouterSnapshot(0, List.of(b), List.of(), IndexStats.EMPTY, 4, 0, Map.of());
+    assertThat(s.backend("a")).contains(b);
+    assertThat(s.backend("z")).isEmpty();
+    assertThat(s.inFlight()).isEqualTo(1);
+    assertThatThrownBy(() -> s.backends().clear())
+        .isInstanceOf(UnsupportedOperationException.class);
+    assertThat(new TenantSnapshot("t", 5, 10, 0).tenant()).isEqualTo("t");
+    assertThat(new IndexStats(1, 2, 3, 4, Map.of("a", 2L), Map.of()).blocksPerBackend())
+        .containsEntry("a", 2L);
+  }
+}
