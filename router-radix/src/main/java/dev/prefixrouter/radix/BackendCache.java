@@ -1,0 +1,183 @@
+package dev.prefixrouter.radix;
+
+import com.carrotsearch.hppc.LongIntHashMap;
+import com.carrotsearch.hppc.LongLongHashMap;
+import java.util.Arrays;
+
+/**
+ * The LRU mirror of one backend's KV cache: the (block key → entry) map and two intrusive recency
+ * lists over entries, one for predicted and one for confirmed blocks. Eviction takes the older of
+ * the two tails, so together they form one LRU order; TTL expiry of predictions sweeps only the
+ * predicted list. Entries live in parallel primitive arrays that grow by doubling up to the
+ * capacity. Also holds the engine-hash → router-key map for KV events.
+ *
+ * <p>Not thread-safe: every access holds {@link #lock}.
+ */
+final class BackendCache {
+  static final int PREDICTED = 0;
+  static final int CONFIRMED = 1;
+  private static final int NONE = -1;
+
+  final Object lock = new Object();
+  final int slot;
+  long capacity;
+  boolean eventsSeen;
+
+  final LongIntHashMap index = new LongIntHashMap();
+  long[] key = new long[0];
+  long[] stamp = new long[0];
+  int[] prev = new int[0];
+  int[] next = new int[0];
+  byte[] list = new byte[0];
+  int[] copies = new int[0]; // engine blocks (incl. duplicates) confirming this entry
+  int allocated;
+  int freeHead = NONE;
+  final int[] head = {NONE, NONE}; // most recent
+  final int[] tail = {NONE, NONE}; // least recent
+  final long[] listSize = new long[2];
+
+  /** Engine hash → router key, and engine hash → number of live copies. */
+  final LongLongHashMap engineToRouter = new LongLongHashMap();
+
+  final LongIntHashMap engineCopies = new LongIntHashMap();
+
+  BackendCache(int slot, long capacity) {
+    this.slot = slot;
+    this.capacity = capacity;
+  }
+
+  int size() {
+    return index.size();
+  }
+
+  /** Entry of {@code k}, or -1. */
+  int find(long k) {
+    int i = index.indexOf(k);
+    return index.indexExists(i) ? index.indexGet(i) : NONE;
+  }
+
+  /** Allocates a new entry for {@code k} in {@code which} list at the MRU end; caller evicted. */
+  int add(long k, int which, long now) {
+    int e;
+    if (freeHead != NONE) {
+      e = freeHead;
+      freeHead = next[e];
+    } else {
+      if (allocated == key.length) {
+        grow();
+      }
+      e = allocated++;
+    }
+    key[e] = k;
+    stamp[e] = now;
+    copies[e] = 0;
+    list[e] = (byte) which;
+    linkHead(e, which);
+    index.put(k, e);
+    return e;
+  }
+
+  /** Moves an existing entry to the MRU end of {@code which}. */
+  void touch(int e, int which, long now) {
+    unlink(e);
+    stamp[e] = now;
+    list[e] = (byte) which;
+    linkHead(e, which);
+  }
+
+  /** The entry eviction would take next (older of the two LRU tails), or -1 if empty. */
+  int victim() {
+    int p = tail[PREDICTED];
+    int c = tail[CONFIRMED];
+    if (p == NONE) {
+      return c;
+    }
+    if (c == NONE) {
+      return p;
+    }
+    return stamp[p] <= stamp[c] ? p : c;
+  }
+
+  /** Removes an entry; returns its key. */
+  long remove(int e) {
+    long k = key[e];
+    unlink(e);
+    index.remove(k);
+    next[e] = freeHead;
+    freeHead = e;
+    return k;
+  }
+
+  /** Drops everything and releases memory. */
+  void reset() {
+    index.release();
+    engineToRouter.release();
+    engineCopies.release();
+    key = new long[0];
+    stamp = new long[0];
+    prev = new int[0];
+    next = new int[0];
+    list = new byte[0];
+    copies = new int[0];
+    allocated = 0;
+    freeHead = NONE;
+    Arrays.fill(head, NONE);
+    Arrays.fill(tail, NONE);
+    Arrays.fill(listSize, 0);
+  }
+
+  long approximateBytes() {
+    return 128L
+        + key.length * (8L + 8 + 4 + 4 + 1 + 4)
+        + hppcBytes(index.keys.length, 4)
+        + hppcBytes(engineToRouter.keys.length, 8)
+        + hppcBytes(engineCopies.keys.length, 4);
+  }
+
+  private static long hppcBytes(int keySlots, int valueBytes) {
+    return keySlots * (8L + valueBytes);
+  }
+
+  private void grow() {
+    long cap = Math.max(16, Math.min(Math.max(capacity, 16), (long) key.length * 2));
+    if (cap <= key.length) {
+      cap = key.length + 16L; // capacity raised at runtime; keep going
+    }
+    int n = (int) Math.min(Integer.MAX_VALUE - 8, cap);
+    key = Arrays.copyOf(key, n);
+    stamp = Arrays.copyOf(stamp, n);
+    prev = Arrays.copyOf(prev, n);
+    next = Arrays.copyOf(next, n);
+    list = Arrays.copyOf(list, n);
+    copies = Arrays.copyOf(copies, n);
+  }
+
+  private void linkHead(int e, int which) {
+    prev[e] = NONE;
+    next[e] = head[which];
+    if (head[which] != NONE) {
+      prev[head[which]] = e;
+    } else {
+      tail[which] = e;
+    }
+    head[which] = e;
+    listSize[which]++;
+  }
+
+  private void unlink(int e) {
+    int which = list[e];
+    int p = prev[e];
+    int n = next[e];
+    if (p != NONE) {
+      next[p] = n;
+    } else {
+      head[which] = n;
+    }
+    if (n != NONE) {
+      prev[n] = p;
+    } else {
+      tail[which] = p;
+    }
+    listSize[which]--;
+  }
+}

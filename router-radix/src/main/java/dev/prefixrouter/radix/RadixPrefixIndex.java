@@ -1,0 +1,567 @@
+package dev.prefixrouter.radix;
+
+import dev.prefixrouter.api.AllBlocksCleared;
+import dev.prefixrouter.api.BlockRemoved;
+import dev.prefixrouter.api.BlockStored;
+import dev.prefixrouter.api.IndexStats;
+import dev.prefixrouter.api.KvEvent;
+import dev.prefixrouter.api.Prompt;
+import dev.prefixrouter.api.spi.BlockHasher;
+import dev.prefixrouter.api.spi.PrefixIndex;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The default {@link PrefixIndex}: which backends are believed to hold which prompt prefixes,
+ * bounded by each backend's KV capacity, fed by routing decisions and (optionally) engine KV
+ * events.
+ *
+ * <pre>{@code
+ * RoutingEngine engine = RoutingEngine.builder()
+ *     .hasher(BlockHashers.tokens(16))
+ *     .prefixIndex(RadixPrefixIndex.builder().predictionTtl(Duration.ofSeconds(30)).build())
+ *     .backend(Backend.of("b0", "qwen").withCapacityBlocks(20_000))
+ *     .build();
+ * }</pre>
+ *
+ * <h2>Structure</h2>
+ *
+ * The tree of prefixes is keyed by chained block keys ({@link BlockHasher}): a key identifies its
+ * whole prefix, so a node's parent is implied by its key and the tree needs no child pointers. It
+ * is stored as a hash table from block key to a node holding a compact bitset over backend slots
+ * ({@code ceil(maxBackends / 64)} words; 4 words for the default 256 backends). This is the
+ * design's radix tree with each edge one block long; path compression would save memory only on
+ * unshared runs, and the per-backend LRU needs one entry per block anyway. {@link #match} is one
+ * walk down the prompt's keys with one hash probe per block, intersecting the bitsets of the
+ * eligible backends until none is left.
+ *
+ * <h2>Per-backend LRU mirror</h2>
+ *
+ * Each backend has a mirror of its KV cache with a capacity in blocks ({@code Backend
+ * .capacityBlocks()}, or {@link Builder#defaultCapacityBlocks} when unknown; changeable at
+ * runtime). Recording a path touches it leaf first, so ancestors are always more recent than their
+ * descendants and eviction takes leaves before their ancestors, as the engine does. Over capacity
+ * the least recently used block goes; a node that no backend holds any more is unlinked at once.
+ * Index memory is therefore bounded by the sum of the capacities: at most one entry per (block,
+ * backend) pair and one node per distinct block.
+ *
+ * <h2>Predicted and confirmed blocks</h2>
+ *
+ * {@link #recordRouted} adds <em>predicted</em> blocks. {@code BlockStored} events make blocks
+ * <em>confirmed</em>: the router recomputes its own keys from the event's token ids, continuing
+ * from the router key mapped to the event's parent engine hash, and remembers engine hash → router
+ * key per backend (with copy counts, since engines emit duplicate blocks) so that {@code
+ * BlockRemoved} can be applied. Once a backend has sent any event, its predicted blocks expire
+ * after {@link Builder#predictionTtl} unless confirmed (expiry runs on that backend's next write).
+ * Events that cannot be applied (unknown parent, removal of an unknown hash, a different block
+ * size, no token ids, a non-GPU medium) change nothing and are counted in {@link #stats}.
+ *
+ * <h2>Concurrency</h2>
+ *
+ * The node table is split into stripes by key hash, each an open-addressing table under a {@link
+ * java.util.concurrent.locks.StampedLock}. {@code match} reads optimistically and never blocks
+ * while no writer touches the same stripe (after two failed validations it takes that stripe's read
+ * lock, waiting at most for one writer's single-node update). Writers of one backend serialize on
+ * that backend's monitor, then take one stripe's write lock per block they change; writers of
+ * different backends run in parallel. A match concurrent with writes sees each block's bitset
+ * either before or after each write.
+ *
+ * <p>Thread-safe. Cost: {@code match} O(blocks matched) hash probes and no allocation beyond two
+ * small scratch arrays; {@code recordRouted} O(blocks) with a stripe write only for blocks new to
+ * that backend.
+ */
+public final class RadixPrefixIndex implements PrefixIndex {
+
+  /** Key 0 marks an empty cell in the node table, so block key 0 is stored as this value. */
+  static final long ZERO_KEY = 0x9E3779B97F4A7C15L;
+
+  private final int maxBackends;
+  private final int words;
+  private final long defaultCapacity;
+  private final long ttlNanos;
+  private final NodeStripe[] stripes;
+  private final int stripeShift;
+  private final AtomicReferenceArray<BackendCache> caches;
+
+  private final LongAdder evictions = new LongAdder();
+  private final LongAdder expired = new LongAdder();
+  private final LongAdder stored = new LongAdder();
+  private final LongAdder removed = new LongAdder();
+  private final LongAdder cleared = new LongAdder();
+  private final LongAdder unknownParent = new LongAdder();
+  private final LongAdder duplicate = new LongAdder();
+  private final LongAdder unknownRemoval = new LongAdder();
+  private final LongAdder noTokens = new LongAdder();
+  private final LongAdder blockSizeMismatch = new LongAdder();
+  private final LongAdder otherMedium = new LongAdder();
+  private final LongAdder unknownSlot = new LongAdder();
+  private final LongAdder enginePrunes = new LongAdder();
+
+  private RadixPrefixIndex(Builder b) {
+    this.maxBackends = b.maxBackends;
+    this.words = (b.maxBackends + 63) >>> 6;
+    this.defaultCapacity = b.defaultCapacityBlocks;
+    this.ttlNanos = b.predictionTtl.toNanos();
+    int n = Integer.highestOneBit(b.stripes);
+    this.stripes = new NodeStripe[n];
+    for (int i = 0; i < n; i++) {
+      stripes[i] = new NodeStripe(words, 64);
+    }
+    this.stripeShift = 64 - Integer.numberOfTrailingZeros(n);
+    this.caches = new AtomicReferenceArray<>(b.maxBackends);
+  }
+
+  /** An index with the defaults (256 backends, 100k blocks when unknown, 30 s prediction TTL). */
+  public static RadixPrefixIndex create() {
+    return builder().build();
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  private NodeStripe stripe(long key) {
+    return stripes.length == 1
+        ? stripes[0]
+        : stripes[(int) ((key * 0xC2B2AE3D27D4EB4FL) >>> stripeShift)];
+  }
+
+  private static long norm(long key) {
+    return key == 0 ? ZERO_KEY : key;
+  }
+
+  private void checkSlot(int slot) {
+    if (slot < 0 || slot >= maxBackends) {
+      throw new IllegalArgumentException(
+          "slot " + slot + " out of range [0, " + maxBackends + "): raise maxBackends");
+    }
+  }
+
+  // ---------------------------------------------------------------- membership
+
+  @Override
+  public void addBackend(int slot, long capacityBlocks) {
+    checkSlot(slot);
+    checkCapacity(capacityBlocks);
+    BackendCache c = new BackendCache(slot, capacityBlocks == 0 ? defaultCapacity : capacityBlocks);
+    if (!caches.compareAndSet(slot, null, c)) {
+      throw new IllegalStateException("slot " + slot + " is already in use");
+    }
+  }
+
+  @Override
+  public void setCapacity(int slot, long capacityBlocks) {
+    checkCapacity(capacityBlocks);
+    BackendCache c = cache(slot);
+    if (c == null) {
+      return;
+    }
+    synchronized (c.lock) {
+      c.capacity = capacityBlocks == 0 ? defaultCapacity : capacityBlocks;
+      while (c.size() > c.capacity) {
+        evictOne(c);
+      }
+    }
+  }
+
+  @Override
+  public void removeBackend(int slot) {
+    BackendCache c = cache(slot);
+    if (c == null) {
+      return;
+    }
+    synchronized (c.lock) {
+      for (int e = 0; e < c.allocated; e++) {
+        // entries on the free list have been cleared already; index tells which are live
+        long k = c.key[e];
+        if (c.find(k) == e) {
+          stripe(k).clear(k, slot);
+        }
+      }
+      c.reset();
+    }
+    caches.compareAndSet(slot, c, null);
+  }
+
+  private static void checkCapacity(long capacityBlocks) {
+    if (capacityBlocks < 0 || capacityBlocks > Integer.MAX_VALUE - 8) {
+      throw new IllegalArgumentException(
+          "capacityBlocks must be in [0, " + (Integer.MAX_VALUE - 8) + "], was " + capacityBlocks);
+    }
+  }
+
+  private BackendCache cache(int slot) {
+    checkSlot(slot);
+    return caches.get(slot);
+  }
+
+  // ---------------------------------------------------------------- match
+
+  @Override
+  public void match(long[] keys, int[] slots, int count, int[] matchedOut) {
+    long[] live = new long[words];
+    for (int c = 0; c < count; c++) {
+      int s = slots[c];
+      checkSlot(s);
+      live[s >>> 6] |= 1L << s;
+      matchedOut[c] = 0;
+    }
+    if (keys.length == 0 || count == 0) {
+      return;
+    }
+    long[] holders = new long[words];
+    int depth = 0;
+    boolean any = true;
+    while (any && depth < keys.length) {
+      long k = norm(keys[depth]);
+      stripe(k).read(k, holders);
+      any = false;
+      for (int w = 0; w < words; w++) {
+        long dropped = live[w] & ~holders[w];
+        if (dropped != 0) {
+          recordDepth(dropped, w, depth, slots, count, matchedOut);
+          live[w] &= holders[w];
+        }
+        any |= live[w] != 0;
+      }
+      depth++;
+    }
+    if (any) {
+      for (int w = 0; w < words; w++) {
+        if (live[w] != 0) {
+          recordDepth(live[w], w, keys.length, slots, count, matchedOut);
+        }
+      }
+    }
+  }
+
+  private static void recordDepth(
+      long bits, int word, int depth, int[] slots, int count, int[] matchedOut) {
+    while (bits != 0) {
+      int slot = (word << 6) + Long.numberOfTrailingZeros(bits);
+      bits &= bits - 1;
+      for (int c = 0; c < count; c++) {
+        if (slots[c] == slot) {
+          matchedOut[c] = depth;
+        }
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  @Override
+  public void recordRouted(long[] keys, int slot, long nowNanos) {
+    BackendCache c = cache(slot);
+    if (c == null) {
+      unknownSlot.increment();
+      return;
+    }
+    synchronized (c.lock) {
+      expire(c, nowNanos);
+      // leaf first, so that ancestors end up more recent than their descendants
+      for (int i = keys.length - 1; i >= 0; i--) {
+        long k = norm(keys[i]);
+        int e = c.find(k);
+        if (e >= 0) {
+          c.touch(e, c.list[e], nowNanos);
+        } else {
+          insert(c, k, BackendCache.PREDICTED, nowNanos);
+        }
+      }
+    }
+  }
+
+  /** Adds a new entry (evicting first when full) and sets the backend's bit. Lock held. */
+  private int insert(BackendCache c, long k, int which, long now) {
+    while (c.size() >= c.capacity) {
+      evictOne(c);
+    }
+    int e = c.add(k, which, now);
+    stripe(k).set(k, c.slot);
+    return e;
+  }
+
+  private void evictOne(BackendCache c) {
+    int v = c.victim();
+    if (v < 0) {
+      return;
+    }
+    dropEntry(c, v);
+    evictions.increment();
+  }
+
+  private void dropEntry(BackendCache c, int e) {
+    long k = c.remove(e);
+    stripe(k).clear(k, c.slot);
+  }
+
+  private void expire(BackendCache c, long now) {
+    if (!c.eventsSeen || ttlNanos <= 0) {
+      return;
+    }
+    int e;
+    while ((e = c.tail[BackendCache.PREDICTED]) >= 0 && now - c.stamp[e] > ttlNanos) {
+      dropEntry(c, e);
+      expired.increment();
+    }
+  }
+
+  @Override
+  public void apply(int slot, KvEvent event, BlockHasher hasher, long nowNanos) {
+    Objects.requireNonNull(event, "event");
+    Objects.requireNonNull(hasher, "hasher");
+    BackendCache c = cache(slot);
+    if (c == null) {
+      unknownSlot.increment();
+      return;
+    }
+    synchronized (c.lock) {
+      c.eventsSeen = true;
+      if (event instanceof BlockStored s) {
+        applyStored(c, s, hasher, nowNanos);
+      } else if (event instanceof BlockRemoved r) {
+        applyRemoved(c, r);
+      } else if (event instanceof AllBlocksCleared) {
+        for (int e = c.allocated - 1; e >= 0; e--) {
+          long k = c.key[e];
+          if (c.find(k) == e) {
+            stripe(k).clear(k, slot);
+          }
+        }
+        c.reset();
+        c.eventsSeen = true;
+        cleared.increment();
+      }
+      expire(c, nowNanos);
+    }
+  }
+
+  private void applyStored(BackendCache c, BlockStored s, BlockHasher hasher, long now) {
+    String medium = s.medium();
+    if (medium != null && !medium.equalsIgnoreCase("GPU")) {
+      otherMedium.increment();
+      return;
+    }
+    if (s.tokenCount() == 0) {
+      noTokens.increment();
+      return;
+    }
+    if (s.blockSize() != hasher.tokensPerBlock()) {
+      blockSizeMismatch.increment();
+      return;
+    }
+    long parentKey = 0;
+    Long parent = s.parentBlockHash();
+    if (parent != null) {
+      int pi = c.engineToRouter.indexOf(parent);
+      if (!c.engineToRouter.indexExists(pi)) {
+        unknownParent.increment();
+        return;
+      }
+      parentKey = c.engineToRouter.indexGet(pi);
+    }
+    long[] routerKeys = hasher.keys(Prompt.ofTokens(s.tokenIds()), parentKey);
+    int n = Math.min(routerKeys.length, s.blockCount());
+    // leaf first, as in recordRouted
+    for (int i = n - 1; i >= 0; i--) {
+      long engineHash = s.blockHash(i);
+      long k = norm(routerKeys[i]);
+      int copies = c.engineCopies.addTo(engineHash, 1);
+      if (copies > 1) {
+        duplicate.increment();
+      } else {
+        c.engineToRouter.put(engineHash, k);
+      }
+      int e = c.find(k);
+      if (e < 0) {
+        e = insert(c, k, BackendCache.CONFIRMED, now);
+      } else {
+        c.touch(e, BackendCache.CONFIRMED, now);
+      }
+      c.copies[e]++;
+      stored.increment();
+    }
+    pruneEngineMap(c);
+  }
+
+  /**
+   * Keeps the engine-hash map bounded: mappings whose router key the mirror evicted on its own are
+   * dropped once the map exceeds twice the capacity (amortized O(1) per stored block).
+   */
+  private void pruneEngineMap(BackendCache c) {
+    if (c.engineToRouter.size() <= 2 * c.capacity + 1024) {
+      return;
+    }
+    c.engineToRouter.removeAll(
+        (engineHash, routerKey) -> {
+          if (c.find(routerKey) >= 0) {
+            return false;
+          }
+          c.engineCopies.remove(engineHash);
+          return true;
+        });
+    enginePrunes.increment();
+  }
+
+  private void applyRemoved(BackendCache c, BlockRemoved r) {
+    for (int i = 0; i < r.blockCount(); i++) {
+      long engineHash = r.blockHash(i);
+      int ci = c.engineCopies.indexOf(engineHash);
+      if (!c.engineCopies.indexExists(ci)) {
+        unknownRemoval.increment();
+        continue;
+      }
+      long k = c.engineToRouter.get(engineHash);
+      int left = c.engineCopies.indexGet(ci) - 1;
+      if (left == 0) {
+        c.engineCopies.indexRemove(ci);
+        c.engineToRouter.remove(engineHash);
+      } else {
+        c.engineCopies.indexReplace(ci, left);
+      }
+      int e = c.find(k);
+      if (e >= 0 && --c.copies[e] <= 0) {
+        dropEntry(c, e);
+      }
+      removed.increment();
+    }
+  }
+
+  // ---------------------------------------------------------------- stats
+
+  @Override
+  public IndexStats stats(String[] slotNames) {
+    long nodes = 0;
+    long bytes = 64;
+    for (NodeStripe s : stripes) {
+      nodes += s.size();
+      bytes += s.approximateBytes();
+    }
+    long predicted = 0;
+    long confirmed = 0;
+    Map<String, Long> perBackend = new LinkedHashMap<>();
+    for (int slot = 0; slot < maxBackends; slot++) {
+      BackendCache c = caches.get(slot);
+      if (c == null) {
+        continue;
+      }
+      long p;
+      long f;
+      synchronized (c.lock) {
+        p = c.listSize[BackendCache.PREDICTED];
+        f = c.listSize[BackendCache.CONFIRMED];
+        bytes += c.approximateBytes();
+      }
+      predicted += p;
+      confirmed += f;
+      if (slot < slotNames.length && slotNames[slot] != null) {
+        perBackend.put(slotNames[slot], p + f);
+      }
+    }
+    Map<String, Long> counters = new LinkedHashMap<>();
+    counters.put("evictions", evictions.sum());
+    counters.put("expiredPredictions", expired.sum());
+    counters.put("kv.stored", stored.sum());
+    counters.put("kv.removed", removed.sum());
+    counters.put("kv.cleared", cleared.sum());
+    counters.put("kv.unknownParent", unknownParent.sum());
+    counters.put("kv.duplicate", duplicate.sum());
+    counters.put("kv.unknownRemoval", unknownRemoval.sum());
+    counters.put("kv.noTokens", noTokens.sum());
+    counters.put("kv.blockSizeMismatch", blockSizeMismatch.sum());
+    counters.put("kv.otherMedium", otherMedium.sum());
+    counters.put("kv.engineMapPrunes", enginePrunes.sum());
+    counters.put("unknownSlot", unknownSlot.sum());
+    return new IndexStats(nodes, predicted, confirmed, bytes, perBackend, counters);
+  }
+
+  /** Counters without per-backend names. */
+  public IndexStats stats() {
+    return stats(new String[0]);
+  }
+
+  /** Entries held by a slot (predicted + confirmed); 0 for an unused slot. */
+  public long heldBlocks(int slot) {
+    BackendCache c = cache(slot);
+    if (c == null) {
+      return 0;
+    }
+    synchronized (c.lock) {
+      return c.size();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "RadixPrefixIndex[maxBackends="
+        + maxBackends
+        + ", stripes="
+        + stripes.length
+        + ", ttl="
+        + Duration.ofNanos(ttlNanos)
+        + "]";
+  }
+
+  /** Builder for {@link RadixPrefixIndex}; setters validate at once. */
+  public static final class Builder {
+    private int maxBackends = 256;
+    private long defaultCapacityBlocks = 100_000;
+    private Duration predictionTtl = Duration.ofSeconds(30);
+    private int stripes = 64;
+
+    private Builder() {}
+
+    /**
+     * Slots the index accepts, {@code [1, 65536]}; must be at least the engine's {@code
+     * maxBackends}. Costs 8 bytes per 64 slots per node.
+     */
+    public Builder maxBackends(int maxBackends) {
+      if (maxBackends < 1 || maxBackends > 65_536) {
+        throw new IllegalArgumentException("maxBackends must be in [1, 65536], was " + maxBackends);
+      }
+      this.maxBackends = maxBackends;
+      return this;
+    }
+
+    /** Capacity of a backend whose descriptor gives none, in blocks, {@code >= 1}. */
+    public Builder defaultCapacityBlocks(long blocks) {
+      if (blocks < 1 || blocks > Integer.MAX_VALUE - 8) {
+        throw new IllegalArgumentException("defaultCapacityBlocks out of range: " + blocks);
+      }
+      this.defaultCapacityBlocks = blocks;
+      return this;
+    }
+
+    /**
+     * How long a predicted block lives unconfirmed on a backend that sends KV events; {@code
+     * Duration.ZERO} disables expiry. Backends without events keep predictions until evicted.
+     */
+    public Builder predictionTtl(Duration ttl) {
+      Objects.requireNonNull(ttl, "predictionTtl");
+      if (ttl.isNegative()) {
+        throw new IllegalArgumentException("predictionTtl must not be negative, was " + ttl);
+      }
+      this.predictionTtl = ttl;
+      return this;
+    }
+
+    /** Lock stripes of the node table, a power of two in {@code [1, 4096]}. */
+    public Builder stripes(int stripes) {
+      if (stripes < 1 || stripes > 4096 || Integer.bitCount(stripes) != 1) {
+        throw new IllegalArgumentException(
+            "stripes must be a power of two in [1, 4096], was " + stripes);
+      }
+      this.stripes = stripes;
+      return this;
+    }
+
+    public RadixPrefixIndex build() {
+      return new RadixPrefixIndex(this);
+    }
+  }
+}
