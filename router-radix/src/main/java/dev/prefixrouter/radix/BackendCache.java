@@ -32,6 +32,7 @@ final class BackendCache {
   int[] copies = new int[0]; // engine blocks (incl. duplicates) confirming this entry
   int allocated;
   int freeHead = NONE;
+  private long lastStamp = Long.MIN_VALUE;
   final int[] head = {NONE, NONE}; // most recent
   final int[] tail = {NONE, NONE}; // least recent
   final long[] listSize = new long[2];
@@ -69,7 +70,7 @@ final class BackendCache {
       e = allocated++;
     }
     key[e] = k;
-    stamp[e] = now;
+    stamp[e] = nextStamp(now);
     copies[e] = 0;
     list[e] = (byte) which;
     linkHead(e, which);
@@ -77,10 +78,20 @@ final class BackendCache {
     return e;
   }
 
+  /**
+   * Stamps are the clock reading made strictly increasing per backend (+1 ns on ties), so the two
+   * lists merge into one exact recency order for eviction.
+   */
+  private long nextStamp(long now) {
+    long s = now > lastStamp ? now : lastStamp + 1;
+    lastStamp = s;
+    return s;
+  }
+
   /** Moves an existing entry to the MRU end of {@code which}. */
   void touch(int e, int which, long now) {
     unlink(e);
-    stamp[e] = now;
+    stamp[e] = nextStamp(now);
     list[e] = (byte) which;
     linkHead(e, which);
   }
@@ -95,7 +106,7 @@ final class BackendCache {
     if (c == NONE) {
       return p;
     }
-    return stamp[p] <= stamp[c] ? p : c;
+    return stamp[p] < stamp[c] ? p : c;
   }
 
   /** Removes an entry; returns its key. */

@@ -263,17 +263,56 @@ public final class RadixPrefixIndex implements PrefixIndex {
     }
     synchronized (c.lock) {
       expire(c, nowNanos);
-      // leaf first, so that ancestors end up more recent than their descendants
-      for (int i = keys.length - 1; i >= 0; i--) {
-        long k = norm(keys[i]);
-        int e = c.find(k);
-        if (e >= 0) {
-          c.touch(e, c.list[e], nowNanos);
-        } else {
-          insert(c, k, BackendCache.PREDICTED, nowNanos);
-        }
+      touchPath(c, keys, keys.length, BackendCache.PREDICTED, false, nowNanos);
+    }
+  }
+
+  /**
+   * Makes the first {@code n} blocks of a path most recent on one backend, the leaf least recent of
+   * them so that eviction later takes leaves before ancestors. Blocks of the path already held are
+   * touched before any eviction, so inserting the missing tail never evicts the held head of the
+   * same path (the engine pins a request's cached prefix while it allocates the rest); only a path
+   * longer than the capacity loses its own deepest blocks. Returns the entries, leaf last. Lock
+   * held.
+   */
+  private int[] touchPath(
+      BackendCache c, long[] keys, int n, int which, boolean confirm, long now) {
+    int[] entries = new int[n];
+    int missing = 0;
+    long firstPathStamp = Long.MAX_VALUE;
+    for (int i = n - 1; i >= 0; i--) {
+      long k = norm(keys[i]);
+      int e = c.find(k);
+      entries[i] = e;
+      if (e >= 0) {
+        c.touch(e, confirm ? which : c.list[e], now);
+        firstPathStamp = Math.min(firstPathStamp, c.stamp[e]);
+      } else {
+        missing++;
       }
     }
+    if (missing == 0) {
+      return entries;
+    }
+    // make room with blocks outside the path
+    while (c.size() + missing > c.capacity) {
+      int v = c.victim();
+      if (v < 0 || c.stamp[v] >= firstPathStamp) {
+        break;
+      }
+      dropEntry(c, v);
+      evictions.increment();
+    }
+    for (int i = n - 1; i >= 0; i--) {
+      long k = norm(keys[i]);
+      int e = entries[i];
+      if (e >= 0 && c.find(k) == e) {
+        c.touch(e, confirm ? which : c.list[e], now);
+      } else {
+        entries[i] = insert(c, k, which, now);
+      }
+    }
+    return entries;
   }
 
   /** Adds a new entry (evicting first when full) and sets the backend's bit. Lock held. */
@@ -367,23 +406,20 @@ public final class RadixPrefixIndex implements PrefixIndex {
     }
     long[] routerKeys = hasher.keys(Prompt.ofTokens(s.tokenIds()), parentKey);
     int n = Math.min(routerKeys.length, s.blockCount());
-    // leaf first, as in recordRouted
-    for (int i = n - 1; i >= 0; i--) {
+    for (int i = 0; i < n; i++) {
       long engineHash = s.blockHash(i);
-      long k = norm(routerKeys[i]);
-      int copies = c.engineCopies.addTo(engineHash, 1);
-      if (copies > 1) {
+      if (c.engineCopies.addTo(engineHash, 1) > 1) {
         duplicate.increment();
       } else {
-        c.engineToRouter.put(engineHash, k);
+        c.engineToRouter.put(engineHash, norm(routerKeys[i]));
       }
-      int e = c.find(k);
-      if (e < 0) {
-        e = insert(c, k, BackendCache.CONFIRMED, now);
-      } else {
-        c.touch(e, BackendCache.CONFIRMED, now);
+    }
+    int[] entries = touchPath(c, routerKeys, n, BackendCache.CONFIRMED, true, now);
+    for (int i = 0; i < n; i++) {
+      int e = entries[i];
+      if (e >= 0 && c.find(norm(routerKeys[i])) == e) {
+        c.copies[e]++;
       }
-      c.copies[e]++;
       stored.increment();
     }
     pruneEngineMap(c);

@@ -1,0 +1,226 @@
+package dev.prefixrouter.radix;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.prefixrouter.api.AllBlocksCleared;
+import dev.prefixrouter.api.BlockRemoved;
+import dev.prefixrouter.api.BlockStored;
+import dev.prefixrouter.api.EngineHashes;
+import dev.prefixrouter.api.IndexStats;
+import dev.prefixrouter.api.Prompt;
+import dev.prefixrouter.api.spi.BlockHasher;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+class RadixPrefixIndexTest {
+  private static final BlockHasher H = BlockHashers.tokens(2);
+
+  private static long[] keys(int... tokens) {
+    return H.keys(Prompt.ofTokens(tokens), 0);
+  }
+
+  private static int[] match(RadixPrefixIndex index, long[] keys, int... slots) {
+    int[] out = new int[slots.length];
+    index.match(keys, slots, slots.length, out);
+    return out;
+  }
+
+  private static RadixPrefixIndex index(int... capacities) {
+    RadixPrefixIndex index =
+        RadixPrefixIndex.builder().maxBackends(130).predictionTtl(Duration.ofSeconds(1)).build();
+    for (int i = 0; i < capacities.length; i++) {
+      index.addBackend(i, capacities[i]);
+    }
+    return index;
+  }
+
+  @Test
+  void matchReturnsTheLongestLeadingRunPerBackend() {
+    RadixPrefixIndex index = index(100, 100, 100);
+    index.recordRouted(keys(1, 2, 3, 4, 5, 6), 0, 1);
+    index.recordRouted(keys(1, 2, 3, 4), 1, 2);
+    index.recordRouted(keys(9, 9), 2, 3);
+    assertThat(match(index, keys(1, 2, 3, 4, 5, 6, 7, 8), 0, 1, 2)).containsExactly(3, 2, 0);
+    assertThat(match(index, keys(1, 2, 3, 4, 5, 6), 2, 0)).containsExactly(0, 3);
+    assertThat(match(index, keys(), 0)).containsExactly(0);
+    assertThat(match(index, keys(7, 7), 0)).containsExactly(0);
+  }
+
+  @Test
+  void slotsBeyondTheFirstWordWork() {
+    RadixPrefixIndex index = RadixPrefixIndex.builder().maxBackends(300).build();
+    index.addBackend(0, 10);
+    index.addBackend(129, 10);
+    index.addBackend(299, 10);
+    index.recordRouted(keys(1, 2, 3, 4), 129, 1);
+    index.recordRouted(keys(1, 2), 299, 1);
+    assertThat(match(index, keys(1, 2, 3, 4), 0, 129, 299)).containsExactly(0, 2, 1);
+  }
+
+  @Test
+  void leastRecentlyUsedBlocksGoFirstAndLeavesBeforeAncestors() {
+    RadixPrefixIndex index = index(4);
+    index.recordRouted(keys(1, 1, 2, 2, 3, 3), 0, 1); // path A of 3 blocks
+    index.recordRouted(keys(7, 7), 0, 2); // path B of 1 block: 4 blocks held
+    index.recordRouted(keys(8, 8), 0, 3); // over capacity: A's leaf goes, not its root
+    assertThat(match(index, keys(1, 1, 2, 2, 3, 3), 0)).containsExactly(2);
+    assertThat(match(index, keys(7, 7), 0)).containsExactly(1);
+    // re-routing A needs one block: it must not evict A's own head, but B (least recent)
+    index.recordRouted(keys(1, 1, 2, 2, 3, 3), 0, 4);
+    assertThat(match(index, keys(7, 7), 0)).containsExactly(0);
+    assertThat(match(index, keys(8, 8), 0)).containsExactly(1);
+    assertThat(match(index, keys(1, 1, 2, 2, 3, 3), 0)).containsExactly(3);
+    assertThat(index.heldBlocks(0)).isEqualTo(4);
+    assertThat(index.stats().counters().get("evictions")).isEqualTo(2);
+    // a path longer than the capacity keeps its head
+    index.recordRouted(keys(5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 1, 1), 0, 5);
+    assertThat(match(index, keys(5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 1, 1), 0)).containsExactly(4);
+  }
+
+  @Test
+  void shrinkingCapacityEvictsAtOnceAndNodesAreReclaimed() {
+    RadixPrefixIndex index = index(100, 100);
+    index.recordRouted(keys(1, 2, 3, 4, 5, 6, 7, 8), 0, 1);
+    index.recordRouted(keys(1, 2, 3, 4), 1, 1);
+    assertThat(index.stats().nodes()).isEqualTo(4);
+    index.setCapacity(0, 1);
+    assertThat(index.heldBlocks(0)).isEqualTo(1);
+    assertThat(match(index, keys(1, 2, 3, 4, 5, 6, 7, 8), 0, 1)).containsExactly(1, 2);
+    assertThat(index.stats().nodes()).as("nodes only backend 0 held are unlinked").isEqualTo(2);
+  }
+
+  @Test
+  void removeBackendClearsEverythingAndFreesTheSlot() {
+    RadixPrefixIndex index = index();
+    long baseline = index.stats().approximateBytes();
+    index.addBackend(0, 100);
+    index.addBackend(1, 100);
+    for (int i = 0; i < 2_000; i++) {
+      index.recordRouted(keys(i, i, i + 1, i + 1), i % 2, i);
+    }
+    assertThat(index.stats().approximateBytes()).isGreaterThan(baseline);
+    index.removeBackend(0);
+    index.removeBackend(1);
+    IndexStats s = index.stats();
+    assertThat(s.nodes()).isZero();
+    assertThat(s.predictedBlocks()).isZero();
+    assertThat(s.approximateBytes()).as("memory back to the empty baseline").isEqualTo(baseline);
+    index.addBackend(0, 5); // slot reusable
+    assertThat(match(index, keys(1, 1, 2, 2), 0)).containsExactly(0);
+    assertThatThrownBy(() -> index.addBackend(0, 5)).hasMessageContaining("already in use");
+    assertThatThrownBy(() -> index.addBackend(130, 5)).hasMessageContaining("maxBackends");
+  }
+
+  @Test
+  void blockStoredConfirmsBlocksRecomputedFromTokens() {
+    RadixPrefixIndex index = index(100);
+    long h1 = EngineHashes.fromUnsignedString("15760518052499183552"); // > Long.MAX_VALUE
+    index.apply(
+        0, new BlockStored(new long[] {h1, 22}, null, new int[] {1, 2, 3, 4}, 2, "GPU"), H, 1);
+    index.apply(0, new BlockStored(new long[] {33}, 22L, new int[] {5, 6}, 2, null), H, 2);
+    assertThat(match(index, keys(1, 2, 3, 4, 5, 6, 7, 8), 0)).containsExactly(3);
+    IndexStats s = index.stats();
+    assertThat(s.confirmedBlocks()).isEqualTo(3);
+    assertThat(s.predictedBlocks()).isZero();
+    index.apply(0, BlockRemoved.of(22), H, 3);
+    assertThat(match(index, keys(1, 2, 3, 4, 5, 6), 0)).containsExactly(1);
+    index.apply(0, AllBlocksCleared.INSTANCE, H, 4);
+    assertThat(match(index, keys(1, 2, 3, 4, 5, 6), 0)).containsExactly(0);
+    assertThat(index.stats().counters()).containsEntry("kv.cleared", 1L);
+  }
+
+  @Test
+  void routedPredictionsAreConfirmedByMatchingEvents() {
+    RadixPrefixIndex index = index(100);
+    index.recordRouted(keys(1, 2, 3, 4), 0, 1);
+    assertThat(index.stats().predictedBlocks()).isEqualTo(2);
+    index.apply(
+        0, new BlockStored(new long[] {10, 11}, null, new int[] {1, 2, 3, 4}, 2, "GPU"), H, 2);
+    assertThat(index.stats().predictedBlocks()).isZero();
+    assertThat(index.stats().confirmedBlocks()).isEqualTo(2);
+  }
+
+  @Test
+  void duplicatesNeedAsManyRemovals() {
+    RadixPrefixIndex index = index(100);
+    BlockStored s = new BlockStored(new long[] {10}, null, new int[] {1, 2}, 2, "GPU");
+    index.apply(0, s, H, 1);
+    index.apply(0, s, H, 2);
+    index.apply(0, BlockRemoved.of(10), H, 3);
+    assertThat(match(index, keys(1, 2), 0)).containsExactly(1);
+    index.apply(0, BlockRemoved.of(10), H, 4);
+    assertThat(match(index, keys(1, 2), 0)).containsExactly(0);
+    assertThat(index.stats().counters()).containsEntry("kv.duplicate", 1L);
+  }
+
+  @Test
+  void anomaliesAreCountedAndChangeNothing() {
+    RadixPrefixIndex index = index(100);
+    index.recordRouted(keys(1, 2), 0, 1);
+    long nodes = index.stats().nodes();
+    index.apply(0, new BlockStored(new long[] {5}, 999L, new int[] {3, 4}, 2, "GPU"), H, 2);
+    index.apply(0, BlockRemoved.of(12345), H, 3);
+    index.apply(0, new BlockStored(new long[] {6}, null, new int[0], 2, "CPU"), H, 4);
+    index.apply(0, new BlockStored(new long[] {6}, null, new int[0], 2, null), H, 4);
+    index.apply(0, new BlockStored(new long[] {7}, null, new int[] {1, 2, 3}, 3, "GPU"), H, 5);
+    assertThat(index.stats().counters())
+        .containsEntry("kv.unknownParent", 1L)
+        .containsEntry("kv.unknownRemoval", 1L)
+        .containsEntry("kv.otherMedium", 1L)
+        .containsEntry("kv.noTokens", 1L)
+        .containsEntry("kv.blockSizeMismatch", 1L);
+    assertThat(index.stats().nodes()).isEqualTo(nodes);
+    assertThat(match(index, keys(1, 2), 0)).containsExactly(1);
+  }
+
+  @Test
+  void outOfOrderRemovalBeforeStoreIsHarmless() {
+    RadixPrefixIndex index = index(100);
+    index.apply(0, BlockRemoved.of(10), H, 1);
+    index.apply(0, new BlockStored(new long[] {10}, null, new int[] {1, 2}, 2, "GPU"), H, 2);
+    assertThat(match(index, keys(1, 2), 0)).containsExactly(1);
+  }
+
+  @Test
+  void predictionsExpireOnlyOnceTheBackendSendsEvents() {
+    RadixPrefixIndex index = index(100, 100);
+    long second = 1_000_000_000L;
+    index.recordRouted(keys(1, 2), 0, 0);
+    index.recordRouted(keys(1, 2), 1, 0);
+    index.apply(1, new BlockStored(new long[] {10}, null, new int[] {7, 7}, 2, "GPU"), H, 0);
+    index.recordRouted(keys(3, 4), 0, 5 * second);
+    index.recordRouted(keys(3, 4), 1, 5 * second); // sweeps backend 1's old predictions
+    assertThat(match(index, keys(1, 2), 0, 1)).containsExactly(1, 0);
+    assertThat(match(index, keys(7, 7), 1)).containsExactly(1); // confirmed blocks stay
+    assertThat(index.stats().counters().get("expiredPredictions")).isEqualTo(1);
+  }
+
+  @Test
+  void engineMapStaysBoundedWhenTheMirrorEvicts() {
+    RadixPrefixIndex index = index(4);
+    for (int i = 0; i < 5_000; i++) {
+      index.apply(0, new BlockStored(new long[] {i}, null, new int[] {i, i}, 2, "GPU"), H, i);
+    }
+    assertThat(index.heldBlocks(0)).isEqualTo(4);
+    assertThat(index.stats().counters().get("kv.engineMapPrunes")).isPositive();
+    assertThat(index.stats().approximateBytes()).isLessThan(200_000);
+  }
+
+  @Test
+  void zeroKeyIsStoredLikeAnyOther() {
+    RadixPrefixIndex index = index(10);
+    index.recordRouted(new long[] {0L, 5L}, 0, 1);
+    assertThat(match(index, new long[] {0L, 5L}, 0)).containsExactly(2);
+  }
+
+  @Test
+  void builderValidates() {
+    assertThatThrownBy(() -> RadixPrefixIndex.builder().stripes(3)).hasMessageContaining("stripes");
+    assertThatThrownBy(() -> RadixPrefixIndex.builder().maxBackends(0))
+        .hasMessageContaining("maxBackends");
+    assertThatThrownBy(() -> RadixPrefixIndex.builder().predictionTtl(Duration.ofSeconds(-1)))
+        .hasMessageContaining("predictionTtl");
+    assertThatThrownBy(() -> index(1).addBackend(1, -1)).hasMessageContaining("capacityBlocks");
+  }
+}
