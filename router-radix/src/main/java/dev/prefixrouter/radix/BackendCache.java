@@ -20,6 +20,16 @@ final class BackendCache {
 
   final Object lock = new Object();
   final int slot;
+
+  /**
+   * Seqlock version for readers: odd while a writer (holding {@link #lock}) changes this backend's
+   * bits, even otherwise. Only written under the lock.
+   */
+  volatile long version;
+
+  /** Set under the lock when the slot was removed; writers that raced the removal do nothing. */
+  boolean dead;
+
   long capacity;
   boolean eventsSeen;
 
@@ -45,6 +55,16 @@ final class BackendCache {
   BackendCache(int slot, long capacity) {
     this.slot = slot;
     this.capacity = capacity;
+  }
+
+  /** Starts a write; lock held. */
+  void beginWrite() {
+    version = version + 1;
+  }
+
+  /** Ends a write; lock held. */
+  void endWrite() {
+    version = version + 1;
   }
 
   int size() {

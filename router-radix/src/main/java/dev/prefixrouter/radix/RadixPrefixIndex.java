@@ -9,6 +9,7 @@ import dev.prefixrouter.api.Prompt;
 import dev.prefixrouter.api.spi.BlockHasher;
 import dev.prefixrouter.api.spi.PrefixIndex;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -100,6 +101,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private final LongAdder otherMedium = new LongAdder();
   private final LongAdder unknownSlot = new LongAdder();
   private final LongAdder enginePrunes = new LongAdder();
+  private final LongAdder retries = new LongAdder();
 
   private RadixPrefixIndex(Builder b) {
     this.maxBackends = b.maxBackends;
@@ -161,9 +163,17 @@ public final class RadixPrefixIndex implements PrefixIndex {
       return;
     }
     synchronized (c.lock) {
-      c.capacity = capacityBlocks == 0 ? defaultCapacity : capacityBlocks;
-      while (c.size() > c.capacity) {
-        evictOne(c);
+      if (c.dead) {
+        return;
+      }
+      c.beginWrite();
+      try {
+        c.capacity = capacityBlocks == 0 ? defaultCapacity : capacityBlocks;
+        while (c.size() > c.capacity) {
+          evictOne(c);
+        }
+      } finally {
+        c.endWrite();
       }
     }
   }
@@ -175,16 +185,30 @@ public final class RadixPrefixIndex implements PrefixIndex {
       return;
     }
     synchronized (c.lock) {
-      for (int e = 0; e < c.allocated; e++) {
-        // entries on the free list have been cleared already; index tells which are live
-        long k = c.key[e];
-        if (c.find(k) == e) {
-          stripe(k).clear(k, slot);
-        }
+      if (c.dead) {
+        return;
       }
-      c.reset();
+      c.beginWrite();
+      try {
+        clearAll(c);
+        c.dead = true;
+        caches.compareAndSet(slot, c, null);
+      } finally {
+        c.endWrite();
+      }
     }
-    caches.compareAndSet(slot, c, null);
+  }
+
+  /** Clears every bit of the backend and resets its mirror. Lock held. */
+  private void clearAll(BackendCache c) {
+    for (int e = 0; e < c.allocated; e++) {
+      // entries on the free list were cleared already; the key map tells which are live
+      long k = c.key[e];
+      if (c.find(k) == e) {
+        stripe(k).clear(k, c.slot);
+      }
+    }
+    c.reset();
   }
 
   private static void checkCapacity(long capacityBlocks) {
@@ -203,10 +227,76 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   @Override
   public void match(long[] keys, int[] slots, int count, int[] matchedOut) {
+    BackendCache[] seen = new BackendCache[count];
+    long[] versions = new long[count];
+    for (int attempt = 0; attempt < 4; attempt++) {
+      if (readVersions(slots, count, seen, versions)) {
+        walk(keys, slots, count, matchedOut);
+        if (unchanged(slots, count, seen, versions)) {
+          return;
+        }
+      } else {
+        Thread.onSpinWait();
+      }
+      retries.increment();
+    }
+    // Writers kept changing some candidate: take the monitors of the candidates, in slot order,
+    // so the walk sees one consistent state. Each monitor is held by a writer for one write only.
+    lockedMatch(keys, slots, count, matchedOut);
+  }
+
+  private boolean readVersions(int[] slots, int count, BackendCache[] seen, long[] versions) {
+    for (int c = 0; c < count; c++) {
+      checkSlot(slots[c]);
+      BackendCache cache = caches.get(slots[c]);
+      seen[c] = cache;
+      if (cache != null) {
+        long v = cache.version;
+        if ((v & 1) != 0) {
+          return false;
+        }
+        versions[c] = v;
+      }
+    }
+    return true;
+  }
+
+  private boolean unchanged(int[] slots, int count, BackendCache[] seen, long[] versions) {
+    for (int c = 0; c < count; c++) {
+      BackendCache cache = caches.get(slots[c]);
+      if (cache != seen[c] || (cache != null && cache.version != versions[c])) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private void lockedMatch(long[] keys, int[] slots, int count, int[] out) {
+    int[] sorted = Arrays.copyOf(slots, count);
+    Arrays.sort(sorted);
+    lockChain(keys, slots, count, out, sorted, 0);
+  }
+
+  private void lockChain(long[] keys, int[] slots, int count, int[] out, int[] sorted, int i) {
+    if (i == sorted.length) {
+      walk(keys, slots, count, out);
+      return;
+    }
+    BackendCache cache = caches.get(sorted[i]);
+    if (cache == null || (i > 0 && sorted[i] == sorted[i - 1])) {
+      lockChain(keys, slots, count, out, sorted, i + 1);
+      return;
+    }
+    synchronized (cache.lock) {
+      lockChain(keys, slots, count, out, sorted, i + 1);
+    }
+  }
+
+  /** One walk down the keys, intersecting the candidates' bits. */
+  private void walk(long[] keys, int[] slots, int count, int[] matchedOut) {
     long[] live = new long[words];
     for (int c = 0; c < count; c++) {
       int s = slots[c];
-      checkSlot(s);
       live[s >>> 6] |= 1L << s;
       matchedOut[c] = 0;
     }
@@ -262,8 +352,17 @@ public final class RadixPrefixIndex implements PrefixIndex {
       return;
     }
     synchronized (c.lock) {
-      expire(c, nowNanos);
-      touchPath(c, keys, keys.length, BackendCache.PREDICTED, false, nowNanos);
+      if (c.dead) {
+        unknownSlot.increment();
+        return;
+      }
+      c.beginWrite();
+      try {
+        expire(c, nowNanos);
+        touchPath(c, keys, keys.length, BackendCache.PREDICTED, false, nowNanos);
+      } finally {
+        c.endWrite();
+      }
     }
   }
 
@@ -360,23 +459,25 @@ public final class RadixPrefixIndex implements PrefixIndex {
       return;
     }
     synchronized (c.lock) {
-      c.eventsSeen = true;
-      if (event instanceof BlockStored s) {
-        applyStored(c, s, hasher, nowNanos);
-      } else if (event instanceof BlockRemoved r) {
-        applyRemoved(c, r);
-      } else if (event instanceof AllBlocksCleared) {
-        for (int e = c.allocated - 1; e >= 0; e--) {
-          long k = c.key[e];
-          if (c.find(k) == e) {
-            stripe(k).clear(k, slot);
-          }
-        }
-        c.reset();
-        c.eventsSeen = true;
-        cleared.increment();
+      if (c.dead) {
+        unknownSlot.increment();
+        return;
       }
-      expire(c, nowNanos);
+      c.beginWrite();
+      try {
+        c.eventsSeen = true;
+        if (event instanceof BlockStored s) {
+          applyStored(c, s, hasher, nowNanos);
+        } else if (event instanceof BlockRemoved r) {
+          applyRemoved(c, r);
+        } else if (event instanceof AllBlocksCleared) {
+          clearAll(c);
+          cleared.increment();
+        }
+        expire(c, nowNanos);
+      } finally {
+        c.endWrite();
+      }
     }
   }
 
@@ -513,6 +614,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     counters.put("kv.otherMedium", otherMedium.sum());
     counters.put("kv.engineMapPrunes", enginePrunes.sum());
     counters.put("unknownSlot", unknownSlot.sum());
+    counters.put("matchRetries", retries.sum());
     return new IndexStats(nodes, predicted, confirmed, bytes, perBackend, counters);
   }
 
