@@ -146,9 +146,8 @@ class IndexStressTest {
     assertThat(failure.get()).isNull();
 
     // quiescent: every backend within its capacity, counts not negative
-    String[] names = new String[16];
     engine.inspect().backends().forEach(b -> assertThat(b.inFlight()).isZero());
-    IndexStats stats = index.stats(names);
+    IndexStats stats = index.stats();
     assertThat(stats.predictedBlocks()).isNotNegative();
     assertThat(stats.confirmedBlocks()).isNotNegative();
     long capacitySum = 0;
@@ -160,14 +159,11 @@ class IndexStressTest {
     for (int slot = 0; slot < 16; slot++) {
       assertThat(index.heldBlocks(slot)).isNotNegative();
     }
-    engine
-        .inspect()
-        .backends()
-        .forEach(
-            b -> {
-              long held = b.backend().capacityBlocks();
-              assertThat(held).isPositive();
-            });
+    java.util.Map<String, Long> held = engine.inspect().index().blocksPerBackend();
+    assertThat(held).hasSameSizeAs(engine.backends().all());
+    for (Backend b : engine.backends().all()) {
+      assertThat(held.get(b.id())).as("held by %s", b.id()).isBetween(0L, b.capacityBlocks());
+    }
 
     for (Backend b : engine.backends().all()) {
       engine.backends().remove(b.id());
