@@ -64,12 +64,17 @@ import java.util.concurrent.atomic.LongAdder;
  * <h2>Concurrency</h2>
  *
  * The node table is split into stripes by key hash, each an open-addressing table under a {@link
- * java.util.concurrent.locks.StampedLock}. {@code match} reads optimistically and never blocks
- * while no writer touches the same stripe (after two failed validations it takes that stripe's read
- * lock, waiting at most for one writer's single-node update). Writers of one backend serialize on
- * that backend's monitor, then take one stripe's write lock per block they change; writers of
- * different backends run in parallel. A match concurrent with writes sees each block's bitset
- * either before or after each write.
+ * java.util.concurrent.locks.StampedLock}; each backend's mirror is guarded by that backend's
+ * monitor and carries a seqlock version. Writers of one backend serialize on its monitor, bump its
+ * version to odd, take one stripe's write lock per block whose bit changes, and bump the version
+ * back to even; writers of different backends run in parallel.
+ *
+ * <p>{@code match} takes no lock: it reads the candidates' versions, walks the keys with optimistic
+ * stripe reads, and succeeds if no candidate's version moved, so its answer is the state of every
+ * candidate at one instant (linearizable; checked with Lincheck). It retries up to four times; only
+ * a candidate rewritten during every attempt makes it take those candidates' monitors (in slot
+ * order), which waits for at most one write per backend — microseconds. Writes to other backends
+ * never delay a match, and a write to a different stripe never fails an optimistic read.
  *
  * <p>Thread-safe. Cost: {@code match} O(blocks matched) hash probes and no allocation beyond two
  * small scratch arrays; {@code recordRouted} O(blocks) with a stripe write only for blocks new to
