@@ -18,8 +18,12 @@ public final class Main {
       org.openjdk.jmh.Main.main(Arrays.copyOfRange(args, 1, args.length));
       return;
     }
+    if (args.length > 0 && args[0].equals("memory")) {
+      IndexMemory.run(System.out);
+      return;
+    }
     if (args.length > 0 && (args[0].equals("--help") || args[0].equals("-h"))) {
-      System.out.println("usage: java -jar benchmarks.jar [demo | jmh [JMH args]]");
+      System.out.println("usage: java -jar benchmarks.jar [demo | memory | jmh [JMH args]]");
       return;
     }
     if (args.length > 0 && !args[0].equals("demo")) {

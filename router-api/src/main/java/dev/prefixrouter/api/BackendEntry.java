@@ -30,6 +30,7 @@ final class BackendEntry {
   final AtomicInteger inFlight = new AtomicInteger();
   final AtomicLong pendingPrefillTokens = new AtomicLong();
   final AtomicInteger runningDecodes = new AtomicInteger();
+  final AtomicLong activeTokens = new AtomicLong();
   final LongAdder routed = new LongAdder();
   final LongAdder promptTokens = new LongAdder();
   final LongAdder matchedTokens = new LongAdder();

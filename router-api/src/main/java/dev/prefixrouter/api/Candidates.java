@@ -111,6 +111,11 @@ final class Candidates implements ScoringContext {
   }
 
   @Override
+  public long activeTokens(int candidate) {
+    return entry(candidate).activeTokens.get();
+  }
+
+  @Override
   public int runningDecodes(int candidate) {
     return entry(candidate).runningDecodes.get();
   }

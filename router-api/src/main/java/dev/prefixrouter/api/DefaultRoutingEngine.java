@@ -2,6 +2,7 @@ package dev.prefixrouter.api;
 
 import dev.prefixrouter.api.spi.Admission;
 import dev.prefixrouter.api.spi.BlockHasher;
+import dev.prefixrouter.api.spi.FirstTokenObservation;
 import dev.prefixrouter.api.spi.HealthPolicy;
 import dev.prefixrouter.api.spi.PrefixIndex;
 import dev.prefixrouter.api.spi.RoutingListener;
@@ -227,7 +228,9 @@ final class DefaultRoutingEngine implements RoutingEngine {
         int matchedTokens = c.matchedTokens(cand);
         int uncached = attempt.promptTokens - matchedTokens;
         e.inFlight.incrementAndGet();
-        e.pendingPrefillTokens.addAndGet(uncached);
+        long queuedBefore = e.pendingPrefillTokens.getAndAdd(uncached);
+        e.activeTokens.addAndGet(attempt.reservedTokens);
+        int decodesBefore = e.runningDecodes.get();
         e.routed.increment();
         e.promptTokens.add(attempt.promptTokens);
         e.matchedTokens.add(matchedTokens);
@@ -241,7 +244,17 @@ final class DefaultRoutingEngine implements RoutingEngine {
         }
         String reason = c.reason != null ? c.reason : scorer.name();
         DefaultLease lease =
-            new DefaultLease(attempt, e, excluded, attemptNo, matchedTokens, uncached, now);
+            new DefaultLease(
+                attempt,
+                e,
+                excluded,
+                attemptNo,
+                matchedTokens,
+                uncached,
+                now,
+                queuedBefore,
+                decodesBefore,
+                c.cost(cand));
         routed =
             new Routed(
                 request,
@@ -352,6 +365,9 @@ final class DefaultRoutingEngine implements RoutingEngine {
     private final int matchedTokens;
     private final int uncachedTokens;
     private final long startNanos;
+    private final long queuedBefore;
+    private final int decodesBefore;
+    private final double estimatedCost;
     private final AtomicInteger state = new AtomicInteger(OPEN);
     private final AtomicBoolean failoverTaken = new AtomicBoolean();
     @Nullable Routed routed;
@@ -363,7 +379,13 @@ final class DefaultRoutingEngine implements RoutingEngine {
         int attemptNo,
         int matchedTokens,
         int uncachedTokens,
-        long startNanos) {
+        long startNanos,
+        long queuedBefore,
+        int decodesBefore,
+        double estimatedCost) {
+      this.queuedBefore = queuedBefore;
+      this.decodesBefore = decodesBefore;
+      this.estimatedCost = estimatedCost;
       this.attempt = attempt;
       this.entry = entry;
       this.excluded = excluded;
@@ -389,7 +411,15 @@ final class DefaultRoutingEngine implements RoutingEngine {
       if (entry.claim()) {
         try {
           healthFeedback(entry, now, null);
-          scorer.onFirstToken(entry.slot, ttft, attempt.promptTokens, matchedTokens);
+          scorer.onFirstToken(
+              new FirstTokenObservation(
+                  entry.slot,
+                  ttft,
+                  attempt.promptTokens,
+                  matchedTokens,
+                  queuedBefore,
+                  decodesBefore,
+                  estimatedCost));
         } finally {
           entry.release();
         }
@@ -457,6 +487,14 @@ final class DefaultRoutingEngine implements RoutingEngine {
             entry.runningDecodes.decrementAndGet();
           }
           entry.inFlight.decrementAndGet();
+          entry.activeTokens.addAndGet(-attempt.reservedTokens);
+          if (entry.claim()) {
+            try {
+              scorer.onEnded(entry.slot);
+            } finally {
+              entry.release();
+            }
+          }
           return s;
         }
       }

@@ -29,11 +29,11 @@ public interface Scorer {
   /** The candidate at rank 0 that the engine actually routed to; called before route returns. */
   default void onRouted(ScoringContext ctx, int candidate) {}
 
-  /**
-   * A lease on {@code slot} reached its first token {@code ttftNanos} after routing, for a prompt
-   * of {@code promptTokens} of which {@code matchedTokens} were believed cached.
-   */
-  default void onFirstToken(int slot, long ttftNanos, int promptTokens, int matchedTokens) {}
+  /** A lease reached its first token; feeds online calibration. */
+  default void onFirstToken(FirstTokenObservation observation) {}
+
+  /** A lease on {@code slot} ended (completed or failed), whether or not it saw a first token. */
+  default void onEnded(int slot) {}
 
   /** A backend left the engine; forget its state. */
   default void onBackendRemoved(int slot) {}

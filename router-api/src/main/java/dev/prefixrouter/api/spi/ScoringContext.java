@@ -58,6 +58,9 @@ public interface ScoringContext {
   /** Uncached prompt tokens routed to the candidate that have not reached their first token. */
   long pendingPrefillTokens(int candidate);
 
+  /** Prompt plus reserved output tokens of the candidate's open leases (its active KV demand). */
+  long activeTokens(int candidate);
+
   /** Leases on the candidate past their first token (decoding). */
   int runningDecodes(int candidate);
 

@@ -1,0 +1,84 @@
+package dev.prefixrouter.bench;
+
+import dev.prefixrouter.api.IndexStats;
+import dev.prefixrouter.radix.RadixPrefixIndex;
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryMXBean;
+import java.time.Duration;
+import java.util.SplittableRandom;
+
+/**
+ * Bytes per (block, backend) entry of {@link RadixPrefixIndex} at 1M entries, measured as the
+ * retained heap (used heap after full GCs, before and after filling) and as the index's own
+ * estimate. Two layouts: every block held by one backend (no sharing), and every block held by two
+ * backends (each node shared).
+ *
+ * <pre>java -Xmx4g -jar benchmarks/target/benchmarks.jar memory</pre>
+ */
+final class IndexMemory {
+  private IndexMemory() {}
+
+  static void run(PrintStream out) {
+    out.println(
+        "layout               maxBackends  entries    nodes    heap B/entry  estimate B/entry");
+    for (int maxBackends : new int[] {64, 256}) {
+      measure(out, "1 holder per block", maxBackends, 1);
+      measure(out, "2 holders per block", maxBackends, 2);
+    }
+  }
+
+  private static void measure(PrintStream out, String name, int maxBackends, int holders) {
+    int backends = 16;
+    long entries = 1_000_000;
+    long perBackend = entries / backends;
+    long before = usedAfterGc();
+    RadixPrefixIndex index =
+        RadixPrefixIndex.builder().maxBackends(maxBackends).predictionTtl(Duration.ZERO).build();
+    for (int b = 0; b < backends; b++) {
+      index.addBackend(b, perBackend);
+    }
+    SplittableRandom rnd = new SplittableRandom(1);
+    long[] path = new long[256];
+    long now = 0;
+    int groups = backends / holders;
+    for (long p = 0; p < perBackend / path.length; p++) {
+      for (int g = 0; g < groups; g++) {
+        for (int i = 0; i < path.length; i++) {
+          path[i] = rnd.nextLong();
+        }
+        for (int h = 0; h < holders; h++) {
+          index.recordRouted(path, g * holders + h, now++);
+        }
+      }
+    }
+    long after = usedAfterGc();
+    IndexStats s = index.stats();
+    long held = s.predictedBlocks() + s.confirmedBlocks();
+    out.printf(
+        "%-20s %11d %8d %8d %13.1f %17.1f%n",
+        name,
+        maxBackends,
+        held,
+        s.nodes(),
+        (double) (after - before) / held,
+        (double) s.approximateBytes() / held);
+    // keep the index reachable until measured
+    if (index.heldBlocks(0) < 0) {
+      throw new AssertionError();
+    }
+  }
+
+  private static long usedAfterGc() {
+    MemoryMXBean mx = ManagementFactory.getMemoryMXBean();
+    for (int i = 0; i < 4; i++) {
+      System.gc();
+      try {
+        Thread.sleep(100);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    return mx.getHeapMemoryUsage().getUsed();
+  }
+}

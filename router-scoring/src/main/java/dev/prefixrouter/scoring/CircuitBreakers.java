@@ -1,0 +1,290 @@
+package dev.prefixrouter.scoring;
+
+import dev.prefixrouter.api.Failure;
+import dev.prefixrouter.api.HealthState;
+import dev.prefixrouter.api.spi.HealthPolicy;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+
+/**
+ * One circuit breaker per backend ({@link HealthPolicy}).
+ *
+ * <ul>
+ *   <li>CLOSED → OPEN after {@link Builder#consecutiveFailures} consecutive failures, or when the
+ *       failure rate over the last {@link Builder#windowSize} outcomes reaches {@link
+ *       Builder#failureRate} (once at least {@link Builder#minimumCalls} are in the window).
+ *   <li>OPEN → HALF_OPEN once {@link Builder#cooldown} has passed (read lazily).
+ *   <li>HALF_OPEN admits at most {@link Builder#halfOpenProbes} requests; that many successes close
+ *       the breaker, any failure re-opens it. Probes whose outcome never arrives are re-issued
+ *       after another cooldown, so a lost lease cannot wedge a breaker half-open.
+ * </ul>
+ *
+ * <p>Fed by the engine: a first token or a completion is a success; connect errors, timeouts, 5xx
+ * and engine errors are failures (client errors and cancellations are not). Lock-free: each breaker
+ * is an immutable state swapped by CAS; O(1) per call. Thread-safe.
+ *
+ * <pre>{@code
+ * RoutingEngine.builder().health(CircuitBreakers.builder().consecutiveFailures(3).build())
+ * }</pre>
+ */
+public final class CircuitBreakers implements HealthPolicy {
+
+  /**
+   * Immutable breaker state. {@code window} holds the last {@code count} outcomes as bits (1 =
+   * failure), newest in bit 0.
+   */
+  record State(
+      HealthState kind,
+      int consecutive,
+      long window,
+      int count,
+      long openedAt,
+      int probesIssued,
+      int probeSuccesses,
+      long lastProbeAt) {
+    static final State CLOSED = new State(HealthState.CLOSED, 0, 0, 0, 0, 0, 0, 0);
+  }
+
+  private final int consecutiveFailures;
+  private final double failureRate;
+  private final int windowSize;
+  private final int minimumCalls;
+  private final long cooldownNanos;
+  private final int probes;
+  private final AtomicReferenceArray<State> states;
+
+  private CircuitBreakers(Builder b) {
+    this.consecutiveFailures = b.consecutiveFailures;
+    this.failureRate = b.failureRate;
+    this.windowSize = b.windowSize;
+    this.minimumCalls = b.minimumCalls;
+    this.cooldownNanos = b.cooldown.toNanos();
+    this.probes = b.halfOpenProbes;
+    this.states = new AtomicReferenceArray<>(b.maxBackends);
+  }
+
+  /** Defaults: 5 consecutive failures or 50 % of the last 20 (min 10), 10 s cooldown, 3 probes. */
+  public static CircuitBreakers defaults() {
+    return builder().build();
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  @Override
+  public void addBackend(int slot) {
+    states.set(slot, State.CLOSED);
+  }
+
+  @Override
+  public void removeBackend(int slot) {
+    states.set(slot, null);
+  }
+
+  @Override
+  public HealthState state(int slot, long nowNanos) {
+    State s = states.get(slot);
+    if (s == null) {
+      return HealthState.CLOSED;
+    }
+    if (s.kind == HealthState.OPEN && nowNanos - s.openedAt >= cooldownNanos) {
+      return HealthState.HALF_OPEN;
+    }
+    return s.kind;
+  }
+
+  @Override
+  public boolean tryAcquire(int slot, long nowNanos) {
+    while (true) {
+      State s = states.get(slot);
+      if (s == null || s.kind == HealthState.CLOSED) {
+        return true;
+      }
+      State next;
+      if (s.kind == HealthState.OPEN) {
+        if (nowNanos - s.openedAt < cooldownNanos) {
+          return false;
+        }
+        next = new State(HealthState.HALF_OPEN, 0, 0, 0, s.openedAt, 1, 0, nowNanos);
+      } else {
+        boolean stale = nowNanos - s.lastProbeAt >= cooldownNanos;
+        if (s.probesIssued >= probes && !stale) {
+          return false;
+        }
+        int issued = stale ? s.probeSuccesses + 1 : s.probesIssued + 1;
+        next =
+            new State(
+                HealthState.HALF_OPEN, 0, 0, 0, s.openedAt, issued, s.probeSuccesses, nowNanos);
+      }
+      if (states.compareAndSet(slot, s, next)) {
+        return true;
+      }
+    }
+  }
+
+  @Override
+  public void onSuccess(int slot, long nowNanos) {
+    while (true) {
+      State s = states.get(slot);
+      if (s == null || s.kind == HealthState.OPEN) {
+        return; // a late success from before the breaker opened
+      }
+      State next;
+      if (s.kind == HealthState.HALF_OPEN) {
+        int ok = s.probeSuccesses + 1;
+        next =
+            ok >= probes
+                ? State.CLOSED
+                : new State(
+                    HealthState.HALF_OPEN,
+                    0,
+                    0,
+                    0,
+                    s.openedAt,
+                    Math.max(s.probesIssued, ok),
+                    ok,
+                    s.lastProbeAt);
+      } else {
+        next = push(s, false, 0);
+      }
+      if (states.compareAndSet(slot, s, next)) {
+        return;
+      }
+    }
+  }
+
+  @Override
+  public void onFailure(int slot, Failure failure, long nowNanos) {
+    Objects.requireNonNull(failure, "failure");
+    if (!failure.countsAgainstBackend()) {
+      return;
+    }
+    while (true) {
+      State s = states.get(slot);
+      if (s == null || s.kind == HealthState.OPEN) {
+        return;
+      }
+      State next = s.kind == HealthState.HALF_OPEN ? open(nowNanos) : push(s, true, nowNanos);
+      if (states.compareAndSet(slot, s, next)) {
+        return;
+      }
+    }
+  }
+
+  private State push(State s, boolean failed, long now) {
+    long mask = windowSize == 64 ? -1L : (1L << windowSize) - 1;
+    long window = ((s.window << 1) | (failed ? 1 : 0)) & mask;
+    int count = Math.min(windowSize, s.count + 1);
+    int consecutive = failed ? s.consecutive + 1 : 0;
+    if (failed) {
+      int failures = Long.bitCount(window);
+      if (consecutive >= consecutiveFailures
+          || (count >= minimumCalls && failures >= failureRate * count)) {
+        return open(now);
+      }
+    }
+    return new State(HealthState.CLOSED, consecutive, window, count, 0, 0, 0, 0);
+  }
+
+  private static State open(long now) {
+    return new State(HealthState.OPEN, 0, 0, 0, now, 0, 0, 0);
+  }
+
+  @Override
+  public String toString() {
+    return "CircuitBreakers[consecutive="
+        + consecutiveFailures
+        + ", rate="
+        + failureRate
+        + "/"
+        + windowSize
+        + ", cooldown="
+        + Duration.ofNanos(cooldownNanos)
+        + ", probes="
+        + probes
+        + "]";
+  }
+
+  /** Builder; setters validate at once. */
+  public static final class Builder {
+    private int consecutiveFailures = 5;
+    private double failureRate = 0.5;
+    private int windowSize = 20;
+    private int minimumCalls = 10;
+    private Duration cooldown = Duration.ofSeconds(10);
+    private int halfOpenProbes = 3;
+    private int maxBackends = 65_536;
+
+    private Builder() {}
+
+    public Builder consecutiveFailures(int n) {
+      if (n < 1 || n > 1000) {
+        throw new IllegalArgumentException("consecutiveFailures must be in [1, 1000], was " + n);
+      }
+      this.consecutiveFailures = n;
+      return this;
+    }
+
+    /** Failure share of the window that opens the breaker, in (0, 1]. */
+    public Builder failureRate(double rate) {
+      if (!(rate > 0 && rate <= 1)) {
+        throw new IllegalArgumentException("failureRate must be in (0, 1], was " + rate);
+      }
+      this.failureRate = rate;
+      return this;
+    }
+
+    /** Outcomes in the rate window, [1, 64]. */
+    public Builder windowSize(int n) {
+      if (n < 1 || n > 64) {
+        throw new IllegalArgumentException("windowSize must be in [1, 64], was " + n);
+      }
+      this.windowSize = n;
+      return this;
+    }
+
+    public Builder minimumCalls(int n) {
+      if (n < 1 || n > 64) {
+        throw new IllegalArgumentException("minimumCalls must be in [1, 64], was " + n);
+      }
+      this.minimumCalls = n;
+      return this;
+    }
+
+    public Builder cooldown(Duration cooldown) {
+      Objects.requireNonNull(cooldown, "cooldown");
+      if (cooldown.isNegative() || cooldown.isZero()) {
+        throw new IllegalArgumentException("cooldown must be positive, was " + cooldown);
+      }
+      this.cooldown = cooldown;
+      return this;
+    }
+
+    public Builder halfOpenProbes(int n) {
+      if (n < 1 || n > 100) {
+        throw new IllegalArgumentException("halfOpenProbes must be in [1, 100], was " + n);
+      }
+      this.halfOpenProbes = n;
+      return this;
+    }
+
+    /** Slots tracked; must cover the engine's maxBackends. */
+    public Builder maxBackends(int n) {
+      if (n < 1 || n > 65_536) {
+        throw new IllegalArgumentException("maxBackends must be in [1, 65536], was " + n);
+      }
+      this.maxBackends = n;
+      return this;
+    }
+
+    public CircuitBreakers build() {
+      if (minimumCalls > windowSize) {
+        throw new IllegalArgumentException(
+            "minimumCalls (" + minimumCalls + ") must not exceed windowSize (" + windowSize + ")");
+      }
+      return new CircuitBreakers(this);
+    }
+  }
+}

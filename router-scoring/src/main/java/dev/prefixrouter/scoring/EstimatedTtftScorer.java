@@ -1,0 +1,435 @@
+package dev.prefixrouter.scoring;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import dev.prefixrouter.api.LoadReport;
+import dev.prefixrouter.api.RouteRequest;
+import dev.prefixrouter.api.spi.FirstTokenObservation;
+import dev.prefixrouter.api.spi.Scorer;
+import dev.prefixrouter.api.spi.ScoringContext;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The default scorer: the estimated time to first token of the request on each candidate, in
+ * milliseconds, lower wins.
+ *
+ * <pre>
+ * est(b)     = (queue(b) + prefill(b, P − C(b), C(b)) + kvPenalty(b)) / weight(b)
+ * prefill    = alpha + beta·u + gamma·u·(u + c)
+ * queue(b)   = beta·pendingPrefill(b) + decode·running(b) + waitingMs·waiting(b)
+ * </pre>
+ *
+ * {@code pendingPrefill} is the router's own exact count of uncached prompt tokens sent to b and
+ * not yet past their first token. {@code running} is the larger of the router's own decoding leases
+ * and the backend's reported running count; {@code waiting} is the reported waiting count. Reported
+ * values fade linearly to nothing as the report ages to {@link Builder#staleAfter}, so stale
+ * reports give way to the router's own counts. A backend whose reported KV usage is above {@link
+ * Builder#kvPenaltyThreshold} pays a penalty growing to {@link Builder#kvPenaltyMs} at 100 %
+ * (preemption risk).
+ *
+ * <p><b>Choice.</b> The lowest estimate wins; candidates within a band ({@code max(bandMs,
+ * bandFraction × best)}) of it count as tied and go to the one with fewer open leases per unit of
+ * weight, then round-robin. A hot prefix spills to a second backend exactly when the holder's queue
+ * delay exceeds the prefill the cache saves it — there is no global in-flight cutoff, so affinity
+ * is never thrown away for everyone at once.
+ *
+ * <p><b>Calibration.</b> With {@link Builder#calibrate} on (default), each backend's coefficients
+ * are fitted online from observed TTFTs (robust recursive least squares with forgetting, see
+ * package docs); the fitted values show in {@code inspect()}.
+ *
+ * <p><b>Session affinity.</b> A request with a session id prefers the backend its session was last
+ * routed to (pins in a Caffeine cache: {@link Builder#sessionTtl} after last use, at most {@link
+ * Builder#maxSessions}). The pin yields — and moves — when that backend is not a candidate
+ * (unhealthy, draining, removed), is saturated (reported KV usage ≥ {@link
+ * Builder#saturationKvUsage}), or its estimate exceeds {@code best × affinityRatio +
+ * affinityMarginMs}.
+ *
+ * <p>Thread-safe. Cost: O(candidates) per decision plus one cache lookup for session requests;
+ * allocation: a small array for the band.
+ */
+public final class EstimatedTtftScorer implements Scorer {
+
+  private final TtftCoefficients defaults;
+  private final boolean calibrate;
+  private final double forgetting;
+  private final int minObservations;
+  private final double bandMs;
+  private final double bandFraction;
+  private final long staleAfterNanos;
+  private final double kvPenaltyThreshold;
+  private final double kvPenaltyMs;
+  private final double saturationKvUsage;
+  private final double affinityRatio;
+  private final double affinityMarginMs;
+  private final @Nullable Cache<String, Integer> sessions;
+  private final AtomicInteger rotation = new AtomicInteger();
+  private final Object modelsLock = new Object();
+  private volatile CostModel[] models = new CostModel[64];
+
+  private EstimatedTtftScorer(Builder b) {
+    this.defaults = b.coefficients;
+    this.calibrate = b.calibrate;
+    this.forgetting = b.forgetting;
+    this.minObservations = b.minObservations;
+    this.bandMs = b.bandMs;
+    this.bandFraction = b.bandFraction;
+    this.staleAfterNanos = b.staleAfter.toNanos();
+    this.kvPenaltyThreshold = b.kvPenaltyThreshold;
+    this.kvPenaltyMs = b.kvPenaltyMs;
+    this.saturationKvUsage = b.saturationKvUsage;
+    this.affinityRatio = b.affinityRatio;
+    this.affinityMarginMs = b.affinityMarginMs;
+    this.sessions =
+        b.maxSessions == 0
+            ? null
+            : Caffeine.newBuilder()
+                .maximumSize(b.maxSessions)
+                .expireAfterAccess(b.sessionTtl)
+                .build();
+  }
+
+  public static EstimatedTtftScorer defaults() {
+    return builder().build();
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  @Override
+  public String name() {
+    return "est-ttft";
+  }
+
+  @Override
+  public boolean costIsTtftMillis() {
+    return true;
+  }
+
+  /** The coefficients in use for a slot (fitted, or the defaults). */
+  public TtftCoefficients coefficients(int slot) {
+    CostModel m = model(slot, false);
+    return m == null ? defaults : m.current();
+  }
+
+  private @Nullable CostModel model(int slot, boolean create) {
+    CostModel[] ms = models;
+    if (slot < ms.length && ms[slot] != null) {
+      return ms[slot];
+    }
+    if (!create) {
+      return null;
+    }
+    synchronized (modelsLock) {
+      ms = models;
+      if (slot >= ms.length) {
+        ms = Arrays.copyOf(ms, Math.max(slot + 1, ms.length * 2));
+      }
+      if (ms[slot] == null) {
+        ms[slot] = new CostModel(defaults, forgetting, minObservations);
+      }
+      models = ms;
+      return ms[slot];
+    }
+  }
+
+  /** The estimate for one candidate, in ms. */
+  double estimate(ScoringContext ctx, int i) {
+    TtftCoefficients k = coefficients(ctx.slot(i));
+    double cached = ctx.matchedTokens(i);
+    double uncached = Math.max(0, ctx.promptTokens() - cached);
+    double prefill = k.prefillMs(uncached, cached);
+    double running = ctx.runningDecodes(i);
+    double waiting = 0;
+    double penalty = 0;
+    LoadReport load = ctx.load(i);
+    if (load != null) {
+      double fade = fade(ctx.loadAgeNanos(i));
+      running = Math.max(running, fade * load.running());
+      waiting = fade * load.waiting();
+      if (load.kvUsage() > kvPenaltyThreshold) {
+        penalty =
+            fade * kvPenaltyMs * (load.kvUsage() - kvPenaltyThreshold) / (1 - kvPenaltyThreshold);
+      }
+    }
+    double queue =
+        k.betaMsPerToken() * ctx.pendingPrefillTokens(i)
+            + k.decodeMsPerRunning() * running
+            + k.waitingMs() * waiting;
+    return (queue + prefill + penalty) / ctx.backend(i).weight();
+  }
+
+  private double fade(long ageNanos) {
+    if (ageNanos < 0 || ageNanos >= staleAfterNanos) {
+      return 0;
+    }
+    return 1.0 - (double) ageNanos / staleAfterNanos;
+  }
+
+  private boolean saturated(ScoringContext ctx, int i) {
+    LoadReport load = ctx.load(i);
+    return load != null && fade(ctx.loadAgeNanos(i)) > 0 && load.kvUsage() >= saturationKvUsage;
+  }
+
+  @Override
+  public void score(ScoringContext ctx) {
+    int n = ctx.size();
+    if (n == 0) {
+      return;
+    }
+    double best = Double.POSITIVE_INFINITY;
+    for (int i = 0; i < n; i++) {
+      double e = estimate(ctx, i);
+      ctx.setCost(i, e);
+      best = Math.min(best, e);
+    }
+    ctx.sortByCost(rotation.getAndIncrement());
+    int[] order = ctx.order();
+    double limit = best + Math.max(bandMs, bandFraction * best);
+    int tied = 0;
+    while (tied < n && ctx.cost(order[tied]) <= limit) {
+      tied++;
+    }
+    if (tied > 1) {
+      // stable insertion sort of the band by open leases per weight (rotation order kept on ties)
+      for (int a = 1; a < tied; a++) {
+        int c = order[a];
+        double lc = ctx.inFlight(c) / ctx.backend(c).weight();
+        int j = a - 1;
+        while (j >= 0 && ctx.inFlight(order[j]) / ctx.backend(order[j]).weight() > lc) {
+          order[j + 1] = order[j];
+          j--;
+        }
+        order[j + 1] = c;
+      }
+    }
+    String reason = null;
+    String session = sessionKey(ctx.request());
+    if (session != null && sessions != null) {
+      Integer pinned = sessions.getIfPresent(session);
+      if (pinned != null) {
+        int pos = -1;
+        for (int r = 0; r < n; r++) {
+          if (ctx.slot(order[r]) == pinned) {
+            pos = r;
+            break;
+          }
+        }
+        if (pos > 0) {
+          int c = order[pos];
+          if (!saturated(ctx, c) && ctx.cost(c) <= best * affinityRatio + affinityMarginMs) {
+            System.arraycopy(order, 0, order, 1, pos);
+            order[0] = c;
+            reason = "session affinity";
+          }
+        } else if (pos == 0) {
+          reason = "session affinity";
+        }
+      }
+    }
+    int chosen = order[0];
+    if (reason == null) {
+      reason = tied > 1 ? "est-ttft (band of " + tied + ", fewest open leases)" : "est-ttft";
+    }
+    ctx.setReason(
+        String.format(
+            "%s: %.1f ms, %d/%d tokens cached",
+            reason, ctx.cost(chosen), ctx.matchedTokens(chosen), ctx.promptTokens()));
+  }
+
+  private static @Nullable String sessionKey(RouteRequest r) {
+    String s = r.sessionId();
+    return s == null ? null : r.tenant() + '\u0000' + s;
+  }
+
+  @Override
+  public void onRouted(ScoringContext ctx, int candidate) {
+    String session = sessionKey(ctx.request());
+    if (session != null && sessions != null) {
+      sessions.put(session, ctx.slot(candidate));
+    }
+  }
+
+  @Override
+  public void onFirstToken(FirstTokenObservation observation) {
+    Objects.requireNonNull(observation, "observation");
+    if (calibrate) {
+      CostModel m = model(observation.slot(), true);
+      if (m != null) {
+        m.observe(observation);
+      }
+    }
+  }
+
+  @Override
+  public void onBackendRemoved(int slot) {
+    synchronized (modelsLock) {
+      CostModel[] ms = models;
+      if (slot < ms.length && ms[slot] != null) {
+        CostModel[] copy = ms.clone();
+        copy[slot] = null;
+        models = copy;
+      }
+    }
+    if (sessions != null) {
+      sessions.asMap().values().removeIf(s -> s == slot);
+    }
+  }
+
+  @Override
+  public Map<String, Double> describe(int slot) {
+    CostModel m = model(slot, false);
+    TtftCoefficients k = m == null ? defaults : m.current();
+    Map<String, Double> out = new LinkedHashMap<>();
+    out.put("alphaMs", k.alphaMs());
+    out.put("betaMsPerToken", k.betaMsPerToken());
+    out.put("gammaMsPerToken2", k.gammaMsPerToken2());
+    out.put("decodeMsPerRunning", k.decodeMsPerRunning());
+    out.put("waitingMs", k.waitingMs());
+    out.put("observations", m == null ? 0.0 : (double) m.observations());
+    out.put("residualScaleMs", m == null ? 0.0 : m.residualScale());
+    return out;
+  }
+
+  /** Sessions currently pinned (approximate). */
+  public long pinnedSessions() {
+    return sessions == null ? 0 : sessions.estimatedSize();
+  }
+
+  @Override
+  public String toString() {
+    return "EstimatedTtftScorer[" + defaults + ", calibrate=" + calibrate + "]";
+  }
+
+  /** Builder; setters validate at once. */
+  public static final class Builder {
+    private TtftCoefficients coefficients = TtftCoefficients.DEFAULTS;
+    private boolean calibrate = true;
+    private double forgetting = 0.995;
+    private int minObservations = 30;
+    private double bandMs = 1.0;
+    private double bandFraction = 0.02;
+    private Duration staleAfter = Duration.ofSeconds(2);
+    private double kvPenaltyThreshold = 0.9;
+    private double kvPenaltyMs = 500;
+    private double saturationKvUsage = 0.98;
+    private double affinityRatio = 1.5;
+    private double affinityMarginMs = 50;
+    private Duration sessionTtl = Duration.ofMinutes(30);
+    private long maxSessions = 100_000;
+
+    private Builder() {}
+
+    /** Starting (and, without calibration, fixed) coefficients. */
+    public Builder coefficients(TtftCoefficients coefficients) {
+      this.coefficients = Objects.requireNonNull(coefficients, "coefficients");
+      return this;
+    }
+
+    public Builder calibrate(boolean calibrate) {
+      this.calibrate = calibrate;
+      return this;
+    }
+
+    /** RLS forgetting factor in [0.9, 1]: lower tracks drift faster. */
+    public Builder forgetting(double forgetting) {
+      if (!(forgetting >= 0.9 && forgetting <= 1)) {
+        throw new IllegalArgumentException("forgetting must be in [0.9, 1], was " + forgetting);
+      }
+      this.forgetting = forgetting;
+      return this;
+    }
+
+    /** Observations before fitted coefficients replace the defaults, [1, 100000]. */
+    public Builder minObservations(int n) {
+      if (n < 1 || n > 100_000) {
+        throw new IllegalArgumentException("minObservations must be in [1, 100000], was " + n);
+      }
+      this.minObservations = n;
+      return this;
+    }
+
+    /** Near-tie band: estimates within {@code max(ms, fraction × best)} of the best tie. */
+    public Builder band(double ms, double fraction) {
+      if (!(ms >= 0 && ms <= 10_000) || !(fraction >= 0 && fraction <= 1)) {
+        throw new IllegalArgumentException(
+            "band must be ms in [0, 10000] and fraction in [0, 1], was " + ms + ", " + fraction);
+      }
+      this.bandMs = ms;
+      this.bandFraction = fraction;
+      return this;
+    }
+
+    /** Age at which a load report no longer counts (linear fade before). */
+    public Builder staleAfter(Duration staleAfter) {
+      Objects.requireNonNull(staleAfter, "staleAfter");
+      if (staleAfter.isNegative() || staleAfter.isZero()) {
+        throw new IllegalArgumentException("staleAfter must be positive, was " + staleAfter);
+      }
+      this.staleAfter = staleAfter;
+      return this;
+    }
+
+    /** KV usage above {@code threshold} costs up to {@code ms} at 100 %. */
+    public Builder kvPenalty(double threshold, double ms) {
+      if (!(threshold >= 0 && threshold < 1) || !(ms >= 0 && ms <= 1e6)) {
+        throw new IllegalArgumentException(
+            "kvPenalty threshold must be in [0, 1) and ms in [0, 1e6], was "
+                + threshold
+                + ", "
+                + ms);
+      }
+      this.kvPenaltyThreshold = threshold;
+      this.kvPenaltyMs = ms;
+      return this;
+    }
+
+    /** Reported KV usage at which a pinned session moves away, (0, 1]. */
+    public Builder saturationKvUsage(double usage) {
+      if (!(usage > 0 && usage <= 1)) {
+        throw new IllegalArgumentException("saturationKvUsage must be in (0, 1], was " + usage);
+      }
+      this.saturationKvUsage = usage;
+      return this;
+    }
+
+    /** A pin yields when its estimate exceeds {@code best × ratio + marginMs}. */
+    public Builder affinityMargin(double ratio, double marginMs) {
+      if (!(ratio >= 1 && ratio <= 100) || !(marginMs >= 0 && marginMs <= 1e6)) {
+        throw new IllegalArgumentException(
+            "affinityMargin ratio must be in [1, 100] and marginMs in [0, 1e6], was "
+                + ratio
+                + ", "
+                + marginMs);
+      }
+      this.affinityRatio = ratio;
+      this.affinityMarginMs = marginMs;
+      return this;
+    }
+
+    /** Session pins: idle TTL and the most held (0 turns session affinity off). */
+    public Builder sessions(Duration ttl, long maxSessions) {
+      Objects.requireNonNull(ttl, "ttl");
+      if (ttl.isNegative() || ttl.isZero() || maxSessions < 0 || maxSessions > 100_000_000) {
+        throw new IllegalArgumentException(
+            "sessions: ttl must be positive and maxSessions in [0, 1e8], was "
+                + ttl
+                + ", "
+                + maxSessions);
+      }
+      this.sessionTtl = ttl;
+      this.maxSessions = maxSessions;
+      return this;
+    }
+
+    public EstimatedTtftScorer build() {
+      return new EstimatedTtftScorer(this);
+    }
+  }
+}
