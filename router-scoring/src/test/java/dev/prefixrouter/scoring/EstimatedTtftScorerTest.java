@@ -1,0 +1,199 @@
+package dev.prefixrouter.scoring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
+import static org.quicktheories.QuickTheory.qt;
+import static org.quicktheories.generators.SourceDSL.integers;
+
+import dev.prefixrouter.api.LoadReport;
+import dev.prefixrouter.api.RouteRequest;
+import dev.prefixrouter.api.spi.FirstTokenObservation;
+import java.time.Duration;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+class EstimatedTtftScorerTest {
+  private final EstimatedTtftScorer scorer = EstimatedTtftScorer.builder().calibrate(false).build();
+
+  @Test
+  void prefersTheBackendHoldingThePrefix() {
+    FakeContext ctx = new FakeContext(3);
+    ctx.promptTokens = 4096;
+    ctx.matchedBlocks[1] = 200; // 3200 tokens cached on b1
+    scorer.score(ctx);
+    assertThat(ctx.best()).isEqualTo(1);
+    TtftCoefficients k = TtftCoefficients.DEFAULTS;
+    assertThat(ctx.cost(1)).isCloseTo(k.prefillMs(896, 3200), within(1e-9));
+    assertThat(ctx.reason).contains("3200/4096 tokens cached");
+  }
+
+  @Test
+  void hotPrefixSpillsExactlyWhenQueueDelayExceedsThePrefillSaved() {
+    TtftCoefficients k = TtftCoefficients.DEFAULTS;
+    double saved = k.prefillMs(4096, 0) - k.prefillMs(96, 4000);
+    // pending prefill on the holder just below / above the saving
+    long below = (long) Math.floor(saved / k.betaMsPerToken()) - 100;
+    long above = (long) Math.ceil(saved / k.betaMsPerToken()) + 100;
+    FakeContext ctx = new FakeContext(2);
+    ctx.promptTokens = 4096;
+    ctx.matchedBlocks[0] = 250;
+    ctx.pending[0] = below;
+    scorer.score(ctx);
+    assertThat(ctx.best()).as("holder keeps it").isEqualTo(0);
+    ctx.pending[0] = above;
+    scorer.score(ctx);
+    assertThat(ctx.best()).as("spills to the other backend").isEqualTo(1);
+  }
+
+  @Test
+  void costIsNonDecreasingInUncachedTokensAndInLoad() {
+    qt().withExamples(300)
+        .forAll(
+            integers().between(0, 8_000),
+            integers().between(0, 500),
+            integers().between(0, 200),
+            integers().between(0, 50))
+        .checkAssert(
+            (prompt, cachedBlocks, pending, running) -> {
+              FakeContext a = new FakeContext(1);
+              a.promptTokens = prompt;
+              a.matchedBlocks[0] = cachedBlocks;
+              a.pending[0] = pending * 10L;
+              a.decodes[0] = running;
+              double base = scorer.estimate(a, 0);
+              FakeContext more = new FakeContext(1);
+              more.promptTokens = prompt + 16; // one more uncached block
+              more.matchedBlocks[0] = cachedBlocks;
+              more.pending[0] = pending * 10L;
+              more.decodes[0] = running;
+              assertThat(scorer.estimate(more, 0)).isGreaterThanOrEqualTo(base);
+              a.pending[0] += 100;
+              assertThat(scorer.estimate(a, 0)).isGreaterThanOrEqualTo(base);
+              a.decodes[0] += 1;
+              a.loads[0] = LoadReport.of(running + 1, 3, 0.95);
+              a.loadAge[0] = 0;
+              assertThat(scorer.estimate(a, 0)).isGreaterThanOrEqualTo(base);
+            });
+  }
+
+  @Test
+  void staleReportsFadeAndKvPressureCosts() {
+    FakeContext ctx = new FakeContext(1);
+    double idle = scorer.estimate(ctx, 0);
+    ctx.loads[0] = LoadReport.of(0, 10, 0.5);
+    ctx.loadAge[0] = 0;
+    double fresh = scorer.estimate(ctx, 0);
+    ctx.loadAge[0] = Duration.ofSeconds(1).toNanos();
+    double half = scorer.estimate(ctx, 0);
+    ctx.loadAge[0] = Duration.ofSeconds(5).toNanos();
+    double stale = scorer.estimate(ctx, 0);
+    assertThat(fresh - idle).isCloseTo(500.0, within(1e-6)); // 10 waiting × 50 ms
+    assertThat(half - idle).isCloseTo(250.0, within(1e-6));
+    assertThat(stale).isEqualTo(idle);
+    ctx.loads[0] = LoadReport.of(0, 0, 0.95);
+    ctx.loadAge[0] = 0;
+    assertThat(scorer.estimate(ctx, 0) - idle).isCloseTo(250.0, within(1e-6));
+  }
+
+  @Test
+  void nearTiesGoToTheLessLoadedThenRotate() {
+    FakeContext ctx = new FakeContext(3);
+    ctx.inFlight[0] = 5;
+    ctx.inFlight[1] = 1;
+    ctx.inFlight[2] = 3;
+    scorer.score(ctx);
+    assertThat(ctx.best()).isEqualTo(1);
+    FakeContext even = new FakeContext(3);
+    java.util.Set<Integer> firsts = new java.util.HashSet<>();
+    for (int i = 0; i < 6; i++) {
+      scorer.score(even);
+      firsts.add(even.best());
+    }
+    assertThat(firsts).containsExactlyInAnyOrder(0, 1, 2);
+  }
+
+  @Test
+  void sessionPinHoldsUntilTheBackendIsMuchWorseOrSaturated() {
+    EstimatedTtftScorer s = EstimatedTtftScorer.builder().calibrate(false).build();
+    FakeContext ctx = new FakeContext(2);
+    ctx.request = RouteRequest.builder("t", "m").session("chat-1").build();
+    ctx.inFlight[1] = 1; // b0 wins the first time
+    s.score(ctx);
+    s.onRouted(ctx, ctx.best());
+    assertThat(ctx.best()).isEqualTo(0);
+    ctx.inFlight[1] = 0;
+    ctx.inFlight[0] = 3;
+    ctx.decodes[0] = 3; // a little worse: 1.5 ms
+    s.score(ctx);
+    assertThat(ctx.best()).as("pinned despite slightly worse").isEqualTo(0);
+    assertThat(ctx.reason).startsWith("session affinity");
+    ctx.loads[0] = LoadReport.of(3, 0, 0.99);
+    ctx.loadAge[0] = 0;
+    s.score(ctx);
+    assertThat(ctx.best()).as("saturated pin yields").isEqualTo(1);
+    s.onRouted(ctx, ctx.best());
+    ctx.loads[0] = null;
+    ctx.loadAge[0] = -1;
+    ctx.pending[1] = 1_000_000; // b1 now much worse than b0
+    s.score(ctx);
+    assertThat(ctx.best()).as("pin yields when much worse").isEqualTo(0);
+  }
+
+  @Test
+  void calibrationConvergesToTheTrueCoefficientsDespiteNoiseAndOutliers() {
+    TtftCoefficients truth = new TtftCoefficients(25.0, 0.04, 1.5e-6, 2.0, 50);
+    EstimatedTtftScorer s =
+        EstimatedTtftScorer.builder().minObservations(50).forgetting(0.999).build();
+    SplittableRandom rnd = new SplittableRandom(1);
+    for (int i = 0; i < 5_000; i++) {
+      int prompt = 64 + rnd.nextInt(8_000);
+      int matched = rnd.nextInt(prompt + 1);
+      long queued = rnd.nextInt(20_000);
+      int running = rnd.nextInt(40);
+      int u = prompt - matched;
+      double ms =
+          truth.alphaMs()
+              + truth.betaMsPerToken() * (u + queued)
+              + truth.gammaMsPerToken2() * u * (double) (u + matched)
+              + truth.decodeMsPerRunning() * running;
+      ms *= 1 + 0.05 * rnd.nextGaussian(); // 5 % noise
+      if (rnd.nextInt(20) == 0) {
+        ms *= 10; // 5 % outliers (GC pause, preemption)
+      }
+      s.onFirstToken(
+          new FirstTokenObservation(0, (long) (ms * 1e6), prompt, matched, queued, running, 0));
+    }
+    TtftCoefficients fit = s.coefficients(0);
+    assertThat(fit.alphaMs()).isCloseTo(25.0, within(10.0));
+    assertThat(fit.betaMsPerToken()).isCloseTo(0.04, within(0.004));
+    assertThat(fit.gammaMsPerToken2()).isCloseTo(1.5e-6, within(0.5e-6));
+    assertThat(fit.decodeMsPerRunning()).isCloseTo(2.0, within(0.6));
+    assertThat(s.describe(0)).containsEntry("observations", 5000.0);
+    assertThat(s.coefficients(1)).isEqualTo(TtftCoefficients.DEFAULTS);
+  }
+
+  @Test
+  void calibrationTracksDrift() {
+    EstimatedTtftScorer s = EstimatedTtftScorer.builder().minObservations(20).build();
+    SplittableRandom rnd = new SplittableRandom(2);
+    for (double beta : new double[] {0.02, 0.06}) {
+      for (int i = 0; i < 3_000; i++) {
+        int prompt = 100 + rnd.nextInt(4_000);
+        double ms = 10 + beta * prompt;
+        s.onFirstToken(new FirstTokenObservation(0, (long) (ms * 1e6), prompt, 0, 0, 0, 0));
+      }
+    }
+    assertThat(s.coefficients(0).betaMsPerToken()).isCloseTo(0.06, within(0.006));
+  }
+
+  @Test
+  void coefficientsAreValidated() {
+    assertThatThrownBy(() -> new TtftCoefficients(-1, 0.01, 0, 0, 0))
+        .hasMessageContaining("alphaMs");
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().forgetting(0.5))
+        .hasMessageContaining("forgetting");
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().affinityMargin(0.5, 1))
+        .hasMessageContaining("affinityMargin");
+  }
+}

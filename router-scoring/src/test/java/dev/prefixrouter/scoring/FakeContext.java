@@ -1,0 +1,156 @@
+package dev.prefixrouter.scoring;
+
+import dev.prefixrouter.api.Backend;
+import dev.prefixrouter.api.LoadReport;
+import dev.prefixrouter.api.RouteRequest;
+import dev.prefixrouter.api.spi.ScoringContext;
+import org.jspecify.annotations.Nullable;
+
+/** A hand-built scoring context: candidate arrays set by the test. */
+final class FakeContext implements ScoringContext {
+  RouteRequest request = RouteRequest.builder("t", "m").build();
+  int promptTokens = 1024;
+  int tokensPerBlock = 16;
+  long now;
+  long[] keys = new long[0];
+  final Backend[] backends;
+  final int[] matchedBlocks;
+  final int[] inFlight;
+  final long[] pending;
+  final long[] active;
+  final int[] decodes;
+  final LoadReport[] loads;
+  final long[] loadAge;
+  final double[] costs;
+  final int[] order;
+  String reason = "";
+
+  FakeContext(int n) {
+    backends = new Backend[n];
+    for (int i = 0; i < n; i++) {
+      backends[i] = Backend.of("b" + i, "m");
+    }
+    matchedBlocks = new int[n];
+    inFlight = new int[n];
+    pending = new long[n];
+    active = new long[n];
+    decodes = new int[n];
+    loads = new LoadReport[n];
+    loadAge = new long[n];
+    java.util.Arrays.fill(loadAge, -1);
+    costs = new double[n];
+    order = new int[n];
+    for (int i = 0; i < n; i++) {
+      order[i] = i;
+    }
+  }
+
+  int best() {
+    return order[0];
+  }
+
+  @Override
+  public RouteRequest request() {
+    return request;
+  }
+
+  @Override
+  public String model() {
+    return "m";
+  }
+
+  @Override
+  public int promptTokens() {
+    return promptTokens;
+  }
+
+  @Override
+  public int tokensPerBlock() {
+    return tokensPerBlock;
+  }
+
+  @Override
+  public long nowNanos() {
+    return now;
+  }
+
+  @Override
+  public int keyCount() {
+    return keys.length;
+  }
+
+  @Override
+  public long key(int i) {
+    return keys[i];
+  }
+
+  @Override
+  public int size() {
+    return backends.length;
+  }
+
+  @Override
+  public Backend backend(int c) {
+    return backends[c];
+  }
+
+  @Override
+  public int slot(int c) {
+    return c;
+  }
+
+  @Override
+  public int matchedBlocks(int c) {
+    return matchedBlocks[c];
+  }
+
+  @Override
+  public int inFlight(int c) {
+    return inFlight[c];
+  }
+
+  @Override
+  public long pendingPrefillTokens(int c) {
+    return pending[c];
+  }
+
+  @Override
+  public long activeTokens(int c) {
+    return active[c];
+  }
+
+  @Override
+  public int runningDecodes(int c) {
+    return decodes[c];
+  }
+
+  @Override
+  public @Nullable LoadReport load(int c) {
+    return loads[c];
+  }
+
+  @Override
+  public long loadAgeNanos(int c) {
+    return loadAge[c];
+  }
+
+  @Override
+  public void setCost(int c, double cost) {
+    costs[c] = cost;
+  }
+
+  @Override
+  public double cost(int c) {
+    return costs[c];
+  }
+
+  @Override
+  public int[] order() {
+    return order;
+  }
+
+  @Override
+  public void setReason(String reason) {
+    this.reason = reason;
+  }
+}
