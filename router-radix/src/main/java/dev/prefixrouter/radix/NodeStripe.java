@@ -17,26 +17,30 @@ final class NodeStripe {
   /** Keys and bitsets, published together. */
   private static final class Table {
     final long[] keys;
-    final long[] bits; // words per node consecutive
+    final long[] bits; // `words` words per node, consecutive
     final int mask;
+    final int words;
 
     Table(int capacity, int words) {
       keys = new long[capacity];
       bits = new long[capacity * words];
       mask = capacity - 1;
+      this.words = words;
     }
   }
 
   private final StampedLock lock = new StampedLock();
-  private final int words;
   private final int minCapacity;
   private volatile Table table;
   private int size; // guarded by the write lock
 
-  NodeStripe(int words, int minCapacity) {
-    this.words = words;
+  /**
+   * Bitsets start one word wide (slots 0..63) and widen, by rebuilding the table, only when a
+   * higher slot is first set: a fleet of at most 64 backends pays 8 bytes per node for the bitset.
+   */
+  NodeStripe(int minCapacity) {
     this.minCapacity = minCapacity;
-    this.table = new Table(minCapacity, words);
+    this.table = new Table(minCapacity, 1);
   }
 
   static int spread(long key) {
@@ -45,8 +49,8 @@ final class NodeStripe {
   }
 
   /**
-   * Copies the holders of {@code key} into {@code out[0..words)}; all zeros if absent. Lock-free
-   * unless a writer interferes twice in a row.
+   * Copies the holders of {@code key} into {@code out} (every word of it; words beyond the table's
+   * width are zero); all zeros if absent. Lock-free unless a writer interferes twice in a row.
    */
   void read(long key, long[] out) {
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -69,11 +73,15 @@ final class NodeStripe {
   private void readUnlocked(long key, long[] out) {
     Table t = table;
     int mask = t.mask;
+    int words = Math.min(t.words, out.length);
     int i = spread(key) & mask;
     for (int probes = 0; probes <= mask; probes++) {
       long k = t.keys[i];
       if (k == key) {
-        System.arraycopy(t.bits, i * words, out, 0, words);
+        System.arraycopy(t.bits, i * t.words, out, 0, words);
+        for (int w = words; w < out.length; w++) {
+          out[w] = 0;
+        }
         return;
       }
       if (k == 0) {
@@ -81,7 +89,7 @@ final class NodeStripe {
       }
       i = (i + 1) & mask;
     }
-    for (int w = 0; w < words; w++) {
+    for (int w = 0; w < out.length; w++) {
       out[w] = 0;
     }
   }
@@ -91,16 +99,19 @@ final class NodeStripe {
     long stamp = lock.writeLock();
     try {
       Table t = table;
+      if ((slot >>> 6) >= t.words) {
+        t = resize(t.mask + 1, (slot >>> 6) + 1);
+      }
       int i = find(t, key);
       if (i < 0) {
-        if ((size + 1) * 10L > (t.mask + 1) * 6L) {
-          t = resize((t.mask + 1) * 2);
+        if ((size + 1) * 4L > (t.mask + 1) * 3L) {
+          t = resize((t.mask + 1) * 2, t.words);
         }
         i = insertionPoint(t, key);
         t.keys[i] = key;
         size++;
       }
-      t.bits[i * words + (slot >>> 6)] |= 1L << slot;
+      t.bits[i * t.words + (slot >>> 6)] |= 1L << slot;
     } finally {
       lock.unlockWrite(stamp);
     }
@@ -112,9 +123,10 @@ final class NodeStripe {
     try {
       Table t = table;
       int i = find(t, key);
-      if (i < 0) {
+      if (i < 0 || (slot >>> 6) >= t.words) {
         return;
       }
+      int words = t.words;
       int base = i * words;
       t.bits[base + (slot >>> 6)] &= ~(1L << slot);
       for (int w = 0; w < words; w++) {
@@ -126,7 +138,7 @@ final class NodeStripe {
       size--;
       int capacity = t.mask + 1;
       if (capacity > minCapacity && size * 8L < capacity) {
-        resize(capacity / 2);
+        resize(capacity / 2, size == 0 ? 1 : t.words);
       }
     } finally {
       lock.unlockWrite(stamp);
@@ -173,6 +185,7 @@ final class NodeStripe {
   /** Backward-shift deletion of cell {@code i}. */
   private void delete(Table t, int i) {
     int mask = t.mask;
+    int words = t.words;
     int hole = i;
     int j = i;
     while (true) {
@@ -196,15 +209,16 @@ final class NodeStripe {
     }
   }
 
-  private Table resize(int capacity) {
+  private Table resize(int capacity, int words) {
     Table old = table;
     Table t = new Table(capacity, words);
+    int copy = Math.min(words, old.words);
     for (int i = 0; i <= old.mask; i++) {
       long k = old.keys[i];
       if (k != 0) {
         int j = insertionPoint(t, k);
         t.keys[j] = k;
-        System.arraycopy(old.bits, i * words, t.bits, j * words, words);
+        System.arraycopy(old.bits, i * old.words, t.bits, j * words, copy);
       }
     }
     table = t;

@@ -34,11 +34,12 @@ import java.util.concurrent.atomic.LongAdder;
  * The tree of prefixes is keyed by chained block keys ({@link BlockHasher}): a key identifies its
  * whole prefix, so a node's parent is implied by its key and the tree needs no child pointers. It
  * is stored as a hash table from block key to a node holding a compact bitset over backend slots
- * ({@code ceil(maxBackends / 64)} words; 4 words for the default 256 backends). This is the
- * design's radix tree with each edge one block long; path compression would save memory only on
- * unshared runs, and the per-backend LRU needs one entry per block anyway. {@link #match} is one
- * walk down the prompt's keys with one hash probe per block, intersecting the bitsets of the
- * eligible backends until none is left.
+ * (one 64-bit word per 64 slots in use: a table widens only when a slot above 63, 127, ... is first
+ * set, so fleets of up to 64 backends pay 8 bytes per node). This is the design's radix tree with
+ * each edge one block long; path compression would save memory only on unshared runs, and the
+ * per-backend LRU needs one entry per block anyway. {@link #match} is one walk down the prompt's
+ * keys with one hash probe per block, intersecting the bitsets of the eligible backends until none
+ * is left.
  *
  * <h2>Per-backend LRU mirror</h2>
  *
@@ -116,7 +117,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     int n = Integer.highestOneBit(b.stripes);
     this.stripes = new NodeStripe[n];
     for (int i = 0; i < n; i++) {
-      stripes[i] = new NodeStripe(words, 64);
+      stripes[i] = new NodeStripe(64);
     }
     this.stripeShift = 64 - Integer.numberOfTrailingZeros(n);
     this.caches = new AtomicReferenceArray<>(b.maxBackends);
@@ -299,6 +300,11 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   /** One walk down the keys, intersecting the candidates' bits. */
   private void walk(long[] keys, int[] slots, int count, int[] matchedOut) {
+    int maxSlot = 0;
+    for (int c = 0; c < count; c++) {
+      maxSlot = Math.max(maxSlot, slots[c]);
+    }
+    int words = (maxSlot >>> 6) + 1;
     long[] live = new long[words];
     for (int c = 0; c < count; c++) {
       int s = slots[c];
