@@ -39,6 +39,11 @@ import org.jspecify.annotations.Nullable;
  * delay exceeds the prefill the cache saves it — there is no global in-flight cutoff, so affinity
  * is never thrown away for everyone at once.
  *
+ * <p><b>Fleet balance.</b> A backend whose share of recent decisions exceeds its fair share (by
+ * weight) by more than a tolerance pays a penalty per unit of excess share ({@link
+ * Builder#balance}), so a prefix hot enough to overload its holder is replicated once and then
+ * split between the replicas by the band.
+ *
  * <p><b>Calibration.</b> With {@link Builder#calibrate} on (default), each backend's coefficients
  * are fitted online from observed TTFTs (robust recursive least squares with forgetting, see
  * package docs); the fitted values show in {@code inspect()}.
@@ -55,6 +60,7 @@ import org.jspecify.annotations.Nullable;
  */
 public final class EstimatedTtftScorer implements Scorer {
 
+  private final String name;
   private final TtftCoefficients defaults;
   private final boolean calibrate;
   private final double forgetting;
@@ -67,12 +73,16 @@ public final class EstimatedTtftScorer implements Scorer {
   private final double saturationKvUsage;
   private final double affinityRatio;
   private final double affinityMarginMs;
+  private final double balanceTolerance;
+  private final double balanceMsPerRequest;
   private final @Nullable Cache<String, Integer> sessions;
   private final AtomicInteger rotation = new AtomicInteger();
+  private final RouteShares shares;
   private final Object modelsLock = new Object();
   private volatile CostModel[] models = new CostModel[64];
 
   private EstimatedTtftScorer(Builder b) {
+    this.name = b.name;
     this.defaults = b.coefficients;
     this.calibrate = b.calibrate;
     this.forgetting = b.forgetting;
@@ -85,6 +95,9 @@ public final class EstimatedTtftScorer implements Scorer {
     this.saturationKvUsage = b.saturationKvUsage;
     this.affinityRatio = b.affinityRatio;
     this.affinityMarginMs = b.affinityMarginMs;
+    this.balanceTolerance = b.balanceTolerance;
+    this.balanceMsPerRequest = b.balanceMsPerRequest;
+    this.shares = new RouteShares(b.balanceHalfLife);
     this.sessions =
         b.maxSessions == 0
             ? null
@@ -104,7 +117,7 @@ public final class EstimatedTtftScorer implements Scorer {
 
   @Override
   public String name() {
-    return "est-ttft";
+    return name;
   }
 
   @Override
@@ -183,9 +196,13 @@ public final class EstimatedTtftScorer implements Scorer {
     if (n == 0) {
       return;
     }
+    double[] share = balanceMsPerRequest > 0 ? shares.relativeShares(ctx) : null; // null: off
     double best = Double.POSITIVE_INFINITY;
     for (int i = 0; i < n; i++) {
       double e = estimate(ctx, i);
+      if (share != null && share[i] > 1 + balanceTolerance) {
+        e += (share[i] - 1 - balanceTolerance) * balanceMsPerRequest;
+      }
       ctx.setCost(i, e);
       best = Math.min(best, e);
     }
@@ -250,6 +267,9 @@ public final class EstimatedTtftScorer implements Scorer {
 
   @Override
   public void onRouted(ScoringContext ctx, int candidate) {
+    if (balanceMsPerRequest > 0) {
+      shares.record(ctx.slot(candidate));
+    }
     String session = sessionKey(ctx.request());
     if (session != null && sessions != null) {
       sessions.put(session, ctx.slot(candidate));
@@ -277,6 +297,7 @@ public final class EstimatedTtftScorer implements Scorer {
         models = copy;
       }
     }
+    shares.forget(slot);
     if (sessions != null) {
       sessions.asMap().values().removeIf(s -> s == slot);
     }
@@ -309,6 +330,7 @@ public final class EstimatedTtftScorer implements Scorer {
 
   /** Builder; setters validate at once. */
   public static final class Builder {
+    private String name = "est-ttft";
     private TtftCoefficients coefficients = TtftCoefficients.DEFAULTS;
     private boolean calibrate = true;
     private double forgetting = 0.995;
@@ -321,10 +343,23 @@ public final class EstimatedTtftScorer implements Scorer {
     private double saturationKvUsage = 0.98;
     private double affinityRatio = 1.5;
     private double affinityMarginMs = 50;
+    private double balanceTolerance = 0.06;
+    private double balanceMsPerRequest = 600;
+    private int balanceHalfLife = 1000;
     private Duration sessionTtl = Duration.ofMinutes(30);
     private long maxSessions = 100_000;
 
     private Builder() {}
+
+    /** The name reported by {@link #name()} (for side-by-side variants). */
+    public Builder name(String name) {
+      Objects.requireNonNull(name, "name");
+      if (name.isBlank()) {
+        throw new IllegalArgumentException("name must not be blank");
+      }
+      this.name = name;
+      return this;
+    }
 
     /** Starting (and, without calibration, fixed) coefficients. */
     public Builder coefficients(TtftCoefficients coefficients) {
@@ -410,6 +445,36 @@ public final class EstimatedTtftScorer implements Scorer {
       }
       this.affinityRatio = ratio;
       this.affinityMarginMs = marginMs;
+      return this;
+    }
+
+    /**
+     * Fleet balance. Each backend's share of recent decisions is tracked as an exponentially
+     * decayed count (half-life {@code halfLifeRoutes} decisions) relative to its weight's fair
+     * share. A candidate above {@code (1 + tolerance)} times its fair share pays {@code msPerShare}
+     * per unit of excess share, so a prefix hot enough to overload its holder gets replicated to a
+     * second backend, after which the near-tie band splits its traffic between the replicas. The
+     * signal is smooth on purpose: in-flight counts are too noisy and would replicate prefixes
+     * (each copy a cold start) on every fluctuation. {@code msPerShare = 0} turns it off. Defaults:
+     * 5 %, 300 ms, 500 decisions.
+     */
+    public Builder balance(double tolerance, double msPerShare, int halfLifeRoutes) {
+      if (!(tolerance >= 0 && tolerance <= 10)
+          || !(msPerShare >= 0 && msPerShare <= 1e6)
+          || halfLifeRoutes < 1
+          || halfLifeRoutes > 10_000_000) {
+        throw new IllegalArgumentException(
+            "balance: tolerance in [0, 10], msPerShare in [0, 1e6], halfLifeRoutes in [1, 1e7];"
+                + " was "
+                + tolerance
+                + ", "
+                + msPerShare
+                + ", "
+                + halfLifeRoutes);
+      }
+      this.balanceTolerance = tolerance;
+      this.balanceMsPerRequest = msPerShare;
+      this.balanceHalfLife = halfLifeRoutes;
       return this;
     }
 

@@ -17,6 +17,7 @@ import java.util.function.Supplier;
  *   <caption>Policies</caption>
  *   <tr><th>name</th><th>rule</th></tr>
  *   <tr><td>{@code est-ttft}</td><td>ours: {@link EstimatedTtftScorer}</td></tr>
+ *   <tr><td>{@code est-ttft-sticky}</td><td>ours without the fleet-balance term</td></tr>
  *   <tr><td>{@code round-robin}</td><td>{@code C[rr mod |C|]}</td></tr>
  *   <tr><td>{@code least-request}</td><td>fewest router in-flight; rotating ties</td></tr>
  *   <tr><td>{@code p2c}</td><td>two distinct random candidates, fewer in-flight wins</td></tr>
@@ -45,6 +46,7 @@ public final class Policies {
   public static final List<String> NAMES =
       List.of(
           "est-ttft",
+          "est-ttft-sticky",
           "round-robin",
           "least-request",
           "p2c",
@@ -64,6 +66,8 @@ public final class Policies {
     Supplier<Scorer> s =
         switch (name.toLowerCase(Locale.ROOT)) {
           case "est-ttft" -> EstimatedTtftScorer::defaults;
+          case "est-ttft-sticky" ->
+              () -> EstimatedTtftScorer.builder().name("est-ttft-sticky").balance(0, 0, 1).build();
           case "round-robin" -> RoundRobin::new;
           case "least-request" -> LeastRequest::new;
           case "p2c" -> () -> new PowerOfTwo(42);

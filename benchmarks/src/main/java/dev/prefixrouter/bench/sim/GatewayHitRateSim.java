@@ -1,0 +1,181 @@
+package dev.prefixrouter.bench.sim;
+
+import dev.prefixrouter.api.Backend;
+import dev.prefixrouter.api.Prompt;
+import dev.prefixrouter.api.RouteDecision;
+import dev.prefixrouter.api.RouteRequest;
+import dev.prefixrouter.api.Routed;
+import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.api.Usage;
+import dev.prefixrouter.api.spi.BlockHasher;
+import dev.prefixrouter.api.spi.Scorer;
+import dev.prefixrouter.radix.BlockHashers;
+import dev.prefixrouter.radix.RadixPrefixIndex;
+import dev.prefixrouter.scoring.EstimatedTtftScorer;
+import dev.prefixrouter.scoring.Policies;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Workload (a): the published gateway's hit-rate simulation ({@code bench/sim.py} in the
+ * reference), rule for rule — 3 backends whose ground-truth KV cache is an LRU of 600 64-byte
+ * blocks, 15 documents of 96 blocks behind a 2-block system prompt, 3,000 requests, 48 in flight,
+ * documents drawn with CPython's RNG (uniform seed 1, Zipf seed 2) — with the real {@link
+ * RoutingEngine} as the router. There is no clock: a request's first token and completion happen
+ * when it leaves the 48-request window, so scorers that learn from TTFT run with calibration off.
+ *
+ * <p>Hit rate is block-level ground truth: the leading run of the request's blocks each backend's
+ * own LRU already held, measured before inserting them.
+ */
+final class GatewayHitRateSim {
+  /** Quick manual check: prints every policy on both distributions. */
+  public static void main(String[] args) {
+    if (args.length == 3) {
+      double tol = Double.parseDouble(args[0]);
+      double ms = Double.parseDouble(args[1]);
+      int half = Integer.parseInt(args[2]);
+      for (boolean skewed : new boolean[] {false, true}) {
+        Result r =
+            run(
+                EstimatedTtftScorer.builder().calibrate(false).balance(tol, ms, half).build(),
+                "x",
+                skewed);
+        System.out.printf(
+            "tol=%.2f ms=%.1f %-8s %6.2f%% %s%n",
+            tol,
+            ms,
+            r.distribution(),
+            100 * r.hitRate(),
+            java.util.Arrays.toString(r.perBackend()));
+      }
+      return;
+    }
+    for (boolean skewed : new boolean[] {false, true}) {
+      for (String p : Policies.NAMES) {
+        Result r = run(p, skewed);
+        System.out.printf(
+            "%-20s %-8s %6.2f%% %s%n",
+            p, r.distribution(), 100 * r.hitRate(), java.util.Arrays.toString(r.perBackend()));
+      }
+    }
+  }
+
+  static final int BACKENDS = 3;
+  static final int TRUTH_BLOCKS = 600;
+  static final int DOCS = 15;
+  static final int REQUESTS = 3_000;
+  static final int WINDOW = 48;
+
+  /** Result of one policy on one document distribution. */
+  record Result(String policy, String distribution, double hitRate, int[] perBackend) {
+    double maxDeviationFromMean() {
+      double mean = 0;
+      for (int c : perBackend) {
+        mean += c;
+      }
+      mean /= perBackend.length;
+      double worst = 0;
+      for (int c : perBackend) {
+        worst = Math.max(worst, Math.abs(c - mean) / mean);
+      }
+      return worst;
+    }
+  }
+
+  private GatewayHitRateSim() {}
+
+  static String[] prompts(boolean skewed, int requests) {
+    double[] w = new double[DOCS];
+    for (int r = 0; r < DOCS; r++) {
+      w[r] = skewed ? 1.0 / (r + 1) : 1.0;
+    }
+    PyRandom rnd = new PyRandom(skewed ? 2 : 1);
+    String system = "S".repeat(128);
+    String[] docs = new String[DOCS];
+    for (int i = 0; i < DOCS; i++) {
+      String unit = String.format("doc%04d-", i);
+      docs[i] = unit.repeat(6144 / unit.length() + 1).substring(0, 6144);
+    }
+    String[] out = new String[requests];
+    for (int k = 0; k < requests; k++) {
+      int d = rnd.choice(w);
+      out[k] = system + docs[d] + String.format("q%06d-unique-question", k);
+    }
+    return out;
+  }
+
+  static Result run(String policy, boolean skewed) {
+    Scorer scorer =
+        switch (policy) {
+          case "est-ttft" -> EstimatedTtftScorer.builder().calibrate(false).build();
+          case "est-ttft-sticky" ->
+              EstimatedTtftScorer.builder().name(policy).calibrate(false).balance(0, 0, 1).build();
+          default -> Policies.byName(policy);
+        };
+    return run(scorer, policy, skewed);
+  }
+
+  static Result run(Scorer scorer, String policy, boolean skewed) {
+    BlockHasher hasher = BlockHashers.chars(64);
+    var builder =
+        RoutingEngine.builder()
+            .ticker(() -> 0L)
+            .hasher(hasher)
+            .prefixIndex(RadixPrefixIndex.builder().predictionTtl(Duration.ZERO).build())
+            .scorer(scorer);
+    for (int b = 0; b < BACKENDS; b++) {
+      builder.backend(Backend.of("b" + b, "m").withCapacityBlocks(TRUTH_BLOCKS));
+    }
+    RoutingEngine engine = builder.build();
+    @SuppressWarnings("unchecked")
+    LinkedHashMap<Long, Boolean>[] truth = new LinkedHashMap[BACKENDS];
+    for (int b = 0; b < BACKENDS; b++) {
+      truth[b] = new LinkedHashMap<>(1024, 0.75f, false);
+    }
+    int[] perBackend = new int[BACKENDS];
+    long hits = 0;
+    long blocks = 0;
+    ArrayDeque<Routed> window = new ArrayDeque<>();
+    for (String text : prompts(skewed, REQUESTS)) {
+      Prompt prompt = Prompt.ofText(text);
+      RouteDecision d = engine.route(RouteRequest.builder("t", "m").prompt(prompt).build());
+      Routed r = (Routed) d;
+      int b = Integer.parseInt(r.backendId().substring(1));
+      perBackend[b]++;
+      long[] keys = hasher.keys(prompt, 0);
+      hits += process(truth[b], keys);
+      blocks += keys.length;
+      r.lease().firstToken(); // no clock: prefill is instant next to the 48-request window
+      window.addLast(r);
+      if (window.size() > WINDOW) {
+        Routed done = window.removeFirst();
+        done.lease().complete(Usage.of(done.promptTokens(), 1));
+      }
+    }
+    return new Result(policy, skewed ? "skewed" : "uniform", (double) hits / blocks, perBackend);
+  }
+
+  /** The backend's own LRU: leading hit run measured before insertion, then insert in order. */
+  static int process(LinkedHashMap<Long, Boolean> lru, long[] keys) {
+    int hit = 0;
+    while (hit < keys.length && lru.containsKey(keys[hit])) {
+      hit++;
+    }
+    for (long k : keys) {
+      if (lru.remove(k) == null) {
+        lru.put(k, Boolean.TRUE);
+        while (lru.size() > TRUTH_BLOCKS) {
+          Iterator<Map.Entry<Long, Boolean>> it = lru.entrySet().iterator();
+          it.next();
+          it.remove();
+        }
+      } else {
+        lru.put(k, Boolean.TRUE);
+      }
+    }
+    return hit;
+  }
+}
