@@ -6,8 +6,10 @@ import java.util.Arrays;
  * Entry point of the benchmarks jar.
  *
  * <pre>
- * java -jar benchmarks/target/benchmarks.jar            # the demo (main job for now)
- * java -jar benchmarks/target/benchmarks.jar jmh [args] # JMH, any JMH arguments
+ * java -jar benchmarks/target/benchmarks.jar [compare] [options] # policy comparison (main job)
+ * java -jar benchmarks/target/benchmarks.jar demo                # scripted routing demo
+ * java -jar benchmarks/target/benchmarks.jar memory              # index bytes per entry
+ * java -jar benchmarks/target/benchmarks.jar jmh [args]          # JMH, any JMH arguments
  * </pre>
  */
 public final class Main {
@@ -22,14 +24,21 @@ public final class Main {
       IndexMemory.run(System.out);
       return;
     }
-    if (args.length > 0 && (args[0].equals("--help") || args[0].equals("-h"))) {
-      System.out.println("usage: java -jar benchmarks.jar [demo | memory | jmh [JMH args]]");
+    if (args.length > 0 && args[0].equals("demo")) {
+      Demo.run(System.out);
       return;
     }
-    if (args.length > 0 && !args[0].equals("demo")) {
-      System.err.println("unknown command '" + args[0] + "'; try --help");
-      System.exit(2);
+    String[] rest =
+        args.length > 0 && args[0].equals("compare")
+            ? Arrays.copyOfRange(args, 1, args.length)
+            : args;
+    if (rest.length > 0 && (rest[0].equals("--help") || rest[0].equals("-h"))) {
+      System.out.println(
+          "commands: [compare] [options] (default) | demo | memory | jmh [JMH args]");
     }
-    Demo.run(System.out);
+    int code = dev.prefixrouter.bench.sim.Compare.run(rest, System.out, System.err);
+    if (code != 0) {
+      System.exit(code);
+    }
   }
 }

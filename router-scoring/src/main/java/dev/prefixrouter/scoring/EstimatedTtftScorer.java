@@ -27,10 +27,11 @@ import org.jspecify.annotations.Nullable;
  *
  * {@code pendingPrefill} is the router's own exact count of uncached prompt tokens sent to b and
  * not yet past their first token. {@code running} is the larger of the router's own decoding leases
- * and the backend's reported running count; {@code waiting} is the reported waiting count. Reported
- * values fade linearly to nothing as the report ages to {@link Builder#staleAfter}, so stale
- * reports give way to the router's own counts. A backend whose reported KV usage is above {@link
- * Builder#kvPenaltyThreshold} pays a penalty growing to {@link Builder#kvPenaltyMs} at 100 %
+ * and the backend's reported running count; {@code waiting} is the reported waiting count minus the
+ * router's own open leases not yet past their first token (already counted as pending prefill).
+ * Reported values fade linearly to nothing as the report ages to {@link Builder#staleAfter}, so
+ * stale reports give way to the router's own counts. A backend whose reported KV usage is above
+ * {@link Builder#kvPenaltyThreshold} pays a penalty growing to {@link Builder#kvPenaltyMs} at 100 %
  * (preemption risk).
  *
  * <p><b>Choice.</b> The lowest estimate wins; candidates within a band ({@code max(bandMs,
@@ -165,7 +166,10 @@ public final class EstimatedTtftScorer implements Scorer {
     if (load != null) {
       double fade = fade(ctx.loadAgeNanos(i));
       running = Math.max(running, fade * load.running());
-      waiting = fade * load.waiting();
+      // the engine's waiting count includes requests this router sent and already counts as
+      // pending prefill (open leases not past their first token): only the rest is extra queue
+      int ownQueued = Math.max(0, ctx.inFlight(i) - ctx.runningDecodes(i));
+      waiting = Math.max(0, fade * load.waiting() - ownQueued);
       if (load.kvUsage() > kvPenaltyThreshold) {
         penalty =
             fade * kvPenaltyMs * (load.kvUsage() - kvPenaltyThreshold) / (1 - kvPenaltyThreshold);

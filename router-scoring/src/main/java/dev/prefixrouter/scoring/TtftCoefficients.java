@@ -10,7 +10,8 @@ package dev.prefixrouter.scoring;
  *
  * Defaults from a Llama-3.1-8B / H100 step-time fit (vLLM): 6 ms per step overhead, 17.25 µs per
  * uncached prompt token, an attention term that adds ~13 % at 8k tokens, 0.5 ms per running decode
- * sharing the batch, and 50 ms per request the engine reports waiting beyond the router's own.
+ * sharing the batch, and 10 ms per request the engine reports waiting beyond the router's own (a
+ * larger value makes stale queue reports move cached prefixes around; measured in the simulator).
  *
  * @param alphaMs fixed cost per prefill, [0, 10000]
  * @param betaMsPerToken per uncached prompt token, [1e-6, 10]
@@ -26,7 +27,7 @@ public record TtftCoefficients(
     double waitingMs) {
 
   public static final TtftCoefficients DEFAULTS =
-      new TtftCoefficients(6.0, 0.01725, 2.8e-7, 0.5, 50.0);
+      new TtftCoefficients(6.0, 0.01725, 2.8e-7, 0.5, 10.0);
 
   public TtftCoefficients {
     check("alphaMs", alphaMs, 0, 10_000);

@@ -88,8 +88,8 @@ class EstimatedTtftScorerTest {
     double half = scorer.estimate(ctx, 0);
     ctx.loadAge[0] = Duration.ofSeconds(5).toNanos();
     double stale = scorer.estimate(ctx, 0);
-    assertThat(fresh - idle).isCloseTo(500.0, within(1e-6)); // 10 waiting × 50 ms
-    assertThat(half - idle).isCloseTo(250.0, within(1e-6));
+    assertThat(fresh - idle).isCloseTo(100.0, within(1e-6)); // 10 waiting × 10 ms
+    assertThat(half - idle).isCloseTo(50.0, within(1e-6));
     assertThat(stale).isEqualTo(idle);
     ctx.loads[0] = LoadReport.of(0, 0, 0.95);
     ctx.loadAge[0] = 0;

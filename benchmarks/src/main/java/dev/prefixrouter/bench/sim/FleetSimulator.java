@@ -1,0 +1,389 @@
+package dev.prefixrouter.bench.sim;
+
+import dev.prefixrouter.api.Backend;
+import dev.prefixrouter.api.BlockRemoved;
+import dev.prefixrouter.api.BlockStored;
+import dev.prefixrouter.api.Failure;
+import dev.prefixrouter.api.KvEvent;
+import dev.prefixrouter.api.LoadReport;
+import dev.prefixrouter.api.Prompt;
+import dev.prefixrouter.api.Rejected;
+import dev.prefixrouter.api.RouteDecision;
+import dev.prefixrouter.api.RouteRequest;
+import dev.prefixrouter.api.Routed;
+import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.api.RoutingEngineBuilder;
+import dev.prefixrouter.api.Usage;
+import dev.prefixrouter.api.spi.BlockHasher;
+import dev.prefixrouter.radix.BlockHashers;
+import dev.prefixrouter.radix.RadixPrefixIndex;
+import dev.prefixrouter.scoring.CircuitBreakers;
+import dev.prefixrouter.scoring.Policies;
+import dev.prefixrouter.scoring.Quota;
+import dev.prefixrouter.scoring.TenantTokenBuckets;
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+import java.util.SplittableRandom;
+
+/**
+ * Deterministic discrete-event simulation of a fleet of {@link SimBackend}s driven by the real
+ * {@link RoutingEngine} through its public API: {@code route}, the lease callbacks, {@code
+ * reportLoad} every scrape interval (so the router sees stale load) and, optionally, {@code
+ * applyKvEvents} with a delivery delay and a drop rate. The engine's clock is the simulation clock.
+ * Every policy runs on the same arrivals with a fresh engine and fresh backends.
+ */
+final class FleetSimulator {
+  static final BlockHasher HASHER = BlockHashers.tokens(BackendProfile.BLOCK);
+
+  private enum Type {
+    ARRIVAL,
+    STEP_END,
+    SCRAPE,
+    KV_DELIVER,
+    FAULT
+  }
+
+  private record Event(long time, long seq, Type type, int index, Object payload) {}
+
+  private final SimConfig config;
+  private final List<SimRequest> requests;
+  private final long[][] keys;
+  private final String workload;
+  private final PrintStream progress;
+
+  FleetSimulator(
+      String workload, SimConfig config, List<SimRequest> requests, PrintStream progress) {
+    this.workload = workload;
+    this.config = config;
+    this.requests = requests;
+    this.progress = progress;
+    this.keys = new long[requests.size()][];
+    for (int i = 0; i < requests.size(); i++) {
+      keys[i] = HASHER.keys(Prompt.ofTokens(requests.get(i).tokens()), 0);
+    }
+  }
+
+  /** One run: mutable state of a policy's simulation. */
+  private final class Run implements SimBackend.Listener {
+    final String policy;
+    final PriorityQueue<Event> queue =
+        new PriorityQueue<>(
+            (a, b) -> a.time != b.time ? Long.compare(a.time, b.time) : Long.compare(a.seq, b.seq));
+    long seq;
+    long now;
+    final RoutingEngine engine;
+    final SimBackend[] backends;
+    final Map<String, Integer> index = new HashMap<>();
+    final SplittableRandom rnd = new SplittableRandom(config.seed());
+    final int[] routed;
+    final double[] ttft;
+    final double[] e2e;
+    int ttftCount;
+    int e2eCount;
+    int completed;
+    int rejected;
+    int failed;
+    int failovers;
+    long hitTokens;
+    long promptTokens;
+    long hitBlocks;
+    long fullBlocks;
+    long outputTokens;
+    int arrived;
+    final Map<String, long[]> tenants = new LinkedHashMap<>(); // offered, admitted
+
+    Run(String policy) {
+      this.policy = policy;
+      RoutingEngineBuilder b =
+          RoutingEngine.builder()
+              .ticker(() -> now)
+              .maxBackends(Math.max(16, config.backends()))
+              .hasher(HASHER)
+              .prefixIndex(
+                  RadixPrefixIndex.builder()
+                      .maxBackends(Math.max(16, config.backends()))
+                      .predictionTtl(Duration.ofSeconds(config.kvEvents() ? 5 : 0))
+                      .build())
+              .scorer(Policies.byName(policy))
+              .health(
+                  CircuitBreakers.builder().maxBackends(Math.max(16, config.backends())).build());
+      if (config.quotaTokensPerMinute() > 0) {
+        b.limiter(
+            TenantTokenBuckets.builder()
+                .defaultQuota(Quota.perMinute(config.quotaTokensPerMinute()))
+                .build());
+      }
+      backends = new SimBackend[config.backends()];
+      for (int i = 0; i < backends.length; i++) {
+        String id = "b" + i;
+        backends[i] = new SimBackend(id, config.profile(), this);
+        index.put(id, i);
+        b.backend(Backend.of(id, "m").withCapacityBlocks(config.profile().capacityBlocks()));
+      }
+      engine = b.build();
+      routed = new int[backends.length];
+      ttft = new double[requests.size()];
+      e2e = new double[requests.size()];
+    }
+
+    void schedule(long time, Type type, int idx, Object payload) {
+      queue.add(new Event(time, seq++, type, idx, payload));
+    }
+
+    PolicyResult run() {
+      long wallStart = System.nanoTime();
+      long lastProgress = wallStart;
+      for (int i = 0; i < requests.size(); i++) {
+        schedule(requests.get(i).arrivalNanos(), Type.ARRIVAL, i, null);
+      }
+      long span = requests.isEmpty() ? 0 : requests.get(requests.size() - 1).arrivalNanos();
+      for (SimConfig.Fault f : config.faults()) {
+        schedule((long) (span * f.atFraction()), Type.FAULT, f.backend(), f.kind());
+      }
+      schedule(0, Type.SCRAPE, 0, null);
+      while (!queue.isEmpty()) {
+        Event e = queue.poll();
+        now = e.time;
+        switch (e.type) {
+          case ARRIVAL -> arrive(e.index);
+          case STEP_END -> stepEnd(e.index, (Long) e.payload);
+          case SCRAPE -> scrape();
+          case KV_DELIVER -> engine.applyKvEvents("b" + e.index, castEvents(e.payload));
+          case FAULT -> fault(e.index, (SimConfig.Fault.Kind) e.payload);
+        }
+        if (progress != null && (arrived & 1023) == 0) {
+          long wall = System.nanoTime();
+          if (wall - lastProgress > 2_000_000_000L) {
+            lastProgress = wall;
+            progress.printf(
+                "  %-20s sim %7.1f s  arrived %d/%d  done %d%n",
+                policy, now / 1e9, arrived, requests.size(), completed);
+          }
+        }
+      }
+      return result((System.nanoTime() - wallStart) / 1e9);
+    }
+
+    @SuppressWarnings("unchecked")
+    private List<KvEvent> castEvents(Object payload) {
+      return (List<KvEvent>) payload;
+    }
+
+    void arrive(int i) {
+      arrived++;
+      SimRequest r = requests.get(i);
+      long[] t = tenants.computeIfAbsent(r.tenant(), k -> new long[2]);
+      t[0]++;
+      RouteDecision d =
+          engine.route(
+              RouteRequest.builder(r.tenant(), "m")
+                  .prompt(Prompt.ofTokens(r.tokens()))
+                  .maxOutputTokens(r.outputTokens())
+                  .session(r.session())
+                  .requestId(Integer.toString(r.id()))
+                  .build());
+      if (d instanceof Rejected) {
+        rejected++;
+        return;
+      }
+      t[1]++;
+      dispatch((Routed) d, i);
+    }
+
+    void dispatch(Routed r, int i) {
+      int b = index.get(r.backendId());
+      SimBackend backend = backends[b];
+      if (backend.dead) {
+        r.lease().fail(Failure.of(Failure.Kind.CONNECT));
+        RouteDecision next = r.lease().failover();
+        if (next instanceof Routed n) {
+          failovers++;
+          dispatch(n, i);
+        } else {
+          failed++;
+        }
+        return;
+      }
+      routed[b]++;
+      SimBackend.Seq s = new SimBackend.Seq(requests.get(i), r, keys[i], now);
+      s.attempt = i; // request index
+      backend.enqueue(s);
+      kick(b);
+    }
+
+    void kick(int b) {
+      SimBackend backend = backends[b];
+      if (backend.stepping || backend.dead) {
+        return;
+      }
+      long d = backend.planStep();
+      if (d > 0) {
+        backend.stepping = true;
+        schedule(now + d, Type.STEP_END, b, d);
+      }
+    }
+
+    void stepEnd(int b, long duration) {
+      SimBackend backend = backends[b];
+      backend.stepping = false;
+      if (backend.dead) {
+        return;
+      }
+      backend.finishStep(now, duration);
+      kick(b);
+    }
+
+    void scrape() {
+      boolean work = false;
+      for (SimBackend b : backends) {
+        if (!b.dead) {
+          engine
+              .backends()
+              .reportLoad(b.id, LoadReport.of(b.running.size(), b.waiting.size(), b.kvUsage()));
+        }
+        work |= b.hasWork();
+      }
+      if (work || arrived < requests.size()) {
+        schedule(now + config.scrapeIntervalNanos(), Type.SCRAPE, 0, null);
+      }
+    }
+
+    void fault(int b, SimConfig.Fault.Kind kind) {
+      SimBackend backend = backends[b];
+      if (kind == SimConfig.Fault.Kind.SLOW_3X) {
+        backend.slowdown = 3.0;
+        return;
+      }
+      backend.dead = true;
+      for (SimBackend.Seq s : backend.drainAll()) {
+        Routed r = (Routed) s.lease;
+        r.lease().fail(Failure.of(Failure.Kind.CONNECT));
+        if (s.firstTokenSent) {
+          failed++;
+          continue;
+        }
+        RouteDecision next = r.lease().failover();
+        if (next instanceof Routed n) {
+          failovers++;
+          dispatch(n, s.attempt);
+        } else {
+          failed++;
+        }
+      }
+    }
+
+    @Override
+    public void onFirstToken(SimBackend.Seq s, long t) {
+      ((Routed) s.lease).lease().firstToken();
+      ttft[ttftCount++] = (t - s.request.arrivalNanos()) / 1e6;
+    }
+
+    @Override
+    public void onFinished(SimBackend.Seq s, long t) {
+      int prompt = s.promptLength();
+      int hit = Math.min(prompt, s.hitBlocks * BackendProfile.BLOCK);
+      ((Routed) s.lease).lease().complete(new Usage(prompt, s.generated, hit));
+      completed++;
+      e2e[e2eCount++] = (t - s.request.arrivalNanos()) / 1e6;
+      hitTokens += hit;
+      promptTokens += prompt;
+      hitBlocks += s.hitBlocks;
+      fullBlocks += s.keys.length;
+      outputTokens += s.generated;
+    }
+
+    @Override
+    public void onStored(SimBackend backend, long[] ks, int from, int to, int[] tokens) {
+      if (!config.kvEvents() || drop()) {
+        return;
+      }
+      long[] hashes = Arrays.copyOfRange(ks, from, to);
+      int[] ids =
+          Arrays.copyOfRange(tokens, from * BackendProfile.BLOCK, to * BackendProfile.BLOCK);
+      Long parent = from == 0 ? null : ks[from - 1];
+      deliver(backend, List.of(new BlockStored(hashes, parent, ids, BackendProfile.BLOCK, "GPU")));
+    }
+
+    @Override
+    public void onRemoved(SimBackend backend, long key) {
+      if (!config.kvEvents() || drop()) {
+        return;
+      }
+      deliver(backend, List.of(BlockRemoved.of(key)));
+    }
+
+    private boolean drop() {
+      return config.kvEventDropRate() > 0 && rnd.nextDouble() < config.kvEventDropRate();
+    }
+
+    private void deliver(SimBackend backend, List<KvEvent> batch) {
+      schedule(now + config.kvEventDelayNanos(), Type.KV_DELIVER, index.get(backend.id), batch);
+    }
+
+    PolicyResult result(double wallSeconds) {
+      double[] t = Arrays.copyOf(ttft, ttftCount);
+      double[] e = Arrays.copyOf(e2e, e2eCount);
+      Arrays.sort(t);
+      Arrays.sort(e);
+      Map<String, double[]> tenantStats = new LinkedHashMap<>();
+      tenants.forEach((k, v) -> tenantStats.put(k, new double[] {v[0], v[1]}));
+      double makespan = now / 1e9;
+      return new PolicyResult(
+          workload,
+          policy,
+          requests.size(),
+          completed,
+          rejected,
+          failed,
+          failovers,
+          promptTokens == 0 ? 0 : (double) hitTokens / promptTokens,
+          fullBlocks == 0 ? 0 : (double) hitBlocks / fullBlocks,
+          PolicyResult.mean(t),
+          PolicyResult.percentile(t, 0.50),
+          PolicyResult.percentile(t, 0.95),
+          PolicyResult.percentile(t, 0.99),
+          PolicyResult.mean(e),
+          PolicyResult.percentile(e, 0.95),
+          makespan == 0 ? 0 : outputTokens / makespan,
+          PolicyResult.imbalance(routed),
+          routed.clone(),
+          tenantStats,
+          makespan,
+          wallSeconds,
+          sample(t, 400));
+    }
+  }
+
+  private static double[] sample(double[] sorted, int n) {
+    if (sorted.length <= n) {
+      return sorted.clone();
+    }
+    double[] out = new double[n];
+    for (int i = 0; i < n; i++) {
+      out[i] = sorted[(int) ((long) i * (sorted.length - 1) / (n - 1))];
+    }
+    return out;
+  }
+
+  PolicyResult run(String policy) {
+    return new Run(policy).run();
+  }
+
+  List<PolicyResult> runAll(List<String> policies) {
+    List<PolicyResult> out = new ArrayList<>();
+    for (String p : policies) {
+      if (progress != null) {
+        progress.printf("  %s: %s ...%n", workload, p);
+      }
+      out.add(run(p));
+    }
+    return out;
+  }
+}

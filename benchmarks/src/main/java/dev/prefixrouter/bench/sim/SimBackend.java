@@ -1,0 +1,324 @@
+package dev.prefixrouter.bench.sim;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A vLLM-like backend: continuous batching with a per-step token budget, chunked prefill (decodes
+ * scheduled first, prefill chunks fill the rest of the budget, FCFS admission), a KV cache of
+ * 16-token blocks with prefix reuse (a request pins the leading blocks it hits; its uncached full
+ * prompt blocks enter the cache when its prefill completes), LRU eviction of unreferenced cached
+ * blocks (a finished request's tail blocks are evicted before its head), and preemption (the newest
+ * running request is sent back to the waiting queue and recomputed) when decode growth finds no
+ * free block.
+ */
+final class SimBackend {
+
+  /** What the fleet hears from a backend. */
+  interface Listener {
+    void onFirstToken(Seq seq, long now);
+
+    void onFinished(Seq seq, long now);
+
+    void onStored(SimBackend backend, long[] keys, int from, int to, int[] tokens);
+
+    void onRemoved(SimBackend backend, long key);
+  }
+
+  /** One request on this backend. */
+  static final class Seq {
+    final SimRequest request;
+    final Object lease; // the router's Routed, opaque here
+    final long[] keys; // full prompt blocks
+    int hitBlocks; // leading blocks served from cache at admission
+    int prefilled; // prompt tokens computed (including the cached ones)
+    int generated;
+    int privateBlocks;
+    boolean admitted;
+    boolean firstTokenSent;
+    long routedAt;
+    long firstTokenAt;
+    int attempt;
+    int plannedChunk;
+
+    Seq(SimRequest request, Object lease, long[] keys, long routedAt) {
+      this.request = request;
+      this.lease = lease;
+      this.keys = keys;
+      this.routedAt = routedAt;
+    }
+
+    int promptLength() {
+      return request.tokens().length;
+    }
+  }
+
+  final String id;
+  final BackendProfile profile;
+  private final Listener listener;
+  double slowdown = 1.0;
+  boolean dead;
+
+  private final Map<Long, Integer> refs = new HashMap<>(); // cached blocks → pin count
+  private final LinkedHashMap<Long, Boolean> evictable = new LinkedHashMap<>(); // refs == 0, LRU
+  private int privateBlocks;
+  final ArrayDeque<Seq> waiting = new ArrayDeque<>();
+  final List<Seq> running = new ArrayList<>();
+  boolean stepping;
+  long busyNanos;
+  long prefillTokens;
+  long decodeTokens;
+  long preemptions;
+
+  SimBackend(String id, BackendProfile profile, Listener listener) {
+    this.id = id;
+    this.profile = profile;
+    this.listener = listener;
+  }
+
+  int usedBlocks() {
+    return refs.size() + privateBlocks;
+  }
+
+  /** vLLM's usage: cached-but-unreferenced blocks count as free. */
+  double kvUsage() {
+    int pinnedOrPrivate = refs.size() - evictable.size() + privateBlocks;
+    return Math.min(1.0, (double) pinnedOrPrivate / profile.capacityBlocks());
+  }
+
+  void enqueue(Seq seq) {
+    waiting.addLast(seq);
+  }
+
+  boolean hasWork() {
+    return !running.isEmpty() || !waiting.isEmpty();
+  }
+
+  /** Leading prompt blocks cached here now (ground truth), capped as vLLM does at (L−1)/16. */
+  int cachedPrefixBlocks(Seq s) {
+    int cap = Math.max(0, (s.promptLength() - 1) / BackendProfile.BLOCK);
+    int n = Math.min(cap, s.keys.length);
+    int hit = 0;
+    while (hit < n && refs.containsKey(s.keys[hit])) {
+      hit++;
+    }
+    return hit;
+  }
+
+  /** Plans one step; returns its duration, or -1 if there is nothing to do. */
+  long planStep() {
+    int budget = profile.tokenBudget();
+    int decodes = 0;
+    for (Seq s : running) {
+      if (s.prefilled >= s.promptLength()) {
+        decodes++;
+      }
+    }
+    budget -= decodes;
+    int prefill = 0;
+    for (Seq s : running) {
+      if (budget <= 0) {
+        break;
+      }
+      if (s.prefilled < s.promptLength()) {
+        int chunk = Math.min(budget, s.promptLength() - s.prefilled);
+        s.plannedChunk = chunk;
+        prefill += chunk;
+        budget -= chunk;
+      }
+    }
+    while (budget > 0 && running.size() < profile.maxSeqs() && !waiting.isEmpty()) {
+      Seq s = waiting.peekFirst();
+      if (!admit(s)) {
+        break; // head-of-line: wait for blocks
+      }
+      waiting.pollFirst();
+      running.add(s);
+      int chunk = Math.min(budget, s.promptLength() - s.prefilled);
+      s.plannedChunk = chunk;
+      prefill += chunk;
+      budget -= chunk;
+    }
+    if (decodes == 0 && prefill == 0) {
+      return -1;
+    }
+    plannedDecodes = decodes;
+    plannedPrefill = prefill;
+    return profile.stepNanos(prefill, decodes, slowdown);
+  }
+
+  private int plannedDecodes;
+  private int plannedPrefill;
+
+  /** Applies the planned step at its end time. */
+  void finishStep(long now, long duration) {
+    busyNanos += duration;
+    prefillTokens += plannedPrefill;
+    decodeTokens += plannedDecodes;
+    List<Seq> done = new ArrayList<>();
+    for (Seq s : new ArrayList<>(running)) {
+      if (!running.contains(s)) {
+        continue; // preempted during this loop
+      }
+      if (s.prefilled >= s.promptLength()) {
+        // decode step
+        s.generated++;
+        if (s.generated % BackendProfile.BLOCK == 0 && s.generated < s.request.outputTokens()) {
+          if (!allocate(1)) {
+            preemptNewest(s);
+            if (!allocate(1)) {
+              continue;
+            }
+          }
+          s.privateBlocks++;
+        }
+        if (s.generated >= s.request.outputTokens()) {
+          done.add(s);
+        }
+      } else if (s.plannedChunk > 0) {
+        s.prefilled += s.plannedChunk;
+        s.plannedChunk = 0;
+        if (s.prefilled >= s.promptLength()) {
+          completePrefill(s);
+          if (!s.firstTokenSent) {
+            s.generated = 1; // the prefill step yields the first token
+            s.firstTokenSent = true;
+            s.firstTokenAt = now;
+            listener.onFirstToken(s, now);
+          }
+          if (s.generated >= s.request.outputTokens()) {
+            done.add(s);
+          }
+        }
+      }
+    }
+    for (Seq s : done) {
+      running.remove(s);
+      release(s);
+      listener.onFinished(s, now);
+    }
+  }
+
+  /** Pins the hit prefix and reserves blocks for the rest of the prompt plus the first output. */
+  private boolean admit(Seq s) {
+    int hit = cachedPrefixBlocks(s);
+    for (int i = 0; i < hit; i++) {
+      pin(s.keys[i]);
+    }
+    int need = s.keys.length - hit + 1;
+    if (!allocate(need)) {
+      for (int i = 0; i < hit; i++) {
+        unpin(s.keys[i]);
+      }
+      return false;
+    }
+    s.hitBlocks = hit;
+    s.privateBlocks = need;
+    s.prefilled = hit * BackendProfile.BLOCK;
+    s.admitted = true;
+    return true;
+  }
+
+  /** The prompt's uncached full blocks become cached (pinned by this request). */
+  private void completePrefill(Seq s) {
+    int from = s.hitBlocks;
+    for (int i = from; i < s.keys.length; i++) {
+      long k = s.keys[i];
+      Integer r = refs.get(k);
+      if (r == null) {
+        refs.put(k, 1);
+      } else {
+        if (r == 0) {
+          evictable.remove(k);
+        }
+        refs.put(k, r + 1);
+      }
+      s.privateBlocks--;
+      privateBlocks--;
+    }
+    if (s.keys.length > from) {
+      listener.onStored(this, s.keys, from, s.keys.length, s.request.tokens());
+    }
+  }
+
+  private void pin(long k) {
+    int r = refs.get(k);
+    if (r == 0) {
+      evictable.remove(k);
+    }
+    refs.put(k, r + 1);
+  }
+
+  private void unpin(long k) {
+    Integer r = refs.get(k);
+    if (r == null) {
+      return;
+    }
+    if (r == 1) {
+      refs.put(k, 0);
+      evictable.put(k, Boolean.TRUE);
+    } else {
+      refs.put(k, r - 1);
+    }
+  }
+
+  private boolean allocate(int n) {
+    while (usedBlocks() + n > profile.capacityBlocks() && !evictable.isEmpty()) {
+      Iterator<Long> it = evictable.keySet().iterator();
+      long k = it.next();
+      it.remove();
+      refs.remove(k);
+      listener.onRemoved(this, k);
+    }
+    if (usedBlocks() + n > profile.capacityBlocks()) {
+      return false;
+    }
+    privateBlocks += n;
+    return true;
+  }
+
+  /** Frees a finished or preempted request: tail blocks become evictable first. */
+  private void release(Seq s) {
+    int cachedUpTo = s.prefilled >= s.promptLength() ? s.keys.length : s.hitBlocks;
+    for (int i = cachedUpTo - 1; i >= 0; i--) {
+      unpin(s.keys[i]);
+    }
+    privateBlocks -= s.privateBlocks;
+    s.privateBlocks = 0;
+  }
+
+  private void preemptNewest(Seq except) {
+    for (int i = running.size() - 1; i >= 0; i--) {
+      Seq victim = running.get(i);
+      if (victim == except) {
+        continue;
+      }
+      running.remove(i);
+      release(victim);
+      victim.prefilled = 0;
+      victim.generated = victim.firstTokenSent ? victim.generated : 0;
+      victim.admitted = false;
+      victim.plannedChunk = 0;
+      waiting.addFirst(victim);
+      preemptions++;
+      return;
+    }
+  }
+
+  /** Everything on the backend (for a crash): removed and returned. */
+  List<Seq> drainAll() {
+    List<Seq> all = new ArrayList<>(running);
+    all.addAll(waiting);
+    for (Seq s : running) {
+      release(s);
+    }
+    running.clear();
+    waiting.clear();
+    return all;
+  }
+}

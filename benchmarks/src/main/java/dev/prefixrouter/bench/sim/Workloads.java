@@ -1,0 +1,270 @@
+package dev.prefixrouter.bench.sim;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Random;
+import java.util.SplittableRandom;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.JsonParser;
+import tools.jackson.core.JsonToken;
+import tools.jackson.core.ObjectReadContext;
+import tools.jackson.core.json.JsonFactory;
+
+/** Seeded workload generators (see {@code shared/reference/benchmarks-and-workloads.md}). */
+final class Workloads {
+  private Workloads() {}
+
+  private static final int VOCAB_FROM = 1_000;
+  private static final int VOCAB_SIZE = 120_000;
+
+  /** Deterministic token ids for a named segment: equal names give equal tokens. */
+  static int[] segment(long name, int length) {
+    SplittableRandom r = new SplittableRandom(name * 0x9E3779B97F4A7C15L + 0x632BE59BD9B4E019L);
+    int[] t = new int[length];
+    for (int i = 0; i < length; i++) {
+      t[i] = VOCAB_FROM + r.nextInt(VOCAB_SIZE);
+    }
+    return t;
+  }
+
+  static int[] concat(int[]... parts) {
+    int n = 0;
+    for (int[] p : parts) {
+      n += p.length;
+    }
+    int[] out = new int[n];
+    int at = 0;
+    for (int[] p : parts) {
+      System.arraycopy(p, 0, out, at, p.length);
+      at += p.length;
+    }
+    return out;
+  }
+
+  /** Poisson arrival times at {@code ratePerSec}. */
+  static long[] poisson(int n, double ratePerSec, long seed) {
+    SplittableRandom r = new SplittableRandom(seed);
+    long[] t = new long[n];
+    double now = 0;
+    for (int i = 0; i < n; i++) {
+      now += -Math.log(1 - r.nextDouble()) / ratePerSec;
+      t[i] = (long) (now * 1e9);
+    }
+    return t;
+  }
+
+  /**
+   * inference-perf {@code shared_prefix}: {@code groups × perGroup} prompts of a group system
+   * prompt plus a unique question, shuffled with the seed, Poisson arrivals.
+   */
+  static List<SimRequest> sharedPrefix(
+      int groups,
+      int perGroup,
+      int system,
+      int question,
+      int output,
+      double rate,
+      long seed,
+      String[] tenants) {
+    List<int[]> prompts = new ArrayList<>();
+    for (int g = 0; g < groups; g++) {
+      int[] sys = segment(1_000_000L + g, system);
+      for (int q = 0; q < perGroup; q++) {
+        prompts.add(concat(sys, segment(5_000_000L + (long) g * perGroup + q, question)));
+      }
+    }
+    Collections.shuffle(prompts, new Random(seed));
+    long[] at = poisson(prompts.size(), rate, seed + 1);
+    List<SimRequest> out = new ArrayList<>(prompts.size());
+    for (int i = 0; i < prompts.size(); i++) {
+      String tenant = tenants[i % tenants.length];
+      out.add(new SimRequest(i, at[i], tenant, null, prompts.get(i), output));
+    }
+    return out;
+  }
+
+  static List<SimRequest> highCache(double rateScale, long seed) {
+    return sharedPrefix(256, 16, 2048, 256, 256, 160 * rateScale, seed, new String[] {"t"});
+  }
+
+  static List<SimRequest> lowCache(double rateScale, long seed) {
+    return sharedPrefix(256, 16, 256, 2048, 256, 60 * rateScale, seed, new String[] {"t"});
+  }
+
+  /**
+   * Two tenants on the high-cache prompts: "greedy" offers 10× the token quota, "polite" half of
+   * it. Returns the requests; the quota is {@link #TENANT_QUOTA_TOKENS_PER_MINUTE}.
+   */
+  static List<SimRequest> tenants(double rateScale, long seed) {
+    // per-request tokens 2048 + 256 + 256 = 2560; polite 1 rps = 153,600 tokens/min
+    double politeRate = 1.0 * rateScale;
+    double greedyRate = 20.0 * rateScale;
+    List<SimRequest> polite =
+        sharedPrefix(16, 16, 2048, 256, 256, politeRate, seed, new String[] {"polite"});
+    List<SimRequest> greedy =
+        sharedPrefix(64, 64, 2048, 256, 256, greedyRate, seed + 7, new String[] {"greedy"});
+    long end = polite.get(polite.size() - 1).arrivalNanos();
+    List<SimRequest> all = new ArrayList<>(polite);
+    for (SimRequest g : greedy) {
+      if (g.arrivalNanos() <= end) {
+        all.add(g);
+      }
+    }
+    all.sort((a, b) -> Long.compare(a.arrivalNanos(), b.arrivalNanos()));
+    List<SimRequest> out = new ArrayList<>(all.size());
+    for (int i = 0; i < all.size(); i++) {
+      SimRequest r = all.get(i);
+      out.add(new SimRequest(i, r.arrivalNanos(), r.tenant(), null, r.tokens(), r.outputTokens()));
+    }
+    return out;
+  }
+
+  /** Token quota per tenant per minute for {@link #tenants}: twice the polite tenant's demand. */
+  static final long TENANT_QUOTA_TOKENS_PER_MINUTE = 2 * 60 * 2560;
+
+  /**
+   * Multi-turn chat: {@code sessions} conversations of {@code turns} turns; each turn sends the
+   * whole history (a system prompt shared by 8 groups, then every earlier user message and scripted
+   * assistant reply) plus a new user message; turns are {@code gapSec} apart.
+   */
+  static List<SimRequest> multiTurn(
+      int sessions, int turns, double gapSec, double rateScale, long seed) {
+    SplittableRandom r = new SplittableRandom(seed);
+    List<SimRequest> out = new ArrayList<>();
+    double stagger = gapSec / rateScale;
+    for (int s = 0; s < sessions; s++) {
+      int[] history = segment(9_000_000L + s % 8, 1024);
+      double start = r.nextDouble() * stagger;
+      for (int t = 0; t < turns; t++) {
+        int[] user = segment(20_000_000L + (long) s * 1000 + t, 100 + r.nextInt(200));
+        int[] prompt = concat(history, user);
+        int output = 150 + r.nextInt(300);
+        long at = (long) ((start + t * gapSec / rateScale) * 1e9);
+        out.add(new SimRequest(0, at, "t", "session-" + s, prompt, output));
+        int[] reply = segment(30_000_000L + (long) s * 1000 + t, output);
+        history = concat(prompt, reply);
+      }
+    }
+    out.sort((a, b) -> Long.compare(a.arrivalNanos(), b.arrivalNanos()));
+    List<SimRequest> numbered = new ArrayList<>(out.size());
+    for (int i = 0; i < out.size(); i++) {
+      SimRequest q = out.get(i);
+      numbered.add(
+          new SimRequest(
+              i, q.arrivalNanos(), q.tenant(), q.session(), q.tokens(), q.outputTokens()));
+    }
+    return numbered;
+  }
+
+  /** A malformed trace line. */
+  static final class TraceException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    TraceException(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
+  /**
+   * A Mooncake-format JSONL trace ({@code timestamp} ms, {@code input_length}, {@code
+   * output_length}, {@code hash_ids} of 512-token blocks), expanded deterministically to token ids:
+   * each hash id is a fixed 512-token sequence, the last block cut to the input length. Timestamps
+   * are divided by {@code rateScale}.
+   *
+   * @throws IOException if the file cannot be read
+   * @throws TraceException naming the line of a malformed record
+   */
+  static List<SimRequest> mooncake(Path path, double rateScale, int limit) throws IOException {
+    JsonFactory json = new JsonFactory();
+    List<SimRequest> out = new ArrayList<>();
+    try (BufferedReader in = Files.newBufferedReader(path, StandardCharsets.UTF_8)) {
+      String line;
+      int lineNo = 0;
+      while ((line = in.readLine()) != null && out.size() < limit) {
+        lineNo++;
+        if (line.isBlank()) {
+          continue;
+        }
+        try {
+          out.add(parseLine(json, line, out.size(), rateScale));
+        } catch (JacksonException | IllegalArgumentException e) {
+          throw new TraceException(
+              path
+                  + ":"
+                  + lineNo
+                  + ": "
+                  + (e instanceof JacksonException j ? j.getOriginalMessage() : e.getMessage()),
+              e);
+        }
+      }
+    }
+    if (out.isEmpty()) {
+      throw new TraceException(path + ": no requests in the trace", null);
+    }
+    return out;
+  }
+
+  private static SimRequest parseLine(JsonFactory json, String line, int id, double rateScale) {
+    long ts = -1;
+    int input = -1;
+    int output = -1;
+    List<Long> ids = null;
+    try (JsonParser p = json.createParser(ObjectReadContext.empty(), line)) {
+      if (p.nextToken() != JsonToken.START_OBJECT) {
+        throw new IllegalArgumentException("expected a JSON object");
+      }
+      while (p.nextToken() == JsonToken.PROPERTY_NAME) {
+        String name = p.currentName();
+        JsonToken v = p.nextToken();
+        switch (name) {
+          case "timestamp" -> ts = number(p, v, name);
+          case "input_length" -> input = (int) number(p, v, name);
+          case "output_length" -> output = (int) number(p, v, name);
+          case "hash_ids" -> {
+            if (v != JsonToken.START_ARRAY) {
+              throw new IllegalArgumentException("hash_ids must be an array");
+            }
+            ids = new ArrayList<>();
+            while (p.nextToken() != JsonToken.END_ARRAY) {
+              ids.add(number(p, p.currentToken(), "hash_ids[]"));
+            }
+          }
+          default -> p.skipChildren();
+        }
+      }
+    }
+    if (ts < 0 || input < 1 || output < 0 || ids == null) {
+      throw new IllegalArgumentException(
+          "needs timestamp >= 0, input_length >= 1, output_length >= 0 and hash_ids");
+    }
+    int blocks = (input + 511) / 512;
+    if (ids.size() != blocks) {
+      throw new IllegalArgumentException(
+          "hash_ids has " + ids.size() + " ids but input_length " + input + " needs " + blocks);
+    }
+    int[] tokens = new int[input];
+    for (int b = 0; b < blocks; b++) {
+      int[] seg = segment(100_000_000L + ids.get(b), 512);
+      System.arraycopy(seg, 0, tokens, b * 512, Math.min(512, input - b * 512));
+    }
+    return new SimRequest(
+        id, (long) (ts / rateScale * 1e6), "t", null, tokens, Math.max(1, output));
+  }
+
+  private static long number(JsonParser p, JsonToken v, String field) {
+    if (v != JsonToken.VALUE_NUMBER_INT) {
+      throw new IllegalArgumentException(field + " must be an integer");
+    }
+    long n = p.getLongValue();
+    if (n < 0) {
+      throw new IllegalArgumentException(field + " must be >= 0, was " + n);
+    }
+    return n;
+  }
+}
