@@ -1,0 +1,63 @@
+package dev.prefixrouter.bench.sim;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class FleetSimulatorTest {
+
+  private static List<SimRequest> small(double rate) {
+    return Workloads.sharedPrefix(16, 8, 1024, 128, 32, rate, 3, new String[] {"t"});
+  }
+
+  @Test
+  void everyRequestCompletesAndPrefixAwareRoutingHitsMore() {
+    FleetSimulator sim = new FleetSimulator("small", SimConfig.defaults(4, 2_000), small(40), null);
+    PolicyResult ours = sim.run("est-ttft");
+    PolicyResult rr = sim.run("round-robin");
+    for (PolicyResult r : List.of(ours, rr)) {
+      assertThat(r.completed()).isEqualTo(128);
+      assertThat(r.rejected() + r.failed()).isZero();
+      assertThat(r.ttftP50()).isPositive();
+      assertThat(r.ttftP95()).isGreaterThanOrEqualTo(r.ttftP50());
+    }
+    assertThat(ours.tokenHitRate()).isGreaterThan(rr.tokenHitRate() + 0.2);
+    assertThat(ours.ttftMean()).isLessThan(rr.ttftMean());
+  }
+
+  @Test
+  void deterministicAcrossRuns() {
+    FleetSimulator a = new FleetSimulator("small", SimConfig.defaults(4, 2_000), small(40), null);
+    FleetSimulator b = new FleetSimulator("small", SimConfig.defaults(4, 2_000), small(40), null);
+    PolicyResult x = a.run("p2c");
+    PolicyResult y = b.run("p2c");
+    assertThat(x.ttftMean()).isEqualTo(y.ttftMean());
+    assertThat(x.routedPerBackend()).containsExactly(y.routedPerBackend());
+  }
+
+  @Test
+  void crashedBackendsRequestsFailOverAndNoneIsLost() {
+    SimConfig c =
+        SimConfig.defaults(4, 2_000)
+            .withFaults(List.of(new SimConfig.Fault(SimConfig.Fault.Kind.CRASH, 0, 0.3)));
+    PolicyResult r = new FleetSimulator("crash", c, small(40), null).run("least-request");
+    assertThat(r.failovers()).isPositive();
+    assertThat(r.completed() + r.failed() + r.rejected()).isEqualTo(128);
+  }
+
+  @Test
+  void kvEventsAreAppliedWithoutBreakingAnything() {
+    SimConfig c = SimConfig.defaults(4, 2_000).withKvEvents(true, 20_000_000L, 0.1);
+    PolicyResult r = new FleetSimulator("events", c, small(40), null).run("est-ttft");
+    assertThat(r.completed()).isEqualTo(128);
+    assertThat(r.tokenHitRate()).isGreaterThan(0.5);
+  }
+
+  @Test
+  void smallCachesForceEvictionAndPreemptionYetEverythingCompletes() {
+    PolicyResult r =
+        new FleetSimulator("tight", SimConfig.defaults(2, 200), small(80), null).run("round-robin");
+    assertThat(r.completed()).isEqualTo(128);
+  }
+}

@@ -1,0 +1,46 @@
+package dev.prefixrouter.bench.sim;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+/** Reproduces the published gateway table with the real engine (deterministic). */
+class GatewayHitRateSimTest {
+
+  @Test
+  void cpythonRandomIsReproduced() {
+    assertThat(new PyRandom(1).random()).isEqualTo(0.13436424411240122);
+    assertThat(new PyRandom(42).random()).isEqualTo(0.6394267984578837);
+  }
+
+  private static String pct(double r) {
+    return String.format(java.util.Locale.ROOT, "%.2f", 100 * r);
+  }
+
+  @Test
+  void roundRobinAndConsistentHashMatchThePublishedNumbers() {
+    assertThat(pct(GatewayHitRateSim.run("round-robin", false).hitRate())).isEqualTo("40.50");
+    assertThat(pct(GatewayHitRateSim.run("round-robin", true).hitRate())).isEqualTo("61.96");
+    GatewayHitRateSim.Result ch = GatewayHitRateSim.run("consistent-hash", false);
+    assertThat(pct(ch.hitRate())).isEqualTo("40.15");
+    assertThat(ch.perBackend()).contains(3000); // collapses onto one backend
+    assertThat(pct(GatewayHitRateSim.run("consistent-hash", true).hitRate())).isEqualTo("62.68");
+  }
+
+  @Test
+  void thePublishedGatewayRuleReproducesItsOwnResult() {
+    assertThat(pct(GatewayHitRateSim.run("gateway-calibrated", false).hitRate()))
+        .isEqualTo("99.31");
+  }
+
+  @Test
+  void ourScorerBeatsRoundRobinByFarAndStaysBalanced() {
+    for (boolean skewed : new boolean[] {false, true}) {
+      GatewayHitRateSim.Result r = GatewayHitRateSim.run("est-ttft", skewed);
+      assertThat(r.hitRate()).isGreaterThan(0.985);
+      assertThat(r.maxDeviationFromMean()).isLessThan(0.05);
+      GatewayHitRateSim.Result sticky = GatewayHitRateSim.run("est-ttft-sticky", skewed);
+      assertThat(sticky.hitRate()).isGreaterThan(0.993);
+    }
+  }
+}
