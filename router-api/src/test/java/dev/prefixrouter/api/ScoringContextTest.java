@@ -46,6 +46,30 @@ class ScoringContextTest {
   }
 
   @Test
+  void largeSetsSortLikeTheSmallOnes() {
+    java.util.SplittableRandom rnd = new java.util.SplittableRandom(3);
+    for (int n : new int[] {33, 100, 257}) {
+      double[] costs = new double[n];
+      for (int i = 0; i < n; i++) {
+        costs[i] = rnd.nextInt(10); // many ties
+      }
+      Candidates c = candidates(costs);
+      int rot = rnd.nextInt(1000);
+      c.sortByCost(rot);
+      int start = Math.floorMod(rot, n);
+      for (int i = 1; i < n; i++) {
+        int x = c.order()[i - 1];
+        int y = c.order()[i];
+        assertThat(costs[x]).isLessThanOrEqualTo(costs[y]);
+        if (costs[x] == costs[y]) {
+          assertThat(Math.floorMod(x - start, n)).isLessThan(Math.floorMod(y - start, n));
+        }
+      }
+      assertThat(c.orderIsPermutation()).isTrue();
+    }
+  }
+
+  @Test
   void rejectsNaNAndOutOfRangeCandidates() {
     Candidates c = candidates(1);
     assertThatThrownBy(() -> c.setCost(0, Double.NaN)).hasMessageContaining("NaN");

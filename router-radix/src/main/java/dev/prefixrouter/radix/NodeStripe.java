@@ -4,28 +4,31 @@ import java.util.concurrent.locks.StampedLock;
 
 /**
  * One stripe of the node table: an open-addressing hash table (linear probing, backward-shift
- * deletion, no tombstones) from block key to the bitset of backend slots believed to hold it.
+ * deletion, no tombstones) from block key to the bitset of backend slots believed to hold it. A
+ * node is one cell of {@code 1 + words} longs — the key, then its bitset — so a probe touches one
+ * cache line.
  *
- * <p>Writers hold the stripe's write lock. Readers use an optimistic read and validate it, so they
- * never block while no writer touches this stripe; after two failed validations they take the read
- * lock. The arrays are published together in an immutable {@link Table}, so an optimistic reader
- * never indexes out of bounds, and its probe loop is bounded by the table size.
+ * <p>Writers hold the stripe's write lock. Readers use optimistic reads: either one per probe
+ * ({@link #read}) or one stamp for a whole walk over many probes ({@link #stamp}, {@link
+ * #readUnlocked}, {@link #validate}), which lets the CPU overlap the walk's cache misses. The cells
+ * are published in an immutable {@link Table}, so an optimistic reader never indexes out of bounds,
+ * and its probe loop is bounded by the table size.
  *
  * <p>Key {@code 0} marks an empty cell; callers remap key 0 (see {@link RadixPrefixIndex}).
  */
 final class NodeStripe {
-  /** Keys and bitsets, published together. */
+  /** Cells, published together with their geometry. */
   private static final class Table {
-    final long[] keys;
-    final long[] bits; // `words` words per node, consecutive
+    final long[] cells; // per node: key, then `words` bitset words
     final int mask;
     final int words;
+    final int stride;
 
     Table(int capacity, int words) {
-      keys = new long[capacity];
-      bits = new long[capacity * words];
-      mask = capacity - 1;
       this.words = words;
+      this.stride = words + 1;
+      this.cells = new long[capacity * stride];
+      this.mask = capacity - 1;
     }
   }
 
@@ -46,6 +49,16 @@ final class NodeStripe {
   static int spread(long key) {
     long h = key * 0x9E3779B97F4A7C15L;
     return (int) (h ^ (h >>> 32));
+  }
+
+  /** An optimistic read stamp; 0 while a writer holds the stripe. */
+  long stamp() {
+    return lock.tryOptimisticRead();
+  }
+
+  /** Whether nothing was written since {@code stamp} (includes the load fence). */
+  boolean validate(long stamp) {
+    return lock.validate(stamp);
   }
 
   /**
@@ -70,15 +83,19 @@ final class NodeStripe {
     }
   }
 
-  private void readUnlocked(long key, long[] out) {
+  /** The read without any synchronization: valid only if a stamp taken before validates after. */
+  void readUnlocked(long key, long[] out) {
     Table t = table;
+    long[] cells = t.cells;
     int mask = t.mask;
+    int stride = t.stride;
     int words = Math.min(t.words, out.length);
     int i = spread(key) & mask;
     for (int probes = 0; probes <= mask; probes++) {
-      long k = t.keys[i];
+      int at = i * stride;
+      long k = cells[at];
       if (k == key) {
-        System.arraycopy(t.bits, i * t.words, out, 0, words);
+        System.arraycopy(cells, at + 1, out, 0, words);
         for (int w = words; w < out.length; w++) {
           out[w] = 0;
         }
@@ -108,10 +125,10 @@ final class NodeStripe {
           t = resize((t.mask + 1) * 2, t.words);
         }
         i = insertionPoint(t, key);
-        t.keys[i] = key;
+        t.cells[i * t.stride] = key;
         size++;
       }
-      t.bits[i * t.words + (slot >>> 6)] |= 1L << slot;
+      t.cells[i * t.stride + 1 + (slot >>> 6)] |= 1L << slot;
     } finally {
       lock.unlockWrite(stamp);
     }
@@ -126,11 +143,10 @@ final class NodeStripe {
       if (i < 0 || (slot >>> 6) >= t.words) {
         return;
       }
-      int words = t.words;
-      int base = i * words;
-      t.bits[base + (slot >>> 6)] &= ~(1L << slot);
-      for (int w = 0; w < words; w++) {
-        if (t.bits[base + w] != 0) {
+      int base = i * t.stride + 1;
+      t.cells[base + (slot >>> 6)] &= ~(1L << slot);
+      for (int w = 0; w < t.words; w++) {
+        if (t.cells[base + w] != 0) {
           return;
         }
       }
@@ -156,14 +172,14 @@ final class NodeStripe {
 
   long approximateBytes() {
     Table t = table;
-    return 16L + t.keys.length * 8L + t.bits.length * 8L + 48;
+    return 16L + t.cells.length * 8L + 48;
   }
 
-  private int find(Table t, long key) {
+  private static int find(Table t, long key) {
     int mask = t.mask;
     int i = spread(key) & mask;
     while (true) {
-      long k = t.keys[i];
+      long k = t.cells[i * t.stride];
       if (k == key) {
         return i;
       }
@@ -176,21 +192,21 @@ final class NodeStripe {
 
   private static int insertionPoint(Table t, long key) {
     int i = spread(key) & t.mask;
-    while (t.keys[i] != 0) {
+    while (t.cells[i * t.stride] != 0) {
       i = (i + 1) & t.mask;
     }
     return i;
   }
 
   /** Backward-shift deletion of cell {@code i}. */
-  private void delete(Table t, int i) {
+  private static void delete(Table t, int i) {
     int mask = t.mask;
-    int words = t.words;
+    int stride = t.stride;
     int hole = i;
     int j = i;
     while (true) {
       j = (j + 1) & mask;
-      long k = t.keys[j];
+      long k = t.cells[j * stride];
       if (k == 0) {
         break;
       }
@@ -198,14 +214,12 @@ final class NodeStripe {
       // move k into the hole if its home is not cyclically in (hole, j]
       boolean stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
       if (!stays) {
-        t.keys[hole] = k;
-        System.arraycopy(t.bits, j * words, t.bits, hole * words, words);
+        System.arraycopy(t.cells, j * stride, t.cells, hole * stride, stride);
         hole = j;
       }
     }
-    t.keys[hole] = 0;
-    for (int w = 0; w < words; w++) {
-      t.bits[hole * words + w] = 0;
+    for (int w = 0; w < stride; w++) {
+      t.cells[hole * stride + w] = 0;
     }
   }
 
@@ -214,11 +228,11 @@ final class NodeStripe {
     Table t = new Table(capacity, words);
     int copy = Math.min(words, old.words);
     for (int i = 0; i <= old.mask; i++) {
-      long k = old.keys[i];
+      long k = old.cells[i * old.stride];
       if (k != 0) {
         int j = insertionPoint(t, k);
-        t.keys[j] = k;
-        System.arraycopy(old.bits, i * old.words, t.bits, j * words, copy);
+        t.cells[j * t.stride] = k;
+        System.arraycopy(old.cells, i * old.stride + 1, t.cells, j * t.stride + 1, copy);
       }
     }
     table = t;

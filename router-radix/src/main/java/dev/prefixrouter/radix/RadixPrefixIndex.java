@@ -133,9 +133,11 @@ public final class RadixPrefixIndex implements PrefixIndex {
   }
 
   private NodeStripe stripe(long key) {
-    return stripes.length == 1
-        ? stripes[0]
-        : stripes[(int) ((key * 0xC2B2AE3D27D4EB4FL) >>> stripeShift)];
+    return stripes[stripeIndex(key)];
+  }
+
+  private int stripeIndex(long key) {
+    return stripes.length == 1 ? 0 : (int) ((key * 0xC2B2AE3D27D4EB4FL) >>> stripeShift);
   }
 
   private static long norm(long key) {
@@ -236,14 +238,12 @@ public final class RadixPrefixIndex implements PrefixIndex {
     BackendCache[] seen = new BackendCache[count];
     long[] versions = new long[count];
     for (int attempt = 0; attempt < 4; attempt++) {
-      if (readVersions(slots, count, seen, versions)) {
-        walk(keys, slots, count, matchedOut);
-        if (unchanged(slots, count, seen, versions)) {
-          return;
-        }
-      } else {
-        Thread.onSpinWait();
+      if (readVersions(slots, count, seen, versions)
+          && walk(keys, slots, count, matchedOut, true)
+          && unchanged(slots, count, seen, versions)) {
+        return;
       }
+      Thread.onSpinWait();
       retries.increment();
     }
     // Writers kept changing some candidate: take the monitors of the candidates, in slot order,
@@ -285,7 +285,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   private void lockChain(long[] keys, int[] slots, int count, int[] out, int[] sorted, int i) {
     if (i == sorted.length) {
-      walk(keys, slots, count, out);
+      walk(keys, slots, count, out, false);
       return;
     }
     BackendCache cache = caches.get(sorted[i]);
@@ -298,8 +298,21 @@ public final class RadixPrefixIndex implements PrefixIndex {
     }
   }
 
-  /** One walk down the keys, intersecting the candidates' bits. */
-  private void walk(long[] keys, int[] slots, int count, int[] matchedOut) {
+  /** Per-thread scratch for optimistic walks: one stamp per touched stripe. */
+  private static final class Scratch {
+    long[] stamps = new long[64];
+    int[] touched = new int[64];
+  }
+
+  private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
+
+  /**
+   * One walk down the keys, intersecting the candidates' bits. Optimistic: each stripe's stamp is
+   * taken at its first probe and all are validated once at the end, so probes carry no fence and
+   * their cache misses overlap; returns false if a writer touched a stripe meanwhile. Otherwise
+   * every probe is its own (possibly locking) read and the walk always succeeds.
+   */
+  private boolean walk(long[] keys, int[] slots, int count, int[] matchedOut, boolean optimistic) {
     int maxSlot = 0;
     for (int c = 0; c < count; c++) {
       maxSlot = Math.max(maxSlot, slots[c]);
@@ -312,14 +325,39 @@ public final class RadixPrefixIndex implements PrefixIndex {
       matchedOut[c] = 0;
     }
     if (keys.length == 0 || count == 0) {
-      return;
+      return true;
+    }
+    Scratch scratch = null;
+    int touchedCount = 0;
+    if (optimistic) {
+      scratch = SCRATCH.get();
+      if (scratch.stamps.length < stripes.length) {
+        scratch.stamps = new long[stripes.length];
+        scratch.touched = new int[stripes.length];
+      }
     }
     long[] holders = new long[words];
     int depth = 0;
     boolean any = true;
+    boolean ok = true;
     while (any && depth < keys.length) {
       long k = norm(keys[depth]);
-      stripe(k).read(k, holders);
+      int si = stripeIndex(k);
+      NodeStripe stripe = stripes[si];
+      if (optimistic) {
+        if (scratch.stamps[si] == 0) {
+          long stamp = stripe.stamp();
+          if (stamp == 0) {
+            ok = false; // a writer holds the stripe now
+            break;
+          }
+          scratch.stamps[si] = stamp;
+          scratch.touched[touchedCount++] = si;
+        }
+        stripe.readUnlocked(k, holders);
+      } else {
+        stripe.read(k, holders);
+      }
       any = false;
       for (int w = 0; w < words; w++) {
         long dropped = live[w] & ~holders[w];
@@ -331,6 +369,16 @@ public final class RadixPrefixIndex implements PrefixIndex {
       }
       depth++;
     }
+    if (optimistic) {
+      for (int t = 0; t < touchedCount; t++) {
+        int si = scratch.touched[t];
+        ok &= stripes[si].validate(scratch.stamps[si]);
+        scratch.stamps[si] = 0;
+      }
+      if (!ok) {
+        return false;
+      }
+    }
     if (any) {
       for (int w = 0; w < words; w++) {
         if (live[w] != 0) {
@@ -338,6 +386,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
         }
       }
     }
+    return true;
   }
 
   private static void recordDepth(

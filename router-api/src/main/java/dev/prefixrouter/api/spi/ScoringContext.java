@@ -93,22 +93,55 @@ public interface ScoringContext {
     for (int i = 0; i < n; i++) {
       order[i] = i;
     }
-    // insertion sort: candidate sets are small (tens to a few hundred) and mostly presorted
-    for (int i = 1; i < n; i++) {
-      int c = order[i];
-      double cc = cost(c);
-      int rc = Math.floorMod(c - start, n);
-      int j = i - 1;
-      while (j >= 0) {
-        int o = order[j];
-        double oc = cost(o);
-        if (oc < cc || (oc == cc && Math.floorMod(o - start, n) < rc)) {
-          break;
+    if (n <= 32) {
+      // insertion sort: small candidate sets, mostly presorted
+      for (int i = 1; i < n; i++) {
+        int c = order[i];
+        int j = i - 1;
+        while (j >= 0 && before(c, order[j], start, n)) {
+          order[j + 1] = order[j];
+          j--;
         }
-        order[j + 1] = o;
-        j--;
+        order[j + 1] = c;
       }
-      order[j + 1] = c;
+      return;
     }
+    // bottom-up merge sort: O(n log n) for hundreds of candidates, stable
+    int[] a = order;
+    int[] b = new int[n];
+    for (int width = 1; width < n; width *= 2) {
+      for (int lo = 0; lo < n; lo += 2 * width) {
+        int mid = Math.min(lo + width, n);
+        int hi = Math.min(lo + 2 * width, n);
+        int i = lo;
+        int j = mid;
+        int k = lo;
+        while (i < mid && j < hi) {
+          b[k++] = before(a[j], a[i], start, n) ? a[j++] : a[i++];
+        }
+        while (i < mid) {
+          b[k++] = a[i++];
+        }
+        while (j < hi) {
+          b[k++] = a[j++];
+        }
+      }
+      int[] t = a;
+      a = b;
+      b = t;
+    }
+    if (a != order) {
+      System.arraycopy(a, 0, order, 0, n);
+    }
+  }
+
+  /** Whether candidate {@code x} ranks strictly before {@code y}: lower cost, then rotation. */
+  private boolean before(int x, int y, int start, int n) {
+    double cx = cost(x);
+    double cy = cost(y);
+    if (cx != cy) {
+      return cx < cy;
+    }
+    return Math.floorMod(x - start, n) < Math.floorMod(y - start, n);
   }
 }
