@@ -302,6 +302,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private static final class Scratch {
     long[] stamps = new long[64];
     int[] touched = new int[64];
+    int[] candidateOf = new int[64]; // slot → candidate position, for this walk's slots
   }
 
   private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
@@ -327,14 +328,18 @@ public final class RadixPrefixIndex implements PrefixIndex {
     if (keys.length == 0 || count == 0) {
       return true;
     }
-    Scratch scratch = null;
+    Scratch scratch = SCRATCH.get();
     int touchedCount = 0;
-    if (optimistic) {
-      scratch = SCRATCH.get();
-      if (scratch.stamps.length < stripes.length) {
-        scratch.stamps = new long[stripes.length];
-        scratch.touched = new int[stripes.length];
-      }
+    if (scratch.stamps.length < stripes.length) {
+      scratch.stamps = new long[stripes.length];
+      scratch.touched = new int[stripes.length];
+    }
+    if (scratch.candidateOf.length <= maxSlot) {
+      scratch.candidateOf = new int[Math.max(maxSlot + 1, 2 * scratch.candidateOf.length)];
+    }
+    int[] candidateOf = scratch.candidateOf;
+    for (int c = 0; c < count; c++) {
+      candidateOf[slots[c]] = c;
     }
     long[] holders = new long[words];
     int depth = 0;
@@ -362,7 +367,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       for (int w = 0; w < words; w++) {
         long dropped = live[w] & ~holders[w];
         if (dropped != 0) {
-          recordDepth(dropped, w, depth, slots, count, matchedOut);
+          recordDepth(dropped, w, depth, candidateOf, matchedOut);
           live[w] &= holders[w];
         }
         any |= live[w] != 0;
@@ -382,7 +387,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     if (any) {
       for (int w = 0; w < words; w++) {
         if (live[w] != 0) {
-          recordDepth(live[w], w, keys.length, slots, count, matchedOut);
+          recordDepth(live[w], w, keys.length, candidateOf, matchedOut);
         }
       }
     }
@@ -390,15 +395,11 @@ public final class RadixPrefixIndex implements PrefixIndex {
   }
 
   private static void recordDepth(
-      long bits, int word, int depth, int[] slots, int count, int[] matchedOut) {
+      long bits, int word, int depth, int[] candidateOf, int[] matchedOut) {
     while (bits != 0) {
       int slot = (word << 6) + Long.numberOfTrailingZeros(bits);
       bits &= bits - 1;
-      for (int c = 0; c < count; c++) {
-        if (slots[c] == slot) {
-          matchedOut[c] = depth;
-        }
-      }
+      matchedOut[candidateOf[slot]] = depth;
     }
   }
 
