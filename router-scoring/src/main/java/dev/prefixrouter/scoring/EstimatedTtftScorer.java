@@ -258,10 +258,16 @@ public final class EstimatedTtftScorer implements Scorer {
     if (reason == null) {
       reason = tied > 1 ? "est-ttft (band of " + tied + ", fewest open leases)" : "est-ttft";
     }
+    // plain concatenation: String.format costs microseconds on the hot path
     ctx.setReason(
-        String.format(
-            "%s: %.1f ms, %d/%d tokens cached",
-            reason, ctx.cost(chosen), ctx.matchedTokens(chosen), ctx.promptTokens()));
+        reason
+            + ": "
+            + Math.round(ctx.cost(chosen) * 10) / 10.0
+            + " ms, "
+            + ctx.matchedTokens(chosen)
+            + "/"
+            + ctx.promptTokens()
+            + " tokens cached");
   }
 
   private static @Nullable String sessionKey(RouteRequest r) {
