@@ -201,11 +201,14 @@ public final class EstimatedTtftScorer implements Scorer {
       return;
     }
     double[] share = balanceMsPerRequest > 0 ? shares.relativeShares(ctx) : null; // null: off
+    // moving a hot prefix fixes an overload, moving a cold one only costs a cold start: scale the
+    // penalty by how much of a backend's fair load this request's prefix group carries
+    double hot = share == null ? 0 : Math.min(1.0, shares.hotness(prefixGroup(ctx), n));
     double best = Double.POSITIVE_INFINITY;
     for (int i = 0; i < n; i++) {
       double e = estimate(ctx, i);
       if (share != null && share[i] > 1 + balanceTolerance) {
-        e += (share[i] - 1 - balanceTolerance) * balanceMsPerRequest;
+        e += (share[i] - 1 - balanceTolerance) * balanceMsPerRequest * hot;
       }
       ctx.setCost(i, e);
       best = Math.min(best, e);
@@ -275,10 +278,19 @@ public final class EstimatedTtftScorer implements Scorer {
     return s == null ? null : r.tenant() + '\u0000' + s;
   }
 
+  /** The prefix group of a request: its block key at depth 8 (or its last one), 0 if none. */
+  private static long prefixGroup(ScoringContext ctx) {
+    int k = ctx.keyCount();
+    return k == 0 ? 0 : ctx.key(Math.min(k, PREFIX_GROUP_BLOCKS) - 1);
+  }
+
+  /** Blocks that identify a prefix group for balancing (128 tokens with 16-token blocks). */
+  static final int PREFIX_GROUP_BLOCKS = 8;
+
   @Override
   public void onRouted(ScoringContext ctx, int candidate) {
     if (balanceMsPerRequest > 0) {
-      shares.record(ctx.slot(candidate));
+      shares.record(ctx.slot(candidate), prefixGroup(ctx));
     }
     String session = sessionKey(ctx.request());
     if (session != null && sessions != null) {
@@ -353,9 +365,9 @@ public final class EstimatedTtftScorer implements Scorer {
     private double saturationKvUsage = 0.98;
     private double affinityRatio = 1.5;
     private double affinityMarginMs = 50;
-    private double balanceTolerance = 0.06;
-    private double balanceMsPerRequest = 600;
-    private int balanceHalfLife = 1000;
+    private double balanceTolerance = 0.03;
+    private double balanceMsPerRequest = 2000;
+    private int balanceHalfLife = 2000;
     private Duration sessionTtl = Duration.ofMinutes(30);
     private long maxSessions = 100_000;
 
@@ -461,12 +473,15 @@ public final class EstimatedTtftScorer implements Scorer {
     /**
      * Fleet balance. Each backend's share of recent decisions is tracked as an exponentially
      * decayed count (half-life {@code halfLifeRoutes} decisions) relative to its weight's fair
-     * share. A candidate above {@code (1 + tolerance)} times its fair share pays {@code msPerShare}
-     * per unit of excess share, so a prefix hot enough to overload its holder gets replicated to a
-     * second backend, after which the near-tie band splits its traffic between the replicas. The
-     * signal is smooth on purpose: in-flight counts are too noisy and would replicate prefixes
-     * (each copy a cold start) on every fluctuation. {@code msPerShare = 0} turns it off. Defaults:
-     * 5 %, 300 ms, 500 decisions.
+     * share. Once there are 100 decisions per candidate, a candidate above {@code (1 + tolerance)}
+     * times its fair share pays {@code msPerShare} per unit of excess share, scaled by the
+     * request's prefix group's own share of recent decisions relative to one backend's fair share
+     * (capped at 1; the group is the block key at depth 8): moving a hot prefix fixes an overload,
+     * moving a cold one only costs a cold start. So a prefix hot enough to overload its holder gets
+     * replicated to a second backend, after which the near-tie band splits its traffic between the
+     * replicas. The signal is smooth on purpose: in-flight counts are too noisy and would replicate
+     * prefixes on every fluctuation. {@code msPerShare = 0} turns it off. Defaults: 3 %, 2000 ms,
+     * 2000 decisions (tuned on the published gateway workload).
      */
     public Builder balance(double tolerance, double msPerShare, int halfLifeRoutes) {
       if (!(tolerance >= 0 && tolerance <= 10)

@@ -1,5 +1,7 @@
 package dev.prefixrouter.scoring;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.prefixrouter.api.spi.ScoringContext;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -15,6 +17,12 @@ final class RouteShares {
 
   private final double decayPerRoute;
   private final AtomicLong seq = new AtomicLong();
+  private final java.util.concurrent.atomic.AtomicReference<Count> total =
+      new java.util.concurrent.atomic.AtomicReference<>(new Count(0, 0));
+
+  /** Decayed decision counts per prefix group (bounded; evicted groups start again at zero). */
+  private final Cache<Long, Count> prefixes = Caffeine.newBuilder().maximumSize(65_536).build();
+
   private volatile AtomicReferenceArray<Count> counts = new AtomicReferenceArray<>(64);
   private final Object growLock = new Object();
 
@@ -22,8 +30,15 @@ final class RouteShares {
     this.decayPerRoute = Math.pow(0.5, 1.0 / halfLifeRoutes);
   }
 
-  void record(int slot) {
+  /** Records a decision for {@code slot} and, when {@code prefix != 0}, for that prefix group. */
+  void record(int slot, long prefix) {
     long now = seq.incrementAndGet();
+    total.updateAndGet(c -> new Count(decayed(c, now) + 1, now));
+    if (prefix != 0) {
+      prefixes
+          .asMap()
+          .compute(prefix, (k, c) -> new Count(c == null ? 1 : decayed(c, now) + 1, now));
+    }
     AtomicReferenceArray<Count> cs = array(slot);
     while (true) {
       Count c = cs.get(slot);
@@ -60,6 +75,23 @@ final class RouteShares {
       out[i] = out[i] / fair;
     }
     return out;
+  }
+
+  /**
+   * A prefix group's share of recent decisions relative to one backend's fair share ({@code n}
+   * candidates): 1.0 means the group alone could keep a backend at its fair load.
+   */
+  double hotness(long prefix, int n) {
+    if (prefix == 0) {
+      return 1.0;
+    }
+    long now = seq.get();
+    Count c = prefixes.getIfPresent(prefix);
+    double all = decayed(total.get(), now);
+    if (c == null || all <= 0) {
+      return 0.0;
+    }
+    return decayed(c, now) * n / all;
   }
 
   void forget(int slot) {

@@ -141,6 +141,39 @@ class EstimatedTtftScorerTest {
   }
 
   @Test
+  void aHotPrefixThatOverloadsItsHolderIsReplicatedButAColdOneIsNot() {
+    EstimatedTtftScorer s = EstimatedTtftScorer.builder().calibrate(false).build();
+    FakeContext hot = new FakeContext(2);
+    hot.promptTokens = 1024;
+    hot.keys = new long[64];
+    java.util.Arrays.fill(hot.keys, 7L);
+    hot.matchedBlocks[0] = 64; // held on b0 only
+    int toB1 = 0;
+    for (int i = 0; i < 2_000; i++) {
+      s.score(hot);
+      s.onRouted(hot, hot.best());
+      if (hot.best() == 1) {
+        toB1++;
+      }
+    }
+    assertThat(toB1).as("hot prefix spills once b0 carries far more than its share").isPositive();
+    EstimatedTtftScorer t = EstimatedTtftScorer.builder().calibrate(false).build();
+    // b0 overloaded by many distinct prefixes, each a small share; a cold prefix stays put
+    FakeContext many = new FakeContext(2);
+    many.promptTokens = 1024;
+    many.keys = new long[64];
+    many.matchedBlocks[0] = 64;
+    for (int i = 0; i < 2_000; i++) {
+      java.util.Arrays.fill(many.keys, 1_000L + i);
+      t.score(many);
+      t.onRouted(many, 0); // pretend b0 took them all
+    }
+    java.util.Arrays.fill(many.keys, 99L);
+    t.score(many);
+    assertThat(many.best()).as("a prefix with a tiny share is not moved").isEqualTo(0);
+  }
+
+  @Test
   void calibrationConvergesToTheTrueCoefficientsDespiteNoiseAndOutliers() {
     TtftCoefficients truth = new TtftCoefficients(25.0, 0.04, 1.5e-6, 2.0, 50);
     EstimatedTtftScorer s =
