@@ -29,7 +29,8 @@ public final class Compare {
         --capacity-blocks N   KV blocks per backend, 16..10000000    (default 29205)
         --rate-scale X        arrival-rate multiplier, (0, 1000]     (default 1)
         --policies a,b,c      policies to compare                    (default: all)
-        --requests N          cap on requests taken from a trace     (default: all)
+        --requests N          cap on requests taken from a trace, or the size of the
+                              shared-prefix workloads (256 groups × N/256)   (default: 4096)
         --seed N              workload seed                          (default 1)
         --kv-events           backends publish KV events to the router
         --kv-event-delay-ms X event delivery delay                   (default 50)
@@ -58,6 +59,11 @@ public final class Compare {
     double kvEventDrop;
     Path out = Path.of("sim-out");
     boolean help;
+
+    /** Prompts per group of the shared-prefix workloads: 16, or --requests / 256. */
+    int perGroup() {
+      return requests == Integer.MAX_VALUE ? 16 : Math.max(1, requests / 256);
+    }
   }
 
   /** A usage error: message for the user, exit code 2. */
@@ -214,7 +220,7 @@ public final class Compare {
           runFleet(
               "(b) shared-prefix high-cache",
               config(o),
-              Workloads.highCache(o.rateScale, o.seed),
+              Workloads.highCache(o.rateScale, o.seed, o.perGroup()),
               o,
               out,
               err));
@@ -224,7 +230,7 @@ public final class Compare {
           runFleet(
               "(b) shared-prefix low-cache",
               config(o),
-              Workloads.lowCache(o.rateScale, o.seed),
+              Workloads.lowCache(o.rateScale, o.seed, o.perGroup()),
               o,
               out,
               err));
@@ -296,7 +302,7 @@ public final class Compare {
       fleet.addAll(
           runFleet(
               "(f) b0 dies at 30%, b1 slows 3x at 50%",
-              c, Workloads.highCache(o.rateScale, o.seed), o, out, err));
+              c, Workloads.highCache(o.rateScale, o.seed, o.perGroup()), o, out, err));
     }
     if (o.workload.equals("sweep")) {
       for (double s : new double[] {0.25, 0.5, 1.0, 1.5, 2.0, 3.0}) {
@@ -305,7 +311,7 @@ public final class Compare {
             runFleet(
                 String.format(Locale.ROOT, "(g) high-cache at %.2fx rate", scale),
                 config(o),
-                Workloads.highCache(scale, o.seed),
+                Workloads.highCache(scale, o.seed, o.perGroup()),
                 o,
                 out,
                 err));

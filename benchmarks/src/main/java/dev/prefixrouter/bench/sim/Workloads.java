@@ -89,12 +89,13 @@ final class Workloads {
     return out;
   }
 
-  static List<SimRequest> highCache(double rateScale, long seed) {
-    return sharedPrefix(256, 16, 2048, 256, 256, 160 * rateScale, seed, new String[] {"t"});
+  /** High-cache: 256 groups × {@code perGroup} (16 in the reference config). */
+  static List<SimRequest> highCache(double rateScale, long seed, int perGroup) {
+    return sharedPrefix(256, perGroup, 2048, 256, 256, 160 * rateScale, seed, new String[] {"t"});
   }
 
-  static List<SimRequest> lowCache(double rateScale, long seed) {
-    return sharedPrefix(256, 16, 256, 2048, 256, 60 * rateScale, seed, new String[] {"t"});
+  static List<SimRequest> lowCache(double rateScale, long seed, int perGroup) {
+    return sharedPrefix(256, perGroup, 256, 2048, 256, 60 * rateScale, seed, new String[] {"t"});
   }
 
   /**
