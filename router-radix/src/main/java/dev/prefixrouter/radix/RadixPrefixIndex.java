@@ -407,6 +407,19 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   @Override
   public void recordRouted(long[] keys, int slot, long nowNanos) {
+    write(
+        slot,
+        c -> {
+          expire(c, nowNanos);
+          touchPath(c, keys, keys.length, BackendCache.PREDICTED, false, nowNanos);
+        });
+  }
+
+  /**
+   * Runs a write on one backend's mirror: under its monitor, with its seqlock version odd, and not
+   * at all (counted) if the slot is unused or was removed while the caller waited.
+   */
+  private void write(int slot, java.util.function.Consumer<BackendCache> body) {
     BackendCache c = cache(slot);
     if (c == null) {
       unknownSlot.increment();
@@ -419,8 +432,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       }
       c.beginWrite();
       try {
-        expire(c, nowNanos);
-        touchPath(c, keys, keys.length, BackendCache.PREDICTED, false, nowNanos);
+        body.accept(c);
       } finally {
         c.endWrite();
       }
@@ -514,32 +526,20 @@ public final class RadixPrefixIndex implements PrefixIndex {
   public void apply(int slot, KvEvent event, BlockHasher hasher, long nowNanos) {
     Objects.requireNonNull(event, "event");
     Objects.requireNonNull(hasher, "hasher");
-    BackendCache c = cache(slot);
-    if (c == null) {
-      unknownSlot.increment();
-      return;
-    }
-    synchronized (c.lock) {
-      if (c.dead) {
-        unknownSlot.increment();
-        return;
-      }
-      c.beginWrite();
-      try {
-        c.eventsSeen = true;
-        if (event instanceof BlockStored s) {
-          applyStored(c, s, hasher, nowNanos);
-        } else if (event instanceof BlockRemoved r) {
-          applyRemoved(c, r);
-        } else if (event instanceof AllBlocksCleared) {
-          clearAll(c);
-          cleared.increment();
-        }
-        expire(c, nowNanos);
-      } finally {
-        c.endWrite();
-      }
-    }
+    write(
+        slot,
+        c -> {
+          c.eventsSeen = true;
+          if (event instanceof BlockStored s) {
+            applyStored(c, s, hasher, nowNanos);
+          } else if (event instanceof BlockRemoved r) {
+            applyRemoved(c, r);
+          } else if (event instanceof AllBlocksCleared) {
+            clearAll(c);
+            cleared.increment();
+          }
+          expire(c, nowNanos);
+        });
   }
 
   private void applyStored(BackendCache c, BlockStored s, BlockHasher hasher, long now) {

@@ -39,20 +39,27 @@ final class Report {
       out.printf(
           Locale.ROOT,
           "%-20s %7.2f %8.1f %8.1f %8.1f %8.1f %9.1f %8.0f %7.2f %5d %5d %5d%n",
-          r.policy(),
-          100 * r.tokenHitRate(),
-          r.ttftMean(),
-          r.ttftP50(),
-          r.ttftP95(),
-          r.ttftP99(),
-          r.e2eMean(),
-          r.throughputTokensPerSec(),
-          r.loadImbalance(),
-          r.rejected(),
-          r.failed(),
-          r.failovers());
+          row(r, r.policy()));
     }
     out.println("(times in ms; hit% = prompt tokens served from the backends' own caches)");
+  }
+
+  /** The columns of a result row, in table order, after the given policy label. */
+  private static Object[] row(PolicyResult r, String label) {
+    return new Object[] {
+      label,
+      100 * r.tokenHitRate(),
+      r.ttftMean(),
+      r.ttftP50(),
+      r.ttftP95(),
+      r.ttftP99(),
+      r.e2eMean(),
+      r.throughputTokensPerSec(),
+      r.loadImbalance(),
+      r.rejected(),
+      r.failed(),
+      r.failovers()
+    };
   }
 
   static void gatewayTable(PrintStream out, List<GatewayHitRateSim.Result> rs) {
@@ -245,18 +252,7 @@ final class Report {
           String.format(
               Locale.ROOT,
               "<tr><td>%s</td><td>%.2f</td><td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%.0f</td><td>%.2f</td><td>%d</td><td>%d</td><td>%d</td></tr>",
-              esc(r.policy()),
-              100 * r.tokenHitRate(),
-              r.ttftMean(),
-              r.ttftP50(),
-              r.ttftP95(),
-              r.ttftP99(),
-              r.e2eMean(),
-              r.throughputTokensPerSec(),
-              r.loadImbalance(),
-              r.rejected(),
-              r.failed(),
-              r.failovers()));
+              row(r, esc(r.policy()))));
     }
     h.append("</table>");
     // TTFT CDF, log10 x from 1 ms to max
