@@ -1,4 +1,8 @@
-/** prefix-router module {@code dev.prefixrouter.spring}. */
+/**
+ * Spring Boot 4 auto-configuration for prefix-router: a {@link dev.prefixrouter.api.RoutingEngine}
+ * bean built from {@code prefix-router.*} properties with the default parts, overridable piece by
+ * piece.
+ */
 @NullMarked
 package dev.prefixrouter.spring;
 

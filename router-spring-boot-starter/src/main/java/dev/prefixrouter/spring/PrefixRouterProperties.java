@@ -1,0 +1,377 @@
+package dev.prefixrouter.spring;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.jspecify.annotations.Nullable;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/** {@code prefix-router.*}: the engine, its backends and its parts. */
+@ConfigurationProperties("prefix-router")
+public class PrefixRouterProperties {
+
+  /** Whether to create the routing engine. */
+  private boolean enabled = true;
+
+  /** Backends present at startup (more can be added at runtime). */
+  private List<BackendProperties> backends = new ArrayList<>();
+
+  /** Model aliases: requested name → served model (e.g. gpt-4 → llama-3-70b). */
+  private Map<String, String> modelAliases = new LinkedHashMap<>();
+
+  /** Weighted A/B splits: model → (target model → integer weight). */
+  private Map<String, Map<String, Integer>> modelSplits = new LinkedHashMap<>();
+
+  /** Upper bound on registered backends (the dense slot space), 1..65536. */
+  private int maxBackends = 256;
+
+  /** Failovers one request may take, 0..16. */
+  private int retryBudget = 2;
+
+  /** Seed block keys per tenant so tenants never share cached prefixes. */
+  private boolean prefixIsolation;
+
+  private final Hashing hashing = new Hashing();
+  private final Scorer scorer = new Scorer();
+  private final Limiter limiter = new Limiter();
+  private final Breaker breaker = new Breaker();
+  private final Index index = new Index();
+
+  /** One backend. */
+  public static class BackendProperties {
+    /** Unique id (1..256 characters, no whitespace). */
+    private @Nullable String id;
+
+    /** Base URL of the OpenAI-compatible server (used by the metrics poller and hosts). */
+    private @Nullable String url;
+
+    /** Served model names (at least one). */
+    private List<String> models = new ArrayList<>();
+
+    /** Capabilities such as vision or a LoRA adapter name. */
+    private List<String> capabilities = new ArrayList<>();
+
+    /** Free-form labels matched by requests' required labels. */
+    private Map<String, String> labels = new LinkedHashMap<>();
+
+    /** KV-cache capacity in blocks (vLLM num_gpu_blocks); 0 = unknown. */
+    private long capacityBlocks;
+
+    /** Relative capacity for load balancing, (0, 1000]. */
+    private double weight = 1.0;
+
+    public @Nullable String getId() {
+      return id;
+    }
+
+    public void setId(@Nullable String id) {
+      this.id = id;
+    }
+
+    public @Nullable String getUrl() {
+      return url;
+    }
+
+    public void setUrl(@Nullable String url) {
+      this.url = url;
+    }
+
+    public List<String> getModels() {
+      return models;
+    }
+
+    public void setModels(List<String> models) {
+      this.models = models;
+    }
+
+    public List<String> getCapabilities() {
+      return capabilities;
+    }
+
+    public void setCapabilities(List<String> capabilities) {
+      this.capabilities = capabilities;
+    }
+
+    public Map<String, String> getLabels() {
+      return labels;
+    }
+
+    public void setLabels(Map<String, String> labels) {
+      this.labels = labels;
+    }
+
+    public long getCapacityBlocks() {
+      return capacityBlocks;
+    }
+
+    public void setCapacityBlocks(long capacityBlocks) {
+      this.capacityBlocks = capacityBlocks;
+    }
+
+    public double getWeight() {
+      return weight;
+    }
+
+    public void setWeight(double weight) {
+      this.weight = weight;
+    }
+  }
+
+  /** How prompts become block keys. */
+  public static class Hashing {
+    /** tokens (token-id blocks) or chars (text blocks, for hosts without a tokenizer). */
+    private String kind = "tokens";
+
+    /** Tokens per block for kind=tokens (match the engine's block size), 1..4096. */
+    private int blockSize = 16;
+
+    /** UTF-16 chars per block for kind=chars, 1..65536. */
+    private int blockChars = 64;
+
+    public String getKind() {
+      return kind;
+    }
+
+    public void setKind(String kind) {
+      this.kind = kind;
+    }
+
+    public int getBlockSize() {
+      return blockSize;
+    }
+
+    public void setBlockSize(int blockSize) {
+      this.blockSize = blockSize;
+    }
+
+    public int getBlockChars() {
+      return blockChars;
+    }
+
+    public void setBlockChars(int blockChars) {
+      this.blockChars = blockChars;
+    }
+  }
+
+  /** Scoring policy. */
+  public static class Scorer {
+    /** Policy name: est-ttft (default) or an anchor policy (round-robin, least-request, ...). */
+    private String policy = "est-ttft";
+
+    /** Fit TTFT coefficients online from observed first tokens (est-ttft). */
+    private boolean calibrate = true;
+
+    /** Idle time after which a session pin is dropped (est-ttft). */
+    private Duration sessionTtl = Duration.ofMinutes(30);
+
+    /** Most session pins held (est-ttft); 0 turns session affinity off. */
+    private long maxSessions = 100_000;
+
+    public String getPolicy() {
+      return policy;
+    }
+
+    public void setPolicy(String policy) {
+      this.policy = policy;
+    }
+
+    public boolean isCalibrate() {
+      return calibrate;
+    }
+
+    public void setCalibrate(boolean calibrate) {
+      this.calibrate = calibrate;
+    }
+
+    public Duration getSessionTtl() {
+      return sessionTtl;
+    }
+
+    public void setSessionTtl(Duration sessionTtl) {
+      this.sessionTtl = sessionTtl;
+    }
+
+    public long getMaxSessions() {
+      return maxSessions;
+    }
+
+    public void setMaxSessions(long maxSessions) {
+      this.maxSessions = maxSessions;
+    }
+  }
+
+  /** Per-tenant token buckets. */
+  public static class Limiter {
+    /** Default tokens per minute per tenant (burst: one minute's worth); 0 = unlimited. */
+    private long tokensPerMinute;
+
+    /** Per-tenant overrides: tenant → tokens per minute. */
+    private Map<String, Long> tenants = new LinkedHashMap<>();
+
+    /** Most tenants held at once. */
+    private long maxTenants = 100_000;
+
+    public long getTokensPerMinute() {
+      return tokensPerMinute;
+    }
+
+    public void setTokensPerMinute(long tokensPerMinute) {
+      this.tokensPerMinute = tokensPerMinute;
+    }
+
+    public Map<String, Long> getTenants() {
+      return tenants;
+    }
+
+    public void setTenants(Map<String, Long> tenants) {
+      this.tenants = tenants;
+    }
+
+    public long getMaxTenants() {
+      return maxTenants;
+    }
+
+    public void setMaxTenants(long maxTenants) {
+      this.maxTenants = maxTenants;
+    }
+  }
+
+  /** Circuit breaker per backend. */
+  public static class Breaker {
+    /** Consecutive failures that open the breaker. */
+    private int consecutiveFailures = 5;
+
+    /** Time an open breaker waits before admitting probes. */
+    private Duration cooldown = Duration.ofSeconds(10);
+
+    /** Probe requests a half-open breaker admits. */
+    private int halfOpenProbes = 3;
+
+    public int getConsecutiveFailures() {
+      return consecutiveFailures;
+    }
+
+    public void setConsecutiveFailures(int consecutiveFailures) {
+      this.consecutiveFailures = consecutiveFailures;
+    }
+
+    public Duration getCooldown() {
+      return cooldown;
+    }
+
+    public void setCooldown(Duration cooldown) {
+      this.cooldown = cooldown;
+    }
+
+    public int getHalfOpenProbes() {
+      return halfOpenProbes;
+    }
+
+    public void setHalfOpenProbes(int halfOpenProbes) {
+      this.halfOpenProbes = halfOpenProbes;
+    }
+  }
+
+  /** Prefix index. */
+  public static class Index {
+    /** Capacity in blocks of a backend whose descriptor gives none. */
+    private long defaultCapacityBlocks = 100_000;
+
+    /** Lifetime of unconfirmed predictions on backends that send KV events. */
+    private Duration predictionTtl = Duration.ofSeconds(30);
+
+    public long getDefaultCapacityBlocks() {
+      return defaultCapacityBlocks;
+    }
+
+    public void setDefaultCapacityBlocks(long defaultCapacityBlocks) {
+      this.defaultCapacityBlocks = defaultCapacityBlocks;
+    }
+
+    public Duration getPredictionTtl() {
+      return predictionTtl;
+    }
+
+    public void setPredictionTtl(Duration predictionTtl) {
+      this.predictionTtl = predictionTtl;
+    }
+  }
+
+  public boolean isEnabled() {
+    return enabled;
+  }
+
+  public void setEnabled(boolean enabled) {
+    this.enabled = enabled;
+  }
+
+  public List<BackendProperties> getBackends() {
+    return backends;
+  }
+
+  public void setBackends(List<BackendProperties> backends) {
+    this.backends = backends;
+  }
+
+  public Map<String, String> getModelAliases() {
+    return modelAliases;
+  }
+
+  public void setModelAliases(Map<String, String> modelAliases) {
+    this.modelAliases = modelAliases;
+  }
+
+  public Map<String, Map<String, Integer>> getModelSplits() {
+    return modelSplits;
+  }
+
+  public void setModelSplits(Map<String, Map<String, Integer>> modelSplits) {
+    this.modelSplits = modelSplits;
+  }
+
+  public int getMaxBackends() {
+    return maxBackends;
+  }
+
+  public void setMaxBackends(int maxBackends) {
+    this.maxBackends = maxBackends;
+  }
+
+  public int getRetryBudget() {
+    return retryBudget;
+  }
+
+  public void setRetryBudget(int retryBudget) {
+    this.retryBudget = retryBudget;
+  }
+
+  public boolean isPrefixIsolation() {
+    return prefixIsolation;
+  }
+
+  public void setPrefixIsolation(boolean prefixIsolation) {
+    this.prefixIsolation = prefixIsolation;
+  }
+
+  public Hashing getHashing() {
+    return hashing;
+  }
+
+  public Scorer getScorer() {
+    return scorer;
+  }
+
+  public Limiter getLimiter() {
+    return limiter;
+  }
+
+  public Breaker getBreaker() {
+    return breaker;
+  }
+
+  public Index getIndex() {
+    return index;
+  }
+}

@@ -1,0 +1,193 @@
+package dev.prefixrouter.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.prefixrouter.api.Backend;
+import dev.prefixrouter.api.Prompt;
+import dev.prefixrouter.api.RouteRequest;
+import dev.prefixrouter.api.Routed;
+import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.api.spi.Scorer;
+import dev.prefixrouter.api.spi.TenantLimiter;
+import dev.prefixrouter.radix.RadixPrefixIndex;
+import dev.prefixrouter.scoring.EstimatedTtftScorer;
+import dev.prefixrouter.scoring.TenantTokenBuckets;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+class PrefixRouterAutoConfigurationTest {
+  private final ApplicationContextRunner runner =
+      new ApplicationContextRunner()
+          .withConfiguration(AutoConfigurations.of(PrefixRouterAutoConfiguration.class));
+
+  @Test
+  void defaultsGiveAnEngineWithTheDefaultParts() {
+    runner.run(
+        ctx -> {
+          assertThat(ctx).hasSingleBean(RoutingEngine.class);
+          assertThat(ctx.getBean(Scorer.class)).isInstanceOf(EstimatedTtftScorer.class);
+          assertThat(ctx.getBean(dev.prefixrouter.api.spi.PrefixIndex.class))
+              .isInstanceOf(RadixPrefixIndex.class);
+          assertThat(ctx.getBean(TenantLimiter.class)).isSameAs(TenantLimiter.unlimited());
+          assertThat(ctx.getBean(RoutingEngine.class).backends().all()).isEmpty();
+        });
+  }
+
+  @Test
+  void propertiesBindBackendsAliasesSplitsAndQuotas() {
+    runner
+        .withPropertyValues(
+            "prefix-router.backends[0].id=b0",
+            "prefix-router.backends[0].models=llama",
+            "prefix-router.backends[0].capacity-blocks=20000",
+            "prefix-router.backends[1].id=b1",
+            "prefix-router.backends[1].models=llama,llama-v2",
+            "prefix-router.backends[1].capabilities=vision",
+            "prefix-router.backends[1].labels.zone=eu",
+            "prefix-router.model-aliases.gpt-4=llama",
+            "prefix-router.model-splits.chat.llama=90",
+            "prefix-router.model-splits.chat.llama-v2=10",
+            "prefix-router.limiter.tokens-per-minute=100000",
+            "prefix-router.limiter.tenants.batch=1000000")
+        .run(
+            ctx -> {
+              RoutingEngine engine = ctx.getBean(RoutingEngine.class);
+              assertThat(engine.backends().all())
+                  .extracting(Backend::id)
+                  .containsExactly("b0", "b1");
+              Backend b1 = engine.backends().get("b1").orElseThrow();
+              assertThat(b1.capabilities()).containsExactly("vision");
+              assertThat(b1.labels()).containsEntry("zone", "eu");
+              assertThat(engine.backends().get("b0").orElseThrow().capacityBlocks())
+                  .isEqualTo(20_000);
+              Routed r =
+                  (Routed)
+                      engine.route(
+                          RouteRequest.builder("acme", "gpt-4")
+                              .prompt(Prompt.ofTokens(new int[64]))
+                              .build());
+              assertThat(r.resolvedModel()).isEqualTo("llama");
+              TenantTokenBuckets limiter = (TenantTokenBuckets) ctx.getBean(TenantLimiter.class);
+              assertThat(limiter.quotaOf("batch").capacityTokens()).isEqualTo(1_000_000);
+              assertThat(limiter.quotaOf("acme").capacityTokens()).isEqualTo(100_000);
+            });
+  }
+
+  @Test
+  void anchorPolicyByName() {
+    runner
+        .withPropertyValues("prefix-router.scorer.policy=round-robin")
+        .run(ctx -> assertThat(ctx.getBean(Scorer.class).name()).isEqualTo("round-robin"));
+  }
+
+  @Test
+  void invalidPropertiesFailStartupNamingTheProperty() {
+    runner
+        .withPropertyValues("prefix-router.backends[0].id=b0")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .rootCause()
+                    .hasMessageContaining("must serve at least one model"));
+    runner
+        .withPropertyValues(
+            "prefix-router.backends[0].id=b0",
+            "prefix-router.backends[0].models=m",
+            "prefix-router.backends[1].id=b0",
+            "prefix-router.backends[1].models=m")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining("prefix-router.backends[1].id 'b0' is used twice"));
+    runner
+        .withPropertyValues("prefix-router.hashing.kind=bytes")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining(
+                        "prefix-router.hashing.kind must be 'tokens' or 'chars'"));
+    runner
+        .withPropertyValues("prefix-router.scorer.policy=magic")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining(
+                        "prefix-router.scorer.policy: unknown policy 'magic'"));
+    runner
+        .withPropertyValues("prefix-router.hashing.block-size=0")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining(
+                        "prefix-router.hashing.block-size: blockSize must be"));
+  }
+
+  @Test
+  void backsOffToAUserEngineAndUserParts() {
+    runner
+        .withUserConfiguration(UserEngine.class)
+        .run(
+            ctx -> {
+              assertThat(ctx).hasSingleBean(RoutingEngine.class);
+              assertThat(ctx.getBean(RoutingEngine.class).backends().all())
+                  .extracting(Backend::id)
+                  .containsExactly("mine");
+            });
+    runner
+        .withUserConfiguration(UserScorer.class)
+        .run(ctx -> assertThat(ctx.getBean(Scorer.class)).isSameAs(UserScorer.SCORER));
+  }
+
+  @Test
+  void customizersApplyAfterProperties() {
+    runner
+        .withPropertyValues("prefix-router.backends[0].id=b0", "prefix-router.backends[0].models=m")
+        .withUserConfiguration(AddBackend.class)
+        .run(
+            ctx ->
+                assertThat(ctx.getBean(RoutingEngine.class).backends().all())
+                    .extracting(Backend::id)
+                    .containsExactly("b0", "from-customizer"));
+  }
+
+  @Test
+  void canBeDisabled() {
+    runner
+        .withPropertyValues("prefix-router.enabled=false")
+        .run(ctx -> assertThat(ctx).doesNotHaveBean(RoutingEngine.class));
+  }
+
+  @Configuration(proxyBeanMethods = false)
+  static class UserEngine {
+    @Bean
+    RoutingEngine myEngine() {
+      return RoutingEngine.builder().backend(Backend.of("mine", "m")).build();
+    }
+  }
+
+  @Configuration(proxyBeanMethods = false)
+  static class UserScorer {
+    static final Scorer SCORER = Scorer.leastInFlight();
+
+    @Bean
+    Scorer myScorer() {
+      return SCORER;
+    }
+  }
+
+  @Configuration(proxyBeanMethods = false)
+  static class AddBackend {
+    @Bean
+    RoutingEngineBuilderCustomizer addBackend() {
+      return b -> b.backend(Backend.of("from-customizer", "m"));
+    }
+  }
+}
