@@ -20,6 +20,16 @@ public interface BackendRegistry {
   void add(Backend backend);
 
   /**
+   * Replaces the descriptor of an existing backend atomically with respect to {@link #add} and
+   * {@link #remove}: a backend removed meanwhile is not brought back.
+   *
+   * @param change maps the current descriptor to the new one (same id)
+   * @return false if no backend has this id
+   * @throws IllegalArgumentException if {@code change} returns a descriptor with another id
+   */
+  boolean update(String backendId, java.util.function.UnaryOperator<Backend> change);
+
+  /**
    * Removes a backend and everything the engine believes about it. Once this returns, no decision
    * names the backend; its open leases still end normally.
    *

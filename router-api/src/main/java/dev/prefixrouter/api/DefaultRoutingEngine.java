@@ -587,11 +587,7 @@ final class DefaultRoutingEngine implements RoutingEngine {
         Table t = table;
         existing = t.byId.get(backend.id());
         if (existing != null) {
-          long oldCapacity = existing.backend.capacityBlocks();
-          existing.backend = backend;
-          if (oldCapacity != backend.capacityBlocks()) {
-            index.setCapacity(existing.slot, backend.capacityBlocks());
-          }
+          replace(existing, backend);
         } else {
           int slot = usedSlots.nextClearBit(0);
           if (slot >= maxBackends) {
@@ -615,6 +611,37 @@ final class DefaultRoutingEngine implements RoutingEngine {
       }
       log.info("backend {} {}", backend.id(), existing == null ? "added" : "updated");
       notifyListeners(l -> l.onBackendAdded(backend));
+    }
+
+    /** Swaps the descriptor; lock held. */
+    private void replace(BackendEntry existing, Backend backend) {
+      long oldCapacity = existing.backend.capacityBlocks();
+      existing.backend = backend;
+      if (oldCapacity != backend.capacityBlocks()) {
+        index.setCapacity(existing.slot, backend.capacityBlocks());
+      }
+    }
+
+    @Override
+    public boolean update(String backendId, java.util.function.UnaryOperator<Backend> change) {
+      Objects.requireNonNull(backendId, "backendId");
+      Objects.requireNonNull(change, "change");
+      Backend updated;
+      synchronized (lock) {
+        BackendEntry e = table.byId.get(backendId);
+        if (e == null) {
+          return false;
+        }
+        updated = Objects.requireNonNull(change.apply(e.backend), "changed backend");
+        if (!updated.id().equals(backendId)) {
+          throw new IllegalArgumentException(
+              "update of '" + backendId + "' must keep the id, got '" + updated.id() + "'");
+        }
+        replace(e, updated);
+      }
+      Backend b = updated;
+      notifyListeners(l -> l.onBackendAdded(b));
+      return true;
     }
 
     @Override

@@ -257,6 +257,19 @@ class RoutingEngineTest {
   }
 
   @Test
+  void updateChangesOnlyExistingBackends() {
+    Fakes.RecordingIndex index = new Fakes.RecordingIndex();
+    RoutingEngine engine = builder().prefixIndex(index).backend(Backend.of("a", "m")).build();
+    assertThat(engine.backends().update("a", b -> b.withCapacityBlocks(99))).isTrue();
+    assertThat(engine.backends().get("a").orElseThrow().capacityBlocks()).isEqualTo(99);
+    assertThat(index.calls).contains("capacity 0 99");
+    assertThat(engine.backends().update("zz", b -> b)).isFalse();
+    assertThat(engine.backends().get("zz")).isEmpty();
+    assertThatThrownBy(() -> engine.backends().update("a", b -> Backend.of("other", "m")))
+        .hasMessageContaining("must keep the id");
+  }
+
+  @Test
   void afterRemoveNoDecisionNamesTheBackend() {
     RoutingEngine engine =
         builder().backend(Backend.of("a", "m")).backend(Backend.of("b", "m")).build();

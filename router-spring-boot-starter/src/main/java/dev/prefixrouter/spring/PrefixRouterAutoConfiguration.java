@@ -181,6 +181,23 @@ public class PrefixRouterAutoConfiguration {
     return guard("prefix-router", b::build);
   }
 
+  @Bean
+  @ConditionalOnMissingBean
+  @ConditionalOnProperty(prefix = "prefix-router.poller", name = "enabled", havingValue = "true")
+  public MetricsPoller prefixRouterMetricsPoller(PrefixRouterProperties p, RoutingEngine engine) {
+    Map<String, String> urls = new java.util.HashMap<>();
+    for (PrefixRouterProperties.BackendProperties b : p.getBackends()) {
+      if (b.getId() != null && b.getUrl() != null) {
+        urls.put(b.getId(), b.getUrl());
+      }
+    }
+    return guard(
+        "prefix-router.poller",
+        () ->
+            new MetricsPoller(
+                engine, urls::get, p.getPoller().getInterval(), p.getPoller().getTimeout()));
+  }
+
   /** Runs a builder step, turning a validation error into one naming the property. */
   private static <T> T guard(String property, java.util.function.Supplier<T> step) {
     try {

@@ -38,6 +38,47 @@ public class PrefixRouterProperties {
   private final Limiter limiter = new Limiter();
   private final Breaker breaker = new Breaker();
   private final Index index = new Index();
+  private final Poller poller = new Poller();
+
+  /** The optional backend metrics poller. */
+  public static class Poller {
+    /** Poll each backend's {url}/metrics (vLLM or SGLang names) into load reports. */
+    private boolean enabled;
+
+    /** Time between polls. */
+    private Duration interval = Duration.ofMillis(500);
+
+    /** Timeout of one scrape. */
+    private Duration timeout = Duration.ofSeconds(2);
+
+    public boolean isEnabled() {
+      return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+      this.enabled = enabled;
+    }
+
+    public Duration getInterval() {
+      return interval;
+    }
+
+    public void setInterval(Duration interval) {
+      this.interval = interval;
+    }
+
+    public Duration getTimeout() {
+      return timeout;
+    }
+
+    public void setTimeout(Duration timeout) {
+      this.timeout = timeout;
+    }
+  }
+
+  public Poller getPoller() {
+    return poller;
+  }
 
   /** One backend. */
   public static class BackendProperties {
