@@ -22,10 +22,12 @@ import java.util.Map;
 import java.util.Set;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
 
 /**
  * Creates a {@link RoutingEngine} from {@code prefix-router.*} with the default parts — xxh3 block
@@ -196,6 +198,44 @@ public class PrefixRouterAutoConfiguration {
         () ->
             new MetricsPoller(
                 engine, urls::get, p.getPoller().getInterval(), p.getPoller().getTimeout()));
+  }
+
+  /** The actuator endpoint and health indicator, when Spring Boot Actuator is present. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "org.springframework.boot.actuate.endpoint.annotation.Endpoint")
+  static class ActuatorConfiguration {
+    @Bean
+    @ConditionalOnMissingBean
+    PrefixRouterEndpoint prefixRouterEndpoint(RoutingEngine engine) {
+      return new PrefixRouterEndpoint(engine);
+    }
+  }
+
+  /** Health indicator, when Spring Boot's health module is present. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
+  static class HealthConfiguration {
+    @Bean
+    @ConditionalOnMissingBean(name = "prefixRouterHealthIndicator")
+    PrefixRouterHealthIndicator prefixRouterHealthIndicator(
+        RoutingEngine engine, PrefixRouterProperties p) {
+      java.util.Set<String> models = new java.util.TreeSet<>();
+      p.getBackends().forEach(b -> models.addAll(b.getModels()));
+      return new PrefixRouterHealthIndicator(engine, models);
+    }
+  }
+
+  /** Micrometer meters, when Micrometer is present. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "io.micrometer.core.instrument.MeterRegistry")
+  static class MetricsConfiguration {
+    @Bean
+    @ConditionalOnMissingBean
+    PrefixRouterMetrics prefixRouterMetrics(
+        ObjectProvider<RoutingEngine> engine, org.springframework.core.env.Environment env) {
+      return new PrefixRouterMetrics(
+          engine, env.getProperty("prefix-router.metrics.tenant-tags", Boolean.class, false));
+    }
   }
 
   /** Runs a builder step, turning a validation error into one naming the property. */

@@ -39,6 +39,25 @@ public class PrefixRouterProperties {
   private final Breaker breaker = new Breaker();
   private final Index index = new Index();
   private final Poller poller = new Poller();
+  private final Metrics metrics = new Metrics();
+
+  /** Micrometer meters. */
+  public static class Metrics {
+    /** Tag decision meters with the tenant (unbounded cardinality: only for few tenants). */
+    private boolean tenantTags;
+
+    public boolean isTenantTags() {
+      return tenantTags;
+    }
+
+    public void setTenantTags(boolean tenantTags) {
+      this.tenantTags = tenantTags;
+    }
+  }
+
+  public Metrics getMetrics() {
+    return metrics;
+  }
 
   /** The optional backend metrics poller. */
   public static class Poller {

@@ -1,0 +1,195 @@
+package dev.prefixrouter.spring;
+
+import dev.prefixrouter.api.Backend;
+import dev.prefixrouter.api.BackendSnapshot;
+import dev.prefixrouter.api.Failure;
+import dev.prefixrouter.api.HealthState;
+import dev.prefixrouter.api.Rejected;
+import dev.prefixrouter.api.Routed;
+import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.api.Usage;
+import dev.prefixrouter.api.spi.RoutingListener;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.binder.MeterBinder;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.ToDoubleFunction;
+import org.jspecify.annotations.Nullable;
+import org.springframework.beans.factory.ObjectProvider;
+
+/**
+ * Micrometer meters for the engine, fed as a {@link RoutingListener}. Tags are bounded: outcome,
+ * reject reason, backend id (meters of a removed backend are removed), and the tenant only when
+ * {@code prefix-router.metrics.tenant-tags=true}.
+ *
+ * <table>
+ *   <caption>Meters</caption>
+ *   <tr><td>{@code prefixrouter.decisions}</td><td>counter, {@code outcome=routed|rejected}</td></tr>
+ *   <tr><td>{@code prefixrouter.rejections}</td><td>counter, {@code reason}</td></tr>
+ *   <tr><td>{@code prefixrouter.matched.ratio}</td><td>summary of matched / prompt tokens</td></tr>
+ *   <tr><td>{@code prefixrouter.ttft.estimated}</td><td>summary of the chosen cost (ms for
+ *       est-ttft), {@code backend}</td></tr>
+ *   <tr><td>{@code prefixrouter.ttft.observed}</td><td>timer, {@code backend}</td></tr>
+ *   <tr><td>{@code prefixrouter.failures}</td><td>counter, {@code backend}, {@code kind}</td></tr>
+ *   <tr><td>{@code prefixrouter.backend.inflight}</td><td>gauge, {@code backend}</td></tr>
+ *   <tr><td>{@code prefixrouter.backend.breaker}</td><td>gauge 0 closed, 1 half-open, 2 open</td></tr>
+ * </table>
+ */
+public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
+  private final ObjectProvider<RoutingEngine> engine;
+  private final boolean tenantTags;
+  private volatile @Nullable MeterRegistry registry;
+  private final Map<String, List<Meter>> backendMeters = new ConcurrentHashMap<>();
+
+  public PrefixRouterMetrics(ObjectProvider<RoutingEngine> engine, boolean tenantTags) {
+    this.engine = engine;
+    this.tenantTags = tenantTags;
+  }
+
+  @Override
+  public void bindTo(MeterRegistry registry) {
+    this.registry = registry;
+    RoutingEngine e = engine.getIfAvailable();
+    if (e != null) {
+      e.backends().all().forEach(b -> registerBackend(registry, b.id()));
+    }
+  }
+
+  private void registerBackend(MeterRegistry r, String id) {
+    backendMeters.computeIfAbsent(
+        id,
+        k -> {
+          List<Meter> ms = new ArrayList<>();
+          ms.add(gauge(r, "prefixrouter.backend.inflight", id, BackendSnapshot::inFlight));
+          ms.add(
+              gauge(
+                  r,
+                  "prefixrouter.backend.breaker",
+                  id,
+                  b ->
+                      b.health() == HealthState.CLOSED
+                          ? 0
+                          : b.health() == HealthState.HALF_OPEN ? 1 : 2));
+          return ms;
+        });
+  }
+
+  private Gauge gauge(
+      MeterRegistry r, String name, String id, ToDoubleFunction<BackendSnapshot> f) {
+    return Gauge.builder(
+            name,
+            this,
+            self -> {
+              RoutingEngine e = engine.getIfAvailable();
+              return e == null
+                  ? Double.NaN
+                  : e.inspect().backend(id).map(f::applyAsDouble).orElse(Double.NaN);
+            })
+        .tag("backend", id)
+        .register(r);
+  }
+
+  private Tags tenant(Routed r) {
+    return tenantTags ? Tags.of("tenant", r.request().tenant()) : Tags.empty();
+  }
+
+  @Override
+  public void onRouted(Routed routed) {
+    MeterRegistry r = registry;
+    if (r == null) {
+      return;
+    }
+    Counter.builder("prefixrouter.decisions")
+        .tag("outcome", "routed")
+        .tags(tenant(routed))
+        .register(r)
+        .increment();
+    if (routed.promptTokens() > 0) {
+      DistributionSummary.builder("prefixrouter.matched.ratio")
+          .register(r)
+          .record((double) routed.matchedTokens() / routed.promptTokens());
+    }
+    DistributionSummary.builder("prefixrouter.ttft.estimated")
+        .tag("backend", routed.backendId())
+        .register(r)
+        .record(routed.cost());
+  }
+
+  @Override
+  public void onRejected(Rejected rejected) {
+    MeterRegistry r = registry;
+    if (r == null) {
+      return;
+    }
+    Tags t = tenantTags ? Tags.of("tenant", rejected.request().tenant()) : Tags.empty();
+    Counter.builder("prefixrouter.decisions")
+        .tag("outcome", "rejected")
+        .tags(t)
+        .register(r)
+        .increment();
+    Counter.builder("prefixrouter.rejections")
+        .tag("reason", rejected.reason().name())
+        .tags(t)
+        .register(r)
+        .increment();
+  }
+
+  @Override
+  public void onFirstToken(Routed routed, long ttftNanos) {
+    MeterRegistry r = registry;
+    if (r != null) {
+      Timer.builder("prefixrouter.ttft.observed")
+          .tag("backend", routed.backendId())
+          .register(r)
+          .record(Duration.ofNanos(ttftNanos));
+    }
+  }
+
+  @Override
+  public void onFailed(Routed routed, Failure failure, boolean beforeFirstToken) {
+    MeterRegistry r = registry;
+    if (r != null) {
+      Counter.builder("prefixrouter.failures")
+          .tag("backend", routed.backendId())
+          .tag("kind", failure.kind().name())
+          .register(r)
+          .increment();
+    }
+  }
+
+  @Override
+  public void onCompleted(Routed routed, Usage usage, long durationNanos) {}
+
+  @Override
+  public void onBackendAdded(Backend backend) {
+    MeterRegistry r = registry;
+    if (r != null) {
+      registerBackend(r, backend.id());
+    }
+  }
+
+  @Override
+  public void onBackendRemoved(Backend backend) {
+    MeterRegistry r = registry;
+    List<Meter> ms = backendMeters.remove(backend.id());
+    if (r != null && ms != null) {
+      ms.forEach(r::remove);
+    }
+    if (r != null) {
+      for (Meter m : List.copyOf(r.getMeters())) {
+        if (backend.id().equals(m.getId().getTag("backend"))) {
+          r.remove(m);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,130 @@
+package dev.prefixrouter.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.prefixrouter.api.Failure;
+import dev.prefixrouter.api.Prompt;
+import dev.prefixrouter.api.RouteRequest;
+import dev.prefixrouter.api.Routed;
+import dev.prefixrouter.api.RoutingEngine;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.boot.health.contributor.Status;
+import org.springframework.boot.test.context.FilteredClassLoader;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+class ActuatorAndMetricsTest {
+  private final ApplicationContextRunner runner =
+      new ApplicationContextRunner()
+          .withConfiguration(AutoConfigurations.of(PrefixRouterAutoConfiguration.class))
+          .withPropertyValues(
+              "prefix-router.backends[0].id=b0",
+              "prefix-router.backends[0].models=m",
+              "prefix-router.backends[1].id=b1",
+              "prefix-router.backends[1].models=m");
+
+  private static Routed route(RoutingEngine e) {
+    return (Routed)
+        e.route(RouteRequest.builder("t", "m").prompt(Prompt.ofTokens(new int[32])).build());
+  }
+
+  @Test
+  void endpointReadsAndChangesMembership() {
+    runner.run(
+        ctx -> {
+          PrefixRouterEndpoint ep = ctx.getBean(PrefixRouterEndpoint.class);
+          RoutingEngine engine = ctx.getBean(RoutingEngine.class);
+          assertThat(ep.snapshot().backends()).hasSize(2);
+          assertThat(ep.backend("b0")).isNotNull();
+          assertThat(ep.backend("nope")).isNull();
+          assertThat(ep.change("b1", "drain", null, null)).containsEntry("result", "draining");
+          for (int i = 0; i < 5; i++) {
+            assertThat(route(engine).backendId()).isEqualTo("b0");
+          }
+          ep.change("b1", "undrain", null, null);
+          ep.change("b2", "add", List.of("m"), 500L);
+          assertThat(engine.backends().get("b2").orElseThrow().capacityBlocks()).isEqualTo(500);
+          assertThat(ep.change("b2", "remove", null, null)).containsEntry("result", "removed");
+          assertThatThrownBy(() -> ep.change("b0", "explode", null, null))
+              .hasMessageContaining("action must be");
+          assertThatThrownBy(() -> ep.change("b3", "add", null, null))
+              .hasMessageContaining("add needs models");
+        });
+  }
+
+  @Test
+  void healthIsUpWhileEveryModelHasARoutableBackend() {
+    runner.run(
+        ctx -> {
+          HealthIndicator h = ctx.getBean(PrefixRouterHealthIndicator.class);
+          RoutingEngine engine = ctx.getBean(RoutingEngine.class);
+          assertThat(h.health().getStatus()).isEqualTo(Status.UP);
+          engine.backends().drain("b0");
+          assertThat(h.health().getStatus()).isEqualTo(Status.UP);
+          engine.backends().drain("b1");
+          assertThat(h.health().getStatus()).isEqualTo(Status.DOWN);
+          assertThat(h.health().getDetails()).containsKey("routableBackendsPerModel");
+        });
+  }
+
+  @Test
+  void metersCountDecisionsAndFollowBackends() {
+    runner.run(
+        ctx -> {
+          MeterRegistry registry = new SimpleMeterRegistry();
+          ctx.getBean(PrefixRouterMetrics.class).bindTo(registry);
+          RoutingEngine engine = ctx.getBean(RoutingEngine.class);
+          Routed r = route(engine);
+          r.lease().firstToken();
+          r.lease().fail(Failure.of(Failure.Kind.ENGINE_ERROR));
+          engine.route(RouteRequest.builder("t", "unknown").build());
+          assertThat(
+                  registry.get("prefixrouter.decisions").tag("outcome", "routed").counter().count())
+              .isEqualTo(1);
+          assertThat(
+                  registry
+                      .get("prefixrouter.rejections")
+                      .tag("reason", "NO_ELIGIBLE_BACKEND")
+                      .counter()
+                      .count())
+              .isEqualTo(1);
+          assertThat(registry.get("prefixrouter.ttft.observed").timer().count()).isEqualTo(1);
+          assertThat(
+                  registry
+                      .get("prefixrouter.backend.inflight")
+                      .tag("backend", "b0")
+                      .gauge()
+                      .value())
+              .isZero();
+          assertThat(registry.find("prefixrouter.decisions").tag("tenant", "t").counter()).isNull();
+          engine.backends().remove(r.backendId());
+          assertThat(
+                  registry
+                      .find("prefixrouter.backend.inflight")
+                      .tag("backend", r.backendId())
+                      .gauge())
+              .as("meters of a removed backend are removed")
+              .isNull();
+        });
+  }
+
+  @Test
+  void worksWithoutActuatorHealthOrMicrometer() {
+    runner
+        .withClassLoader(
+            new FilteredClassLoader(Endpoint.class, HealthIndicator.class, MeterRegistry.class))
+        .run(
+            ctx -> {
+              assertThat(ctx).hasSingleBean(RoutingEngine.class);
+              assertThat(ctx).doesNotHaveBean(PrefixRouterEndpoint.class);
+              assertThat(ctx).doesNotHaveBean(PrefixRouterHealthIndicator.class);
+              assertThat(ctx).doesNotHaveBean(PrefixRouterMetrics.class);
+            });
+  }
+}
