@@ -17,7 +17,9 @@ class ReadmePropertiesTest {
     String metadata =
         Files.readString(Path.of("target/classes/META-INF/spring-configuration-metadata.json"));
     String readme = Files.readString(Path.of("../README.md"));
-    Matcher m = Pattern.compile("\"name\"\\s*:\\s*\"(prefix-router\\.[^\"]+)\"").matcher(metadata);
+    String properties = metadata.substring(metadata.indexOf("\"properties\""));
+    Matcher m =
+        Pattern.compile("\"name\"\\s*:\\s*\"(prefix-router\\.[^\"]+)\"").matcher(properties);
     List<String> names = new ArrayList<>();
     while (m.find()) {
       names.add(m.group(1));
