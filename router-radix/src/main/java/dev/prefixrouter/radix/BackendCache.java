@@ -33,6 +33,12 @@ final class BackendCache {
   long capacity;
   boolean eventsSeen;
 
+  /**
+   * Whether every held block's ancestors are held too (true while only routing decisions wrote this
+   * mirror). Written under the lock inside a write (version odd), read by match.
+   */
+  volatile boolean prefixClosed = true;
+
   final LongIntHashMap index = new LongIntHashMap();
   long[] key = new long[0];
   long[] stamp = new long[0];

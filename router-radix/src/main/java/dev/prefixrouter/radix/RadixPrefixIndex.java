@@ -302,16 +302,27 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private static final class Scratch {
     long[] stamps = new long[64];
     int[] touched = new int[64];
+    int touchedCount;
+    boolean ok;
+    boolean optimistic;
     int[] candidateOf = new int[64]; // slot → candidate position, for this walk's slots
   }
 
   private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
 
   /**
-   * One walk down the keys, intersecting the candidates' bits. Optimistic: each stripe's stamp is
-   * taken at its first probe and all are validated once at the end, so probes carry no fence and
-   * their cache misses overlap; returns false if a writer touched a stripe meanwhile. Otherwise
-   * every probe is its own (possibly locking) read and the walk always succeeds.
+   * Finds every candidate's leading run of held blocks. Candidates whose mirror is
+   * <em>prefix-closed</em> (only routing decisions ever wrote it: a held block's ancestors are
+   * always held, because paths are touched leaf first and eviction takes the least recent entry)
+   * are resolved by bisection — each probe at depth {@code d} splits them into those holding block
+   * {@code d} (their run reaches past it) and the rest — so a 256-block prompt costs about eight
+   * probes per distinct answer instead of 256. Candidates that received KV events (removals and
+   * out-of-order stores can leave holes) get the exact linear walk.
+   *
+   * <p>Optimistic: each stripe's stamp is taken at its first probe and all are validated once at
+   * the end, so probes carry no fence and their cache misses overlap; returns false if a writer
+   * touched a stripe meanwhile. Otherwise every probe is its own (possibly locking) read and the
+   * walk always succeeds.
    */
   private boolean walk(long[] keys, int[] slots, int count, int[] matchedOut, boolean optimistic) {
     int maxSlot = 0;
@@ -319,17 +330,25 @@ public final class RadixPrefixIndex implements PrefixIndex {
       maxSlot = Math.max(maxSlot, slots[c]);
     }
     int words = (maxSlot >>> 6) + 1;
-    long[] live = new long[words];
+    long[] linear = new long[words];
+    long[] closed = new long[words];
     for (int c = 0; c < count; c++) {
       int s = slots[c];
-      live[s >>> 6] |= 1L << s;
+      BackendCache cache = caches.get(s);
+      if (cache != null && cache.prefixClosed) {
+        closed[s >>> 6] |= 1L << s;
+      } else {
+        linear[s >>> 6] |= 1L << s;
+      }
       matchedOut[c] = 0;
     }
     if (keys.length == 0 || count == 0) {
       return true;
     }
     Scratch scratch = SCRATCH.get();
-    int touchedCount = 0;
+    scratch.touchedCount = 0;
+    scratch.ok = true;
+    scratch.optimistic = optimistic;
     if (scratch.stamps.length < stripes.length) {
       scratch.stamps = new long[stripes.length];
       scratch.touched = new int[stripes.length];
@@ -342,56 +361,101 @@ public final class RadixPrefixIndex implements PrefixIndex {
       candidateOf[slots[c]] = c;
     }
     long[] holders = new long[words];
-    int depth = 0;
-    boolean any = true;
-    boolean ok = true;
-    while (any && depth < keys.length) {
-      long k = norm(keys[depth]);
-      int si = stripeIndex(k);
-      NodeStripe stripe = stripes[si];
-      if (optimistic) {
-        if (scratch.stamps[si] == 0) {
-          long stamp = stripe.stamp();
-          if (stamp == 0) {
-            ok = false; // a writer holds the stripe now
-            break;
+    if (any(closed)) {
+      bisect(keys, 0, keys.length, closed, holders, scratch, matchedOut);
+    }
+    if (scratch.ok && any(linear)) {
+      int depth = 0;
+      boolean live = true;
+      while (live && depth < keys.length && scratch.ok) {
+        probe(keys[depth], holders, scratch);
+        live = false;
+        for (int w = 0; w < words; w++) {
+          long dropped = linear[w] & ~holders[w];
+          if (dropped != 0) {
+            recordDepth(dropped, w, depth, candidateOf, matchedOut);
+            linear[w] &= holders[w];
           }
-          scratch.stamps[si] = stamp;
-          scratch.touched[touchedCount++] = si;
+          live |= linear[w] != 0;
         }
-        stripe.readUnlocked(k, holders);
-      } else {
-        stripe.read(k, holders);
+        depth++;
       }
-      any = false;
-      for (int w = 0; w < words; w++) {
-        long dropped = live[w] & ~holders[w];
-        if (dropped != 0) {
-          recordDepth(dropped, w, depth, candidateOf, matchedOut);
-          live[w] &= holders[w];
+      if (live) {
+        for (int w = 0; w < words; w++) {
+          if (linear[w] != 0) {
+            recordDepth(linear[w], w, keys.length, candidateOf, matchedOut);
+          }
         }
-        any |= live[w] != 0;
       }
-      depth++;
     }
     if (optimistic) {
-      for (int t = 0; t < touchedCount; t++) {
+      for (int t = 0; t < scratch.touchedCount; t++) {
         int si = scratch.touched[t];
-        ok &= stripes[si].validate(scratch.stamps[si]);
+        scratch.ok &= stripes[si].validate(scratch.stamps[si]);
         scratch.stamps[si] = 0;
       }
-      if (!ok) {
-        return false;
-      }
     }
-    if (any) {
-      for (int w = 0; w < words; w++) {
-        if (live[w] != 0) {
-          recordDepth(live[w], w, keys.length, candidateOf, matchedOut);
+    return scratch.ok;
+  }
+
+  /**
+   * Every slot in {@code set} holds exactly a leading run of length in {@code [lo, hi]}; assigns
+   * each its length. {@code holders} is scratch.
+   */
+  private void bisect(
+      long[] keys, int lo, int hi, long[] set, long[] holders, Scratch scratch, int[] matchedOut) {
+    if (!scratch.ok || !any(set)) {
+      return;
+    }
+    if (lo == hi) {
+      for (int w = 0; w < set.length; w++) {
+        if (set[w] != 0) {
+          recordDepth(set[w], w, lo, scratch.candidateOf, matchedOut);
         }
       }
+      return;
     }
-    return true;
+    int mid = (lo + hi + 1) >>> 1; // is block mid-1 held? then the run is at least mid long
+    probe(keys[mid - 1], holders, scratch);
+    long[] yes = new long[set.length];
+    long[] no = new long[set.length];
+    for (int w = 0; w < set.length; w++) {
+      yes[w] = set[w] & holders[w];
+      no[w] = set[w] & ~holders[w];
+    }
+    bisect(keys, mid, hi, yes, holders, scratch, matchedOut);
+    bisect(keys, lo, mid - 1, no, holders, scratch, matchedOut);
+  }
+
+  /** Reads the holders of one key, optimistically (stamp per stripe) or with a locking read. */
+  private void probe(long key, long[] holders, Scratch scratch) {
+    long k = norm(key);
+    int si = stripeIndex(k);
+    NodeStripe stripe = stripes[si];
+    if (!scratch.optimistic) {
+      stripe.read(k, holders);
+      return;
+    }
+    if (scratch.stamps[si] == 0) {
+      long stamp = stripe.stamp();
+      if (stamp == 0) {
+        scratch.ok = false; // a writer holds the stripe now
+        java.util.Arrays.fill(holders, 0);
+        return;
+      }
+      scratch.stamps[si] = stamp;
+      scratch.touched[scratch.touchedCount++] = si;
+    }
+    stripe.readUnlocked(k, holders);
+  }
+
+  private static boolean any(long[] bits) {
+    for (long b : bits) {
+      if (b != 0) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static void recordDepth(
@@ -530,6 +594,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
         slot,
         c -> {
           c.eventsSeen = true;
+          c.prefixClosed = false; // events can leave holes (removals, stores without ancestors)
           if (event instanceof BlockStored s) {
             applyStored(c, s, hasher, nowNanos);
           } else if (event instanceof BlockRemoved r) {
