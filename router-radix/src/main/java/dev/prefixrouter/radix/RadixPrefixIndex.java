@@ -37,9 +37,12 @@ import java.util.concurrent.atomic.LongAdder;
  * (one 64-bit word per 64 slots in use: a table widens only when a slot above 63, 127, ... is first
  * set, so fleets of up to 64 backends pay 8 bytes per node). This is the design's radix tree with
  * each edge one block long; path compression would save memory only on unshared runs, and the
- * per-backend LRU needs one entry per block anyway. {@link #match} is one walk down the prompt's
- * keys with one hash probe per block, intersecting the bitsets of the eligible backends until none
- * is left.
+ * per-backend LRU needs one entry per block anyway (its cost is locality: see {@code
+ * benchmarks/README.md}). {@link #match} resolves backends whose mirror only routing decisions
+ * wrote by bisection — such a mirror is prefix-closed (paths are touched leaf first and eviction
+ * takes the least recent entry, so no block outlives its ancestors), hence about log2(n) probes per
+ * distinct answer — and walks the prompt's keys one probe per block, intersecting bitsets, for
+ * backends fed KV events, whose removals can leave holes.
  *
  * <h2>Per-backend LRU mirror</h2>
  *
