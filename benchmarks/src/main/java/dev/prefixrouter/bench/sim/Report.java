@@ -204,7 +204,7 @@ final class Report {
             "<style>body{font-family:sans-serif;margin:24px;max-width:1100px}table{border-collapse:collapse}")
         .append(
             "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}")
-        .append("td:first-child{text-align:left}</style></head><body>")
+        .append("td:first-child,th:first-child{text-align:left}</style></head><body>")
         .append("<h1>prefix-router: policy comparison</h1>")
         .append(
             "<p>Simulated fleet (vLLM-like backends, H100 step-time fit) driven by the real RoutingEngine. ")
