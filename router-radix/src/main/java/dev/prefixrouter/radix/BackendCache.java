@@ -23,7 +23,7 @@ final class BackendCache {
 
   /**
    * Seqlock version for readers: odd while a writer (holding {@link #lock}) changes this backend's
-   * bits, even otherwise. Only written under the lock.
+   * bits, even otherwise. Only written under the lock ({@link #markChanging}, {@link #endWrite}).
    */
   volatile long version;
 
@@ -63,14 +63,26 @@ final class BackendCache {
     this.capacity = capacity;
   }
 
-  /** Starts a write; lock held. */
-  void beginWrite() {
-    version = version + 1;
+  private boolean changing; // guarded by lock
+
+  /**
+   * Called before the first change visible to match (a bit in the node table, the prefix-closed
+   * flag) within a write: makes the version odd. Writes that only reorder the LRU (a routed path
+   * that is already held) never call it, so they never fail a concurrent match. Lock held.
+   */
+  void markChanging() {
+    if (!changing) {
+      version = version + 1;
+      changing = true;
+    }
   }
 
-  /** Ends a write; lock held. */
+  /** Ends a write: makes the version even again if it changed anything. Lock held. */
   void endWrite() {
-    version = version + 1;
+    if (changing) {
+      version = version + 1;
+      changing = false;
+    }
   }
 
   int size() {

@@ -69,9 +69,11 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * The node table is split into stripes by key hash, each an open-addressing table under a {@link
  * java.util.concurrent.locks.StampedLock}; each backend's mirror is guarded by that backend's
- * monitor and carries a seqlock version. Writers of one backend serialize on its monitor, bump its
- * version to odd, take one stripe's write lock per block whose bit changes, and bump the version
- * back to even; writers of different backends run in parallel.
+ * monitor and carries a seqlock version. Writers of one backend serialize on its monitor; before
+ * the first change a match could see (a bit, the prefix-closed flag) they bump its version to odd,
+ * take one stripe's write lock per block whose bit changes, and bump the version back to even at
+ * the end. A write that only refreshes recency (a held path routed again) leaves the version alone
+ * and never disturbs a match. Writers of different backends run in parallel.
  *
  * <p>{@code match} takes no lock: it reads the candidates' versions, walks the keys with optimistic
  * stripe reads, and succeeds if no candidate's version moved, so its answer is the state of every
@@ -177,7 +179,6 @@ public final class RadixPrefixIndex implements PrefixIndex {
       if (c.dead) {
         return;
       }
-      c.beginWrite();
       try {
         c.capacity = capacityBlocks == 0 ? defaultCapacity : capacityBlocks;
         while (c.size() > c.capacity) {
@@ -199,7 +200,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       if (c.dead) {
         return;
       }
-      c.beginWrite();
+      c.markChanging();
       try {
         clearAll(c);
         c.dead = true;
@@ -212,6 +213,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   /** Clears every bit of the backend and resets its mirror. Lock held. */
   private void clearAll(BackendCache c) {
+    c.markChanging();
     for (int e = 0; e < c.allocated; e++) {
       // entries on the free list were cleared already; the key map tells which are live
       long k = c.key[e];
@@ -497,7 +499,6 @@ public final class RadixPrefixIndex implements PrefixIndex {
         unknownSlot.increment();
         return;
       }
-      c.beginWrite();
       try {
         body.accept(c);
       } finally {
@@ -560,6 +561,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       evictOne(c);
     }
     int e = c.add(k, which, now);
+    c.markChanging();
     stripe(k).set(k, c.slot);
     return e;
   }
@@ -575,6 +577,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   private void dropEntry(BackendCache c, int e) {
     long k = c.remove(e);
+    c.markChanging();
     stripe(k).clear(k, c.slot);
   }
 
@@ -597,7 +600,10 @@ public final class RadixPrefixIndex implements PrefixIndex {
         slot,
         c -> {
           c.eventsSeen = true;
-          c.prefixClosed = false; // events can leave holes (removals, stores without ancestors)
+          if (c.prefixClosed) {
+            c.markChanging(); // events can leave holes (removals, stores without ancestors)
+            c.prefixClosed = false;
+          }
           if (event instanceof BlockStored s) {
             applyStored(c, s, hasher, nowNanos);
           } else if (event instanceof BlockRemoved r) {
