@@ -87,6 +87,7 @@ class EngineStressTest {
     AtomicLong epoch = new AtomicLong();
     Queue<Routed> open = new ConcurrentLinkedQueue<>();
     AtomicBoolean stop = new AtomicBoolean();
+    AtomicBoolean routersDone = new AtomicBoolean();
     AtomicLong routed = new AtomicLong();
     AtomicReference<Throwable> failure = new AtomicReference<>();
     List<Thread> threads = new ArrayList<>();
@@ -123,7 +124,8 @@ class EngineStressTest {
             () -> {
               SplittableRandom rnd = new SplittableRandom(7);
               started.countDown();
-              while (!stop.get() || !open.isEmpty()) {
+              // runs until the routing threads are done and every lease they opened has ended
+              while (!routersDone.get() || !open.isEmpty()) {
                 Routed x = open.poll();
                 if (x == null) {
                   Thread.onSpinWait();
@@ -190,6 +192,11 @@ class EngineStressTest {
     started.await();
     Thread.sleep(2_000); // bounded run time, not a wait for state
     stop.set(true);
+    for (Thread th : threads.subList(0, 2)) { // the routing threads first
+      th.join(20_000);
+      assertThat(th.isAlive()).isFalse();
+    }
+    routersDone.set(true);
     for (Thread th : threads) {
       th.join(20_000);
       assertThat(th.isAlive()).isFalse();
