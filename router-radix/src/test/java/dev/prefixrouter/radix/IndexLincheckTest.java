@@ -13,8 +13,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Lincheck linearizability check of {@code match} / {@code recordRouted} / {@code removeBackend}
- * (followed by re-adding the slot) on a small index: two backends of capacity 3, paths that share
- * prefixes, and a single lock stripe so that writers and readers really interfere.
+ * (followed by re-adding the slot) on a small index: two backends of capacity 2 (evictions on most
+ * writes), paths that share prefixes, and a single lock stripe so that writers and readers really
+ * interfere.
  */
 @Param(name = "path", gen = IntGen.class, conf = "0:5")
 @Param(name = "slot", gen = IntGen.class, conf = "0:1")
@@ -30,8 +31,8 @@ public class IndexLincheckTest {
       RadixPrefixIndex.builder().maxBackends(2).stripes(1).predictionTtl(Duration.ZERO).build();
 
   public IndexLincheckTest() {
-    index.addBackend(0, 3);
-    index.addBackend(1, 3);
+    index.addBackend(0, 2);
+    index.addBackend(1, 2);
   }
 
   private static long[] keys(int... tokens) {
@@ -61,7 +62,7 @@ public class IndexLincheckTest {
   public void reset(@Param(name = "slot") int slot) {
     synchronized (membership[slot]) {
       index.removeBackend(slot);
-      index.addBackend(slot, 3);
+      index.addBackend(slot, 2);
     }
   }
 
