@@ -58,6 +58,16 @@ final class BackendCache {
 
   final LongIntHashMap engineCopies = new LongIntHashMap();
 
+  private int[] pathScratch = new int[0];
+
+  /** A scratch array of at least {@code n} entries for one path write (reused; lock held). */
+  int[] pathScratch(int n) {
+    if (pathScratch.length < n) {
+      pathScratch = new int[Math.max(n, pathScratch.length * 2)];
+    }
+    return pathScratch;
+  }
+
   BackendCache(int slot, long capacity) {
     this.slot = slot;
     this.capacity = capacity;
@@ -160,6 +170,7 @@ final class BackendCache {
   /** Drops everything and releases memory. */
   void reset() {
     index.release();
+    pathScratch = new int[0];
     engineToRouter.release();
     engineCopies.release();
     key = new long[0];
@@ -178,6 +189,7 @@ final class BackendCache {
   long approximateBytes() {
     return 128L
         + key.length * (8L + 8 + 4 + 4 + 1 + 4)
+        + pathScratch.length * 4L
         + hppcBytes(index.keys.length, 4)
         + hppcBytes(engineToRouter.keys.length, 8)
         + hppcBytes(engineCopies.keys.length, 4);

@@ -512,12 +512,12 @@ public final class RadixPrefixIndex implements PrefixIndex {
    * them so that eviction later takes leaves before ancestors. Blocks of the path already held are
    * touched before any eviction, so inserting the missing tail never evicts the held head of the
    * same path (the engine pins a request's cached prefix while it allocates the rest); only a path
-   * longer than the capacity loses its own deepest blocks. Returns the entries, leaf last. Lock
-   * held.
+   * longer than the capacity loses its own deepest blocks. Returns the entries, leaf last, in the
+   * backend's scratch array (valid until its next touchPath). Lock held.
    */
   private int[] touchPath(
       BackendCache c, long[] keys, int n, int which, boolean confirm, long now) {
-    int[] entries = new int[n];
+    int[] entries = c.pathScratch(n);
     int missing = 0;
     long firstPathStamp = Long.MAX_VALUE;
     for (int i = n - 1; i >= 0; i--) {

@@ -4,7 +4,12 @@ import dev.prefixrouter.api.Prompt;
 import dev.prefixrouter.api.spi.BlockHasher;
 import net.openhft.hashing.LongHashFunction;
 
-/** Chained xxh3 over {@code [prev key as 2 ints, block ids...]}. */
+/**
+ * {@code k[i] = chain(k[i-1], xxh3(block i's ids))}: each block is hashed by xxh3 on its own (64
+ * bytes for 16-token blocks, xxh3's cheapest long-input path) and folded into the previous key by
+ * {@link #chain}, a multiply-xorshift finalizer. Ids are copied from the prompt in chunks of whole
+ * blocks, so one small buffer serves the whole prompt.
+ */
 final class TokenBlockHasher implements BlockHasher {
   private static final LongHashFunction XX3 = LongHashFunction.xx3();
 
@@ -25,16 +30,32 @@ final class TokenBlockHasher implements BlockHasher {
     }
     int blocks = Math.min(maxBlocks, t.length() / blockSize);
     long[] keys = new long[blocks];
-    int[] buf = new int[blockSize + 2];
+    int perChunk = Math.max(1, CHUNK_IDS / blockSize);
+    int[] buf = new int[Math.min(blocks, perChunk) * blockSize];
     long prev = seed;
-    for (int i = 0; i < blocks; i++) {
-      buf[0] = (int) prev;
-      buf[1] = (int) (prev >>> 32);
-      t.copyTo(i * blockSize, buf, 2, blockSize);
-      prev = XX3.hashInts(buf);
-      keys[i] = prev;
+    for (int first = 0; first < blocks; first += perChunk) {
+      int n = Math.min(perChunk, blocks - first);
+      t.copyTo(first * blockSize, buf, 0, n * blockSize);
+      for (int j = 0; j < n; j++) {
+        prev = chain(prev, XX3.hashInts(buf, j * blockSize, blockSize));
+        keys[first + j] = prev;
+      }
     }
     return keys;
+  }
+
+  /** Ids copied per chunk (whole blocks; at least one block). */
+  private static final int CHUNK_IDS = 64;
+
+  /**
+   * Folds a block's hash into the chain: not symmetric in its arguments, and a bijection of {@code
+   * prev} for a fixed block hash, so distinct prefixes stay distinct keys as long as xxh3 does not
+   * collide on the block.
+   */
+  static long chain(long prev, long block) {
+    long z = (prev ^ block) * 0x9E3779B97F4A7C15L + block;
+    z = (z ^ (z >>> 32)) * 0xD6E8FEB86659FD93L;
+    return z ^ (z >>> 32);
   }
 
   @Override

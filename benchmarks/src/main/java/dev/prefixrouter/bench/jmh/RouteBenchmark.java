@@ -87,6 +87,7 @@ public class RouteBenchmark {
   @State(Scope.Thread)
   public static class Cursor {
     final SplittableRandom rnd = new SplittableRandom(Thread.currentThread().getId());
+    int next;
   }
 
   private Routed complete(Prompt p) {
@@ -101,6 +102,27 @@ public class RouteBenchmark {
   @Threads(1)
   public Routed route1Thread(Cursor c) {
     return complete(prompts[c.rnd.nextInt(prompts.length)]);
+  }
+
+  /** Only prompts whose whole path is held (the 256 most recently warmed, routed in a loop). */
+  @Benchmark
+  @Threads(1)
+  public Routed routeHeld(Cursor c) {
+    return complete(prompts[prompts.length - 1 - (c.next++ & 255)]);
+  }
+
+  /**
+   * Only prompts whose 3k-token tail is not held: the prompts are cycled in order, and the cycle
+   * (1.6M distinct blocks) is longer than the fleet's capacity (1M), so LRU never keeps a tail.
+   */
+  @Benchmark
+  @Threads(1)
+  public Routed routeNew(Cursor c) {
+    int i = c.next++;
+    if (c.next == prompts.length) {
+      c.next = 0;
+    }
+    return complete(prompts[i]);
   }
 
   @Benchmark
