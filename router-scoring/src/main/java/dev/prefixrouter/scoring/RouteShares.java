@@ -4,6 +4,7 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.prefixrouter.api.spi.ScoringContext;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.jspecify.annotations.Nullable;
 
@@ -92,6 +93,33 @@ final class RouteShares {
       return 0.0;
     }
     return decayed(c, now) * n / all;
+  }
+
+  /** Per slot: decision sequence of its last paced replica, plus the interval (0 = never). */
+  private volatile AtomicLongArray lastReplica = new AtomicLongArray(64);
+
+  /**
+   * Claims a balance-driven replica onto {@code slot} if that slot received none in the last {@code
+   * interval} decisions.
+   */
+  boolean tryReplica(int slot, int interval) {
+    AtomicLongArray a = lastReplica;
+    if (slot >= a.length()) {
+      synchronized (growLock) {
+        a = lastReplica;
+        if (slot >= a.length()) {
+          AtomicLongArray bigger = new AtomicLongArray(Math.max(slot + 1, 2 * a.length()));
+          for (int i = 0; i < a.length(); i++) {
+            bigger.set(i, a.get(i));
+          }
+          lastReplica = bigger;
+          a = bigger;
+        }
+      }
+    }
+    long now = seq.get() + interval; // shifted so that the initial 0 reads as "long ago"
+    long last = a.get(slot);
+    return now - last >= interval && a.compareAndSet(slot, last, now);
   }
 
   void forget(int slot) {

@@ -174,6 +174,46 @@ class EstimatedTtftScorerTest {
   }
 
   @Test
+  void replicasMadeForBalanceArePacedPerTargetBackend() {
+    assertThat(replicasOntoTheIdleBackend(EstimatedTtftScorer.builder().calibrate(false)))
+        .as("default: one new group per 300 decisions onto b1, the others stay on b0")
+        .isEqualTo(1);
+    assertThat(
+            replicasOntoTheIdleBackend(
+                EstimatedTtftScorer.builder().calibrate(false).balanceReplicaInterval(0)))
+        .as("pacing off: every overloaded group stampedes onto b1")
+        .isEqualTo(4);
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().balanceReplicaInterval(-1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("balanceReplicaInterval");
+  }
+
+  /**
+   * b0 took 2,000 decisions for four prefix groups held only there (each half a backend's fair
+   * load); then one request of each group is scored: how many go to b1, which holds none of them?
+   */
+  private static int replicasOntoTheIdleBackend(EstimatedTtftScorer.Builder builder) {
+    EstimatedTtftScorer s = builder.build();
+    FakeContext ctx = new FakeContext(2);
+    ctx.promptTokens = 1024;
+    ctx.keys = new long[64];
+    ctx.matchedBlocks[0] = 64;
+    for (int i = 0; i < 2_000; i++) {
+      java.util.Arrays.fill(ctx.keys, 1 + i % 4);
+      s.onRouted(ctx, 0); // recorded without scoring: b0 was the only backend then
+    }
+    int toB1 = 0;
+    for (int g = 1; g <= 4; g++) {
+      java.util.Arrays.fill(ctx.keys, g);
+      s.score(ctx);
+      int chosen = ctx.best();
+      s.onRouted(ctx, chosen);
+      toB1 += chosen;
+    }
+    return toB1;
+  }
+
+  @Test
   void calibrationConvergesToTheTrueCoefficientsDespiteNoiseAndOutliers() {
     TtftCoefficients truth = new TtftCoefficients(25.0, 0.04, 1.5e-6, 2.0, 50);
     EstimatedTtftScorer s =

@@ -34,10 +34,12 @@ class GatewayHitRateSimTest {
   }
 
   @Test
-  void ourScorerBeatsRoundRobinByFarAndStaysBalanced() {
+  void ourScorerMeetsTheTargetOnThePublishedSeeds() {
+    // the target: >= 99.3 % on both distributions with every backend within 5 % of the
+    // mean (needs the paced balance replicas: without them uniform is 99.05 %)
     for (boolean skewed : new boolean[] {false, true}) {
       GatewayHitRateSim.Result r = GatewayHitRateSim.run("est-ttft", skewed);
-      assertThat(r.hitRate()).isGreaterThan(0.985);
+      assertThat(r.hitRate()).isGreaterThanOrEqualTo(0.993);
       assertThat(r.maxDeviationFromMean()).isLessThan(0.05);
       GatewayHitRateSim.Result sticky = GatewayHitRateSim.run("est-ttft-sticky", skewed);
       assertThat(sticky.hitRate()).isGreaterThan(0.993);
