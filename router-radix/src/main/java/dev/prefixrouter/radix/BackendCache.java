@@ -144,6 +144,54 @@ final class BackendCache {
     linkHead(e, which);
   }
 
+  /**
+   * Fast path for re-touching a held path: if the entries of {@code keys[0..n)} lie in one list as
+   * one contiguous run in path order (block 0 most recent) — as a path touched together stays until
+   * another path touches part of it — moves the whole run to the head and restamps it leaf first,
+   * exactly what touching each block leaf first would do, at the cost of one map lookup and a
+   * sequential walk. Returns false, changing nothing, if the run is not there. {@code first} is the
+   * normalized key of block 0; the others are compared through {@link #normalized}.
+   */
+  boolean touchRun(long first, long[] keys, int n, int[] entries, long now) {
+    int e = find(first);
+    if (e < 0) {
+      return false;
+    }
+    int which = list[e];
+    for (int i = 0; i < n; i++) {
+      if (e == NONE || list[e] != which || key[e] != (i == 0 ? first : normalized(keys[i]))) {
+        return false;
+      }
+      entries[i] = e;
+      e = next[e];
+    }
+    int firstE = entries[0];
+    int lastE = entries[n - 1];
+    if (head[which] != firstE) {
+      int p = prev[firstE];
+      int after = next[lastE];
+      next[p] = after; // p exists: the run is not at the head
+      if (after != NONE) {
+        prev[after] = p;
+      } else {
+        tail[which] = p;
+      }
+      prev[head[which]] = lastE;
+      next[lastE] = head[which];
+      prev[firstE] = NONE;
+      head[which] = firstE;
+    }
+    for (int i = n - 1; i >= 0; i--) {
+      stamp[entries[i]] = nextStamp(now);
+    }
+    return true;
+  }
+
+  /** The key the index stores for {@code k} (key 0 marks an empty cell and is remapped). */
+  static long normalized(long k) {
+    return RadixPrefixIndex.norm(k);
+  }
+
   /** The entry eviction would take next (older of the two LRU tails), or -1 if empty. */
   int victim() {
     int p = tail[PREDICTED];

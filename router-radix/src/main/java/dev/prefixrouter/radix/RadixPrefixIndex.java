@@ -145,7 +145,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     return stripes.length == 1 ? 0 : (int) ((key * 0xC2B2AE3D27D4EB4FL) >>> stripeShift);
   }
 
-  private static long norm(long key) {
+  static long norm(long key) {
     return key == 0 ? ZERO_KEY : key;
   }
 
@@ -518,6 +518,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private int[] touchPath(
       BackendCache c, long[] keys, int n, int which, boolean confirm, long now) {
     int[] entries = c.pathScratch(n);
+    if (!confirm && n > 1 && c.touchRun(norm(keys[0]), keys, n, entries, now)) {
+      return entries;
+    }
     int missing = 0;
     long firstPathStamp = Long.MAX_VALUE;
     for (int i = n - 1; i >= 0; i--) {
