@@ -79,6 +79,8 @@ class EstimatedTtftScorerTest {
 
   @Test
   void staleReportsFadeAndKvPressureCosts() {
+    EstimatedTtftScorer scorer =
+        EstimatedTtftScorer.builder().calibrate(false).congestionWeight(0).build();
     FakeContext ctx = new FakeContext(1);
     double idle = scorer.estimate(ctx, 0);
     ctx.loads[0] = LoadReport.of(0, 10, 0.5);
@@ -94,6 +96,35 @@ class EstimatedTtftScorerTest {
     ctx.loads[0] = LoadReport.of(0, 0, 0.95);
     ctx.loadAge[0] = 0;
     assertThat(scorer.estimate(ctx, 0) - idle).isCloseTo(250.0, within(1e-6));
+  }
+
+  @Test
+  void congestionKeepsAHotPrefixOnItsHolderWhenTheOthersAreQueuedToo() {
+    TtftCoefficients k = TtftCoefficients.DEFAULTS;
+    double saved = k.prefillMs(4096, 0) - k.prefillMs(96, 4000);
+    FakeContext ctx = new FakeContext(2);
+    ctx.promptTokens = 4096;
+    ctx.matchedBlocks[0] = 250;
+    ctx.pending[0] = (long) Math.ceil(saved / k.betaMsPerToken()) + 100; // greedy would spill
+    ctx.inFlight[0] = 8; // eight requests before their first token on each backend
+    ctx.inFlight[1] = 8;
+    EstimatedTtftScorer greedy =
+        EstimatedTtftScorer.builder().calibrate(false).congestionWeight(0).build();
+    greedy.score(ctx);
+    assertThat(ctx.best()).as("per-request TTFT alone spills").isEqualTo(1);
+    EstimatedTtftScorer s = EstimatedTtftScorer.builder().calibrate(false).build();
+    double before = s.estimate(ctx, 1);
+    assertThat(before - greedy.estimate(ctx, 1))
+        .as("8 queued × β × 4096 uncached tokens")
+        .isCloseTo(8 * k.betaMsPerToken() * 4096, within(1e-6));
+    s.score(ctx);
+    assertThat(ctx.best()).as("the cold prefill would delay eight queued requests").isEqualTo(0);
+    ctx.inFlight[1] = 0; // an idle second backend: the spill is free for everyone else
+    s.score(ctx);
+    assertThat(ctx.best()).isEqualTo(1);
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().congestionWeight(-1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("congestionWeight");
   }
 
   @Test
