@@ -144,47 +144,75 @@ final class BackendCache {
     linkHead(e, which);
   }
 
+  /** Most runs {@link #touchRuns} splices; a more fragmented path takes the per-block touch. */
+  static final int MAX_RUNS = 16;
+
+  private final int[] runStart = new int[MAX_RUNS + 1];
+
+  /** Marks, in {@link #list}, an entry already visited by the current {@link #touchRuns}. */
+  private static final byte VISITED = 0x40;
+
   /**
-   * Fast path for re-touching a held path: if the entries of {@code keys[0..n)} lie in one list as
-   * one contiguous run in path order (block 0 most recent) — as a path touched together stays until
-   * another path touches part of it — moves the whole run to the head and restamps it leaf first,
-   * exactly what touching each block leaf first would do, at the cost of one map lookup and a
-   * sequential walk. Returns false, changing nothing, if the run is not there. {@code first} is the
-   * normalized key of block 0; the others are compared through {@link #normalized}.
+   * Fast path for re-touching a held path. A path touched together stays one contiguous run of its
+   * LRU list, in path order (block 0 most recent), until another path touches part of it: a shared
+   * system prompt, say, splits a path into two runs. If every block of {@code keys[0..n)} is held
+   * and the path is at most {@link #MAX_RUNS} such runs, moves each run to the head of its list,
+   * deepest run first, and restamps the path leaf first — exactly what touching each block leaf
+   * first does — at the cost of one map lookup per run and a sequential walk. Otherwise returns
+   * false and changes nothing. Fills {@code entries}.
    */
-  boolean touchRun(long first, long[] keys, int n, int[] entries, long now) {
-    int e = find(first);
-    if (e < 0) {
+  boolean touchRuns(long[] keys, int n, int[] entries, long now) {
+    int runs = 0;
+    int i = 0;
+    boolean ok = true;
+    while (ok && i < n) {
+      int e = runs == MAX_RUNS ? NONE : find(normalized(keys[i]));
+      if (e < 0 || (list[e] & VISITED) != 0) {
+        ok = false; // missing, too fragmented, or a key repeated (a hash collision)
+        break;
+      }
+      runStart[runs++] = i;
+      int which = list[e];
+      do {
+        list[e] |= VISITED;
+        entries[i++] = e;
+        e = next[e];
+      } while (i < n && e != NONE && list[e] == which && key[e] == normalized(keys[i]));
+    }
+    for (int j = 0; j < i; j++) {
+      list[entries[j]] &= ~VISITED;
+    }
+    if (!ok) {
       return false;
     }
-    int which = list[e];
-    for (int i = 0; i < n; i++) {
-      if (e == NONE || list[e] != which || key[e] != (i == 0 ? first : normalized(keys[i]))) {
-        return false;
-      }
-      entries[i] = e;
-      e = next[e];
+    runStart[runs] = n;
+    for (int r = runs - 1; r >= 0; r--) {
+      spliceToHead(entries[runStart[r]], entries[runStart[r + 1] - 1]);
     }
-    int firstE = entries[0];
-    int lastE = entries[n - 1];
-    if (head[which] != firstE) {
-      int p = prev[firstE];
-      int after = next[lastE];
-      next[p] = after; // p exists: the run is not at the head
-      if (after != NONE) {
-        prev[after] = p;
-      } else {
-        tail[which] = p;
-      }
-      prev[head[which]] = lastE;
-      next[lastE] = head[which];
-      prev[firstE] = NONE;
-      head[which] = firstE;
-    }
-    for (int i = n - 1; i >= 0; i--) {
-      stamp[entries[i]] = nextStamp(now);
+    for (int j = n - 1; j >= 0; j--) {
+      stamp[entries[j]] = nextStamp(now);
     }
     return true;
+  }
+
+  /** Moves the contiguous run {@code first .. last} (head side first) to the head of its list. */
+  private void spliceToHead(int first, int last) {
+    int which = list[first];
+    if (head[which] == first) {
+      return;
+    }
+    int p = prev[first]; // exists: the run is not at the head
+    int after = next[last];
+    next[p] = after;
+    if (after != NONE) {
+      prev[after] = p;
+    } else {
+      tail[which] = p;
+    }
+    prev[head[which]] = last;
+    next[last] = head[which];
+    prev[first] = NONE;
+    head[which] = first;
   }
 
   /** The key the index stores for {@code k} (key 0 marks an empty cell and is remapped). */

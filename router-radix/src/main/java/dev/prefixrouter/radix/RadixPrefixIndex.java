@@ -518,7 +518,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private int[] touchPath(
       BackendCache c, long[] keys, int n, int which, boolean confirm, long now) {
     int[] entries = c.pathScratch(n);
-    if (!confirm && n > 1 && c.touchRun(norm(keys[0]), keys, n, entries, now)) {
+    if (!confirm && n > 1 && c.touchRuns(keys, n, entries, now)) {
       return entries;
     }
     int missing = 0;

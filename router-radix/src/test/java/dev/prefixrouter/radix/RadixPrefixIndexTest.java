@@ -79,6 +79,41 @@ class RadixPrefixIndexTest {
   }
 
   @Test
+  void reTouchingHeldPathsKeepsExactLruOrderAndSurvivesRepeatedKeys() {
+    RadixPrefixIndex index = index(6);
+    long[] a = {11, 12, 13};
+    long[] b = {11, 12, 21}; // shares a's first two blocks: a is now two runs in the LRU list
+    index.recordRouted(a, 0, 1);
+    index.recordRouted(b, 0, 2);
+    index.recordRouted(a, 0, 3); // held: the spliced fast path; b's leaf is now least recent
+    index.recordRouted(new long[] {31, 32}, 0, 4); // 6 held
+    index.recordRouted(new long[] {41}, 0, 5); // evicts b's leaf 21, nothing of a
+    assertThat(match(index, a, 0)).containsExactly(3);
+    assertThat(match(index, b, 0)).containsExactly(2);
+    // a path whose keys repeat (a hash collision): never spliced twice, state stays consistent
+    long[] cycle = {11, 12, 13, 11, 12, 13};
+    index.recordRouted(cycle, 0, 6);
+    index.recordRouted(cycle, 0, 7);
+    assertThat(index.heldBlocks(0)).isEqualTo(6);
+    assertThat(match(index, a, 0)).containsExactly(3);
+    index.recordRouted(new long[] {51, 52, 53}, 0, 8); // evicts the three least recent: 41, 31, 32
+    assertThat(match(index, a, 0)).containsExactly(3);
+    assertThat(match(index, new long[] {31}, 0)).containsExactly(0);
+    assertThat(match(index, new long[] {41}, 0)).containsExactly(0);
+    assertThat(match(index, new long[] {51, 52, 53}, 0)).containsExactly(3);
+    // overlapping repeats: splicing {12, 13} and then {11, 12, 13} would tie 12 and 13 in a loop
+    index.recordRouted(new long[] {11, 12, 13, 12, 13}, 0, 9);
+    assertThat(match(index, a, 0)).containsExactly(3);
+    index.recordRouted(new long[] {61, 62, 63, 64, 65, 66}, 0, 10); // evicts everything else
+    assertThat(index.heldBlocks(0)).isEqualTo(6);
+    assertThat(match(index, a, 0)).containsExactly(0);
+    assertThat(match(index, new long[] {61, 62, 63, 64, 65, 66}, 0)).containsExactly(6);
+    index.recordRouted(new long[] {71, 72, 73, 74, 75, 76}, 0, 11);
+    assertThat(match(index, new long[] {61}, 0)).containsExactly(0);
+    assertThat(index.heldBlocks(0)).isEqualTo(6);
+  }
+
+  @Test
   void shrinkingCapacityEvictsAtOnceAndNodesAreReclaimed() {
     RadixPrefixIndex index = index(100, 100);
     index.recordRouted(keys(1, 2, 3, 4, 5, 6, 7, 8), 0, 1);

@@ -23,6 +23,7 @@ import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 
@@ -88,6 +89,14 @@ public class RouteBenchmark {
   public static class Cursor {
     final SplittableRandom rnd = new SplittableRandom(Thread.currentThread().getId());
     int next;
+    long fullyMatched;
+
+    @TearDown
+    public void report() {
+      if (next > 0 && fullyMatched > 0) {
+        System.out.printf("%n[%d of %d routes fully matched]%n", fullyMatched, next);
+      }
+    }
   }
 
   private Routed complete(Prompt p) {
@@ -108,7 +117,11 @@ public class RouteBenchmark {
   @Benchmark
   @Threads(1)
   public Routed routeHeld(Cursor c) {
-    return complete(prompts[prompts.length - 1 - (c.next++ & 255)]);
+    Routed r = complete(prompts[prompts.length - 1 - (c.next++ & 255)]);
+    if (r.matchedTokens() == r.promptTokens()) {
+      c.fullyMatched++;
+    }
+    return r;
   }
 
   /**
