@@ -1,17 +1,6 @@
 package dev.prefixrouter.bench.jmh;
 
-import dev.prefixrouter.api.Backend;
-import dev.prefixrouter.api.Prompt;
-import dev.prefixrouter.api.RouteRequest;
 import dev.prefixrouter.api.Routed;
-import dev.prefixrouter.api.RoutingEngine;
-import dev.prefixrouter.api.Usage;
-import dev.prefixrouter.radix.BlockHashers;
-import dev.prefixrouter.radix.RadixPrefixIndex;
-import dev.prefixrouter.scoring.CircuitBreakers;
-import dev.prefixrouter.scoring.EstimatedTtftScorer;
-import dev.prefixrouter.scoring.TenantTokenBuckets;
-import java.time.Duration;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -28,10 +17,11 @@ import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * End to end: {@code route()} of a 4k-token prompt with the default parts (xxh3 16-token blocks,
- * radix index warmed to ~1M blocks over 16 backends, est-TTFT scorer, tenant buckets, circuit
- * breakers), then {@code firstToken()} and {@code complete()}; 1 and 2 threads. Half the prompts
- * repeat a warmed prefix, half are new.
+ * End to end: {@code route()} of a 4k-token prompt with the default parts ({@link RouteFixture}:
+ * index warmed to ~1M blocks over 16 backends), then {@code firstToken()} and {@code complete()}.
+ * {@code route1Thread} / {@code route2Threads} pick prompts at random (about half of them have
+ * their 3k-token tail evicted by then); {@code routeHeld} only prompts held in full, {@code
+ * routeNew} only prompts whose tail is not held. See {@link RouteProbe} for a noise-aware figure.
  *
  * <pre>java -jar benchmarks/target/benchmarks.jar jmh RouteBenchmark -prof gc</pre>
  */
@@ -42,46 +32,13 @@ import org.openjdk.jmh.annotations.Warmup;
 @Measurement(iterations = 5, time = 2)
 @Fork(
     value = 1,
-    jvmArgs = {"-Xms4g", "-Xmx4g"})
+    jvmArgs = {"-Xms4g", "-Xmx4g", "-XX:+AlwaysPreTouch"})
 public class RouteBenchmark {
-  private RoutingEngine engine;
-  private Prompt[] prompts;
+  private RouteFixture fixture;
 
   @Setup
   public void setup() {
-    var b =
-        RoutingEngine.builder()
-            .hasher(BlockHashers.tokens(16))
-            .prefixIndex(RadixPrefixIndex.builder().predictionTtl(Duration.ZERO).build())
-            .scorer(EstimatedTtftScorer.defaults())
-            .limiter(TenantTokenBuckets.perMinute(Long.MAX_VALUE >> 30))
-            .health(CircuitBreakers.defaults());
-    for (int i = 0; i < 16; i++) {
-      b.backend(Backend.of("b" + i, "m").withCapacityBlocks(62_500));
-    }
-    engine = b.build();
-    SplittableRandom rnd = new SplittableRandom(9);
-    int[][] system = new int[64][1024];
-    for (int[] s : system) {
-      for (int i = 0; i < s.length; i++) {
-        s[i] = rnd.nextInt(150_000);
-      }
-    }
-    prompts = new Prompt[8192];
-    for (int p = 0; p < prompts.length; p++) {
-      int[] ids = new int[4096];
-      System.arraycopy(system[p % 64], 0, ids, 0, 1024);
-      for (int i = 1024; i < ids.length; i++) {
-        ids[i] = rnd.nextInt(150_000);
-      }
-      prompts[p] = Prompt.ofTokens(ids);
-    }
-    // warm: route every prompt once, plus filler to reach ~1M held blocks
-    for (int round = 0; round < 4; round++) {
-      for (Prompt p : prompts) {
-        complete(p);
-      }
-    }
+    fixture = new RouteFixture();
   }
 
   /** Per-thread cursor. */
@@ -99,25 +56,23 @@ public class RouteBenchmark {
     }
   }
 
-  private Routed complete(Prompt p) {
-    Routed r =
-        (Routed) engine.route(RouteRequest.builder("t", "m").prompt(p).maxOutputTokens(64).build());
-    r.lease().firstToken();
-    r.lease().complete(Usage.of(4096, 64));
-    return r;
-  }
-
   @Benchmark
   @Threads(1)
   public Routed route1Thread(Cursor c) {
-    return complete(prompts[c.rnd.nextInt(prompts.length)]);
+    return fixture.complete(fixture.prompts[c.rnd.nextInt(fixture.prompts.length)]);
+  }
+
+  @Benchmark
+  @Threads(2)
+  public Routed route2Threads(Cursor c) {
+    return fixture.complete(fixture.prompts[c.rnd.nextInt(fixture.prompts.length)]);
   }
 
   /** Only prompts whose whole path is held (the 256 most recently warmed, routed in a loop). */
   @Benchmark
   @Threads(1)
   public Routed routeHeld(Cursor c) {
-    Routed r = complete(prompts[prompts.length - 1 - (c.next++ & 255)]);
+    Routed r = fixture.complete(fixture.held(c.next++));
     if (r.matchedTokens() == r.promptTokens()) {
       c.fullyMatched++;
     }
@@ -132,15 +87,9 @@ public class RouteBenchmark {
   @Threads(1)
   public Routed routeNew(Cursor c) {
     int i = c.next++;
-    if (c.next == prompts.length) {
+    if (c.next == fixture.prompts.length) {
       c.next = 0;
     }
-    return complete(prompts[i]);
-  }
-
-  @Benchmark
-  @Threads(2)
-  public Routed route2Threads(Cursor c) {
-    return complete(prompts[c.rnd.nextInt(prompts.length)]);
+    return fixture.complete(fixture.prompts[i]);
   }
 }

@@ -1,0 +1,76 @@
+package dev.prefixrouter.bench.jmh;
+
+import dev.prefixrouter.api.Backend;
+import dev.prefixrouter.api.Prompt;
+import dev.prefixrouter.api.RouteRequest;
+import dev.prefixrouter.api.Routed;
+import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.api.Usage;
+import dev.prefixrouter.api.spi.BlockHasher;
+import dev.prefixrouter.radix.BlockHashers;
+import dev.prefixrouter.radix.RadixPrefixIndex;
+import dev.prefixrouter.scoring.CircuitBreakers;
+import dev.prefixrouter.scoring.EstimatedTtftScorer;
+import dev.prefixrouter.scoring.TenantTokenBuckets;
+import java.time.Duration;
+import java.util.SplittableRandom;
+
+/**
+ * The end-to-end fixture of {@link RouteBenchmark} and {@link RouteProbe}: the default parts (xxh3
+ * 16-token blocks, radix index, est-TTFT, tenant buckets, circuit breakers), 16 backends of 62,500
+ * blocks, 8,192 prompts of 4,096 tokens (a 1,024-token system prompt out of 64, then 3,072 random
+ * tokens), each routed four times so the index holds about 1M blocks.
+ */
+public final class RouteFixture {
+  public final BlockHasher hasher = BlockHashers.tokens(16);
+  public final RoutingEngine engine;
+  public final Prompt[] prompts = new Prompt[8192];
+
+  public RouteFixture() {
+    var b =
+        RoutingEngine.builder()
+            .hasher(hasher)
+            .prefixIndex(RadixPrefixIndex.builder().predictionTtl(Duration.ZERO).build())
+            .scorer(EstimatedTtftScorer.defaults())
+            .limiter(TenantTokenBuckets.perMinute(Long.MAX_VALUE >> 30))
+            .health(CircuitBreakers.defaults());
+    for (int i = 0; i < 16; i++) {
+      b.backend(Backend.of("b" + i, "m").withCapacityBlocks(62_500));
+    }
+    engine = b.build();
+    SplittableRandom rnd = new SplittableRandom(9);
+    int[][] system = new int[64][1024];
+    for (int[] s : system) {
+      for (int i = 0; i < s.length; i++) {
+        s[i] = rnd.nextInt(150_000);
+      }
+    }
+    for (int p = 0; p < prompts.length; p++) {
+      int[] ids = new int[4096];
+      System.arraycopy(system[p % 64], 0, ids, 0, 1024);
+      for (int i = 1024; i < ids.length; i++) {
+        ids[i] = rnd.nextInt(150_000);
+      }
+      prompts[p] = Prompt.ofTokens(ids);
+    }
+    for (int round = 0; round < 4; round++) {
+      for (Prompt p : prompts) {
+        complete(p);
+      }
+    }
+  }
+
+  /** One route of {@code p}, then its first token and completion. */
+  public Routed complete(Prompt p) {
+    Routed r =
+        (Routed) engine.route(RouteRequest.builder("t", "m").prompt(p).maxOutputTokens(64).build());
+    r.lease().firstToken();
+    r.lease().complete(Usage.of(4096, 64));
+    return r;
+  }
+
+  /** The {@code i}-th of the 256 most recently warmed prompts (held in full). */
+  public Prompt held(int i) {
+    return prompts[prompts.length - 1 - (i & 255)];
+  }
+}
