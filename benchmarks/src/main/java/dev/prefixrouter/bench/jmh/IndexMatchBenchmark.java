@@ -27,7 +27,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @Measurement(iterations = 5, time = 2)
 @Fork(
     value = 1,
-    jvmArgs = {"-Xms4g", "-Xmx4g"})
+    jvmArgs = {"-Xms4g", "-Xmx4g", "-XX:+AlwaysPreTouch"})
 public class IndexMatchBenchmark {
   @Param({"10000", "1000000"})
   long blocks;

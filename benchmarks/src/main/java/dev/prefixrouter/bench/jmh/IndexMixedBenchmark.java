@@ -29,7 +29,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @Measurement(iterations = 5, time = 2)
 @Fork(
     value = 1,
-    jvmArgs = {"-Xms4g", "-Xmx4g"})
+    jvmArgs = {"-Xms4g", "-Xmx4g", "-XX:+AlwaysPreTouch"})
 public class IndexMixedBenchmark {
   private IndexFixture fx;
   private long[][] writes;

@@ -30,7 +30,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @Measurement(iterations = 5, time = 1)
 @Fork(
     value = 1,
-    jvmArgs = {"-Xms2g", "-Xmx2g"})
+    jvmArgs = {"-Xms2g", "-Xmx2g", "-XX:+AlwaysPreTouch"})
 public class IndexWriteBenchmark {
   private static final int PATH = 256;
   private RadixPrefixIndex index;
