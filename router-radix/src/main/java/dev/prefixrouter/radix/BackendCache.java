@@ -60,6 +60,28 @@ final class BackendCache {
 
   private int[] pathScratch = new int[0];
 
+  static final byte SET = 1;
+  static final byte CLEAR = 2;
+
+  /** Most bit changes a write defers before it flushes them early. */
+  static final int MAX_PENDING = 4096;
+
+  /** Bit changes of the current write not yet applied to the node table (lock held). */
+  long[] pendingKeys = new long[0];
+
+  byte[] pendingOps = new byte[0];
+  int pendingCount;
+
+  void addPending(long k, byte op) {
+    if (pendingCount == pendingKeys.length) {
+      int n = Math.min(MAX_PENDING, Math.max(64, pendingKeys.length * 2));
+      pendingKeys = Arrays.copyOf(pendingKeys, n);
+      pendingOps = Arrays.copyOf(pendingOps, n);
+    }
+    pendingKeys[pendingCount] = k;
+    pendingOps[pendingCount++] = op;
+  }
+
   /** A scratch array of at least {@code n} entries for one path write (reused; lock held). */
   int[] pathScratch(int n) {
     if (pathScratch.length < n) {
@@ -247,6 +269,9 @@ final class BackendCache {
   void reset() {
     index.release();
     pathScratch = new int[0];
+    pendingKeys = new long[0];
+    pendingOps = new byte[0];
+    pendingCount = 0;
     engineToRouter.release();
     engineCopies.release();
     key = new long[0];
@@ -266,6 +291,7 @@ final class BackendCache {
     return 128L
         + key.length * (8L + 8 + 4 + 4 + 1 + 4)
         + pathScratch.length * 4L
+        + pendingKeys.length * 9L
         + hppcBytes(index.keys.length, 4)
         + hppcBytes(engineToRouter.keys.length, 8)
         + hppcBytes(engineCopies.keys.length, 4);

@@ -185,6 +185,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
           evictOne(c);
         }
       } finally {
+        flush(c);
         c.endWrite();
       }
     }
@@ -213,6 +214,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   /** Clears every bit of the backend and resets its mirror. Lock held. */
   private void clearAll(BackendCache c) {
+    flush(c); // bits deferred earlier in this write land first, then everything is cleared
     c.markChanging();
     for (int e = 0; e < c.allocated; e++) {
       // entries on the free list were cleared already; the key map tells which are live
@@ -502,9 +504,44 @@ public final class RadixPrefixIndex implements PrefixIndex {
       try {
         body.accept(c);
       } finally {
+        flush(c);
         c.endWrite();
       }
     }
+  }
+
+  /**
+   * Applies a write's deferred bit changes to the node table. A write first does all its LRU work
+   * (which readers never see) and only then, in one burst, the changes match can see: the seqlock
+   * version is odd for that burst only, not for the whole write, so concurrent matches retry far
+   * less. The order of the changes is kept (one key may be set and cleared in the same write). Lock
+   * held.
+   */
+  private void flush(BackendCache c) {
+    int n = c.pendingCount;
+    if (n == 0) {
+      return;
+    }
+    c.markChanging();
+    long[] keys = c.pendingKeys;
+    byte[] ops = c.pendingOps;
+    for (int i = 0; i < n; i++) {
+      long k = keys[i];
+      if (ops[i] == BackendCache.SET) {
+        stripe(k).set(k, c.slot);
+      } else {
+        stripe(k).clear(k, c.slot);
+      }
+    }
+    c.pendingCount = 0;
+  }
+
+  /** Defers a bit change to the end of the write, flushing early if the buffer is full. */
+  private void defer(BackendCache c, long k, byte op) {
+    if (c.pendingCount == BackendCache.MAX_PENDING) {
+      flush(c);
+    }
+    c.addPending(k, op);
   }
 
   /**
@@ -564,8 +601,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       evictOne(c);
     }
     int e = c.add(k, which, now);
-    c.markChanging();
-    stripe(k).set(k, c.slot);
+    defer(c, k, BackendCache.SET);
     return e;
   }
 
@@ -580,8 +616,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   private void dropEntry(BackendCache c, int e) {
     long k = c.remove(e);
-    c.markChanging();
-    stripe(k).clear(k, c.slot);
+    defer(c, k, BackendCache.CLEAR);
   }
 
   private void expire(BackendCache c, long now) {
