@@ -20,9 +20,10 @@ import org.jspecify.annotations.Nullable;
  * milliseconds, lower wins.
  *
  * <pre>
- * est(b)     = (queue(b) + prefill(b, P − C(b), C(b)) + kvPenalty(b)) / weight(b)
- * prefill    = alpha + beta·u + gamma·u·(u + c)
- * queue(b)   = beta·pendingPrefill(b) + decode·running(b) + waitingMs·waiting(b)
+ * est(b)        = (queue(b) + prefill(b, P − C(b), C(b)) + kvPenalty(b) + congestion(b)) / weight(b)
+ * prefill       = alpha + beta·u + gamma·u·(u + c)
+ * queue(b)      = beta·pendingPrefill(b) + decode·running(b) + waitingMs·waiting(b)
+ * congestion(b) = congestionWeight · (ownQueued(b) + waiting(b)) · beta·u
  * </pre>
  *
  * {@code pendingPrefill} is the router's own exact count of uncached prompt tokens sent to b and
@@ -32,7 +33,9 @@ import org.jspecify.annotations.Nullable;
  * Reported values fade linearly to nothing as the report ages to {@link Builder#staleAfter}, so
  * stale reports give way to the router's own counts. A backend whose reported KV usage is above
  * {@link Builder#kvPenaltyThreshold} pays a penalty growing to {@link Builder#kvPenaltyMs} at 100 %
- * (preemption risk).
+ * (preemption risk). The congestion term ({@link Builder#congestionWeight}) charges a cold prefill
+ * for the requests that will queue behind it; it is what keeps hot prefixes on their holders in
+ * overload.
  *
  * <p><b>Choice.</b> The lowest estimate wins; candidates within a band ({@code max(bandMs,
  * bandFraction × best)}) of it count as tied and go to the one with fewer open leases per unit of
@@ -43,7 +46,8 @@ import org.jspecify.annotations.Nullable;
  * <p><b>Fleet balance.</b> A backend whose share of recent decisions exceeds its fair share (by
  * weight) by more than a tolerance pays a penalty per unit of excess share ({@link
  * Builder#balance}), so a prefix hot enough to overload its holder is replicated once and then
- * split between the replicas by the band.
+ * split between the replicas by the band. Replicas made for balance alone are paced per target
+ * backend ({@link Builder#balanceReplicaInterval}).
  *
  * <p><b>Calibration.</b> With {@link Builder#calibrate} on (default), each backend's coefficients
  * are fitted online from observed TTFTs (robust recursive least squares with forgetting, see
