@@ -129,6 +129,11 @@ public final class EstimatedTtftScorer implements Scorer {
     return name;
   }
 
+  /**
+   * True: the cost is in TTFT milliseconds, so the engine's SLO admission may compare it with a
+   * request's TTFT budget. The cost includes the balance and congestion terms, so under load it can
+   * exceed the pure TTFT estimate and admission errs on the side of shedding.
+   */
   @Override
   public boolean costIsTtftMillis() {
     return true;
