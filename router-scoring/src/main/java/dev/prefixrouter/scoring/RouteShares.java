@@ -127,6 +127,10 @@ final class RouteShares {
     if (slot < cs.length()) {
       cs.set(slot, null);
     }
+    AtomicLongArray r = lastReplica;
+    if (slot < r.length()) {
+      r.set(slot, 0); // a backend added later in this slot starts unpaced
+    }
   }
 
   private double decayed(Count c, long now) {
