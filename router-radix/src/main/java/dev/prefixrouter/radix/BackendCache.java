@@ -72,6 +72,25 @@ final class BackendCache {
   byte[] pendingOps = new byte[0];
   int pendingCount;
 
+  private int[] pendingOrder = new int[0];
+  private int[] stripeStarts = new int[0];
+
+  /** Scratch for the flush's order of pending changes (lock held). */
+  int[] pendingOrder(int n) {
+    if (pendingOrder.length < n) {
+      pendingOrder = new int[Math.max(n, pendingKeys.length)];
+    }
+    return pendingOrder;
+  }
+
+  /** Scratch for the flush's per-stripe counts (lock held). */
+  int[] stripeStarts(int n) {
+    if (stripeStarts.length < n) {
+      stripeStarts = new int[n];
+    }
+    return stripeStarts;
+  }
+
   void addPending(long k, byte op) {
     if (pendingCount == pendingKeys.length) {
       int n = Math.min(MAX_PENDING, Math.max(64, pendingKeys.length * 2));
@@ -271,6 +290,7 @@ final class BackendCache {
     pathScratch = new int[0];
     pendingKeys = new long[0];
     pendingOps = new byte[0];
+    pendingOrder = new int[0];
     pendingCount = 0;
     engineToRouter.release();
     engineCopies.release();
@@ -291,7 +311,8 @@ final class BackendCache {
     return 128L
         + key.length * (8L + 8 + 4 + 4 + 1 + 4)
         + pathScratch.length * 4L
-        + pendingKeys.length * 9L
+        + pendingKeys.length * 13L
+        + stripeStarts.length * 4L
         + hppcBytes(index.keys.length, 4)
         + hppcBytes(engineToRouter.keys.length, 8)
         + hppcBytes(engineCopies.keys.length, 4);

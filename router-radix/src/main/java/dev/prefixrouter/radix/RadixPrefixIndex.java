@@ -524,13 +524,33 @@ public final class RadixPrefixIndex implements PrefixIndex {
     }
     c.markChanging();
     long[] keys = c.pendingKeys;
-    byte[] ops = c.pendingOps;
-    for (int i = 0; i < n; i++) {
-      long k = keys[i];
-      if (ops[i] == BackendCache.SET) {
-        stripe(k).set(k, c.slot);
-      } else {
-        stripe(k).clear(k, c.slot);
+    int[] order = c.pendingOrder(n);
+    if (stripes.length == 1) {
+      for (int i = 0; i < n; i++) {
+        order[i] = i;
+      }
+      stripes[0].apply(keys, c.pendingOps, BackendCache.SET, order, 0, n, c.slot);
+    } else {
+      // stable counting sort by stripe: one write lock per stripe, a key's changes keep their order
+      int[] start = c.stripeStarts(stripes.length + 1);
+      java.util.Arrays.fill(start, 0);
+      for (int i = 0; i < n; i++) {
+        start[stripeIndex(keys[i]) + 1]++;
+      }
+      for (int s = 0; s < stripes.length; s++) {
+        start[s + 1] += start[s];
+      }
+      for (int i = 0; i < n; i++) {
+        order[start[stripeIndex(keys[i])]++] = i;
+      }
+      // start[s] is now the end of stripe s's run, and the start of stripe s + 1's
+      int from = 0;
+      for (int s = 0; s < stripes.length; s++) {
+        int to = start[s];
+        if (to > from) {
+          stripes[s].apply(keys, c.pendingOps, BackendCache.SET, order, from, to, c.slot);
+        }
+        from = to;
       }
     }
     c.pendingCount = 0;
