@@ -227,7 +227,7 @@ public final class EstimatedTtftScorer implements Scorer {
     double hot = share == null ? 0 : Math.min(1.0, shares.hotness(prefixGroup(ctx), n));
     double best = Double.POSITIVE_INFINITY;
     double bestPlain = Double.POSITIVE_INFINITY;
-    int plainWinner = -1;
+    int plainWinner = 0;
     boolean penalized = false;
     for (int i = 0; i < n; i++) {
       double e = estimate(ctx, i);
