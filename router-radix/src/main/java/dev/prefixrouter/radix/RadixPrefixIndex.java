@@ -242,16 +242,25 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   @Override
   public void match(long[] keys, int[] slots, int count, int[] matchedOut) {
-    BackendCache[] seen = new BackendCache[count];
-    long[] versions = new long[count];
-    for (int attempt = 0; attempt < 4; attempt++) {
-      if (readVersions(slots, count, seen, versions)
-          && walk(keys, slots, count, matchedOut, true)
-          && unchanged(slots, count, seen, versions)) {
-        return;
+    Scratch scratch = SCRATCH.get();
+    if (scratch.seen.length < count) {
+      scratch.seen = new BackendCache[Math.max(count, 2 * scratch.seen.length)];
+      scratch.versions = new long[scratch.seen.length];
+    }
+    BackendCache[] seen = scratch.seen;
+    long[] versions = scratch.versions;
+    try {
+      for (int attempt = 0; attempt < 4; attempt++) {
+        if (readVersions(slots, count, seen, versions)
+            && walk(keys, slots, count, matchedOut, true)
+            && unchanged(slots, count, seen, versions)) {
+          return;
+        }
+        Thread.onSpinWait();
+        retries.increment();
       }
-      Thread.onSpinWait();
-      retries.increment();
+    } finally {
+      Arrays.fill(seen, 0, count, null); // hold no removed backend's mirror
     }
     // Writers kept changing some candidate: take the monitors of the candidates, in slot order,
     // so the walk sees one consistent state. Each monitor is held by a writer for one write only.
@@ -307,6 +316,8 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   /** Per-thread scratch for optimistic walks: one stamp per touched stripe. */
   private static final class Scratch {
+    BackendCache[] seen = new BackendCache[16];
+    long[] versions = new long[16];
     long[] stamps = new long[64];
     int[] touched = new int[64];
     int touchedCount;
@@ -422,6 +433,10 @@ public final class RadixPrefixIndex implements PrefixIndex {
       }
       return;
     }
+    if (set.length == 1) {
+      bisectWord(keys, lo, hi, set[0], holders, scratch, matchedOut);
+      return;
+    }
     int mid = (lo + hi + 1) >>> 1; // is block mid-1 held? then the run is at least mid long
     probe(keys[mid - 1], holders, scratch);
     long[] yes = new long[set.length];
@@ -432,6 +447,23 @@ public final class RadixPrefixIndex implements PrefixIndex {
     }
     bisect(keys, mid, hi, yes, holders, scratch, matchedOut);
     bisect(keys, lo, mid - 1, no, holders, scratch, matchedOut);
+  }
+
+  /** {@link #bisect} for slots below 64: the sets are single words, nothing is allocated. */
+  private void bisectWord(
+      long[] keys, int lo, int hi, long set, long[] holders, Scratch scratch, int[] matchedOut) {
+    if (!scratch.ok || set == 0) {
+      return;
+    }
+    if (lo == hi) {
+      recordDepth(set, 0, lo, scratch.candidateOf, matchedOut);
+      return;
+    }
+    int mid = (lo + hi + 1) >>> 1;
+    probe(keys[mid - 1], holders, scratch);
+    long held = holders[0];
+    bisectWord(keys, mid, hi, set & held, holders, scratch, matchedOut);
+    bisectWord(keys, lo, mid - 1, set & ~held, holders, scratch, matchedOut);
   }
 
   /** Reads the holders of one key, optimistically (stamp per stripe) or with a locking read. */
