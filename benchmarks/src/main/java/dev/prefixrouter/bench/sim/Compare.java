@@ -16,7 +16,26 @@ import java.util.Locale;
  * report.html} (self-contained) to the output directory.
  */
 public final class Compare {
-  static final String DEFAULT_TRACE = "../shared/traces/mooncake_synthetic_trace.jsonl";
+  /**
+   * Where the default comparison looks for the bundled Mooncake trace, in order: from the
+   * repository root (the README's commands), from the benchmarks module, and the shared folder the
+   * trace was copied from.
+   */
+  static final List<String> DEFAULT_TRACES =
+      List.of(
+          "benchmarks/traces/mooncake_synthetic_trace.jsonl",
+          "traces/mooncake_synthetic_trace.jsonl",
+          "../shared/traces/mooncake_synthetic_trace.jsonl");
+
+  static Path defaultTrace() {
+    for (String t : DEFAULT_TRACES) {
+      Path p = Path.of(t);
+      if (Files.isReadable(p)) {
+        return p;
+      }
+    }
+    return Path.of(DEFAULT_TRACES.get(0));
+  }
 
   private static final String USAGE =
       """
@@ -39,7 +58,8 @@ public final class Compare {
         --help                this text
 
       default = (a) the published gateway workload, (b) inference-perf shared-prefix high-cache,
-      and (d) the Mooncake trace at 4x its rate, on 8 backends.
+      and (d) the Mooncake trace at 4x its rate, on 8 backends (the trace is bundled in
+      benchmarks/traces/; run from the repository root).
       policies: %s
       """;
 
@@ -246,7 +266,7 @@ public final class Compare {
               err));
     }
     if (all || o.workload.equals("mooncake")) {
-      Path trace = o.trace != null ? o.trace : Path.of(DEFAULT_TRACE);
+      Path trace = o.trace != null ? o.trace : defaultTrace();
       if (!Files.isReadable(trace)) {
         if (o.workload.equals("mooncake")) {
           throw new IOException("cannot read trace " + trace);
