@@ -207,7 +207,7 @@ final class BackendCache {
     int i = 0;
     boolean ok = true;
     while (ok && i < n) {
-      int e = runs == MAX_RUNS ? NONE : find(normalized(keys[i]));
+      int e = runs == MAX_RUNS ? NONE : find(RadixPrefixIndex.norm(keys[i]));
       if (e < 0 || (list[e] & VISITED) != 0) {
         ok = false; // missing, too fragmented, or a key repeated (a hash collision)
         break;
@@ -218,7 +218,7 @@ final class BackendCache {
         list[e] |= VISITED;
         entries[i++] = e;
         e = next[e];
-      } while (i < n && e != NONE && list[e] == which && key[e] == normalized(keys[i]));
+      } while (i < n && e != NONE && list[e] == which && key[e] == RadixPrefixIndex.norm(keys[i]));
     }
     for (int j = 0; j < i; j++) {
       list[entries[j]] &= ~VISITED;
@@ -254,11 +254,6 @@ final class BackendCache {
     next[last] = head[which];
     prev[first] = NONE;
     head[which] = first;
-  }
-
-  /** The key the index stores for {@code k} (key 0 marks an empty cell and is remapped). */
-  static long normalized(long k) {
-    return RadixPrefixIndex.norm(k);
   }
 
   /** The entry eviction would take next (older of the two LRU tails), or -1 if empty. */

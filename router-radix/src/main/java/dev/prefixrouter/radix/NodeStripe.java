@@ -111,31 +111,12 @@ final class NodeStripe {
     }
   }
 
-  /** Sets {@code slot}'s bit on {@code key}, inserting the node if absent. */
-  void set(long key, int slot) {
-    long stamp = lock.writeLock();
-    try {
-      setLocked(key, slot);
-    } finally {
-      lock.unlockWrite(stamp);
-    }
-  }
-
-  /** Clears {@code slot}'s bit on {@code key}; unlinks the node when no backend holds it. */
-  void clear(long key, int slot) {
-    long stamp = lock.writeLock();
-    try {
-      clearLocked(key, slot);
-    } finally {
-      lock.unlockWrite(stamp);
-    }
-  }
-
   /**
    * Applies a batch of changes for one slot under one write lock: {@code keys[order[i]]} is set if
-   * {@code ops[order[i]] == set}, cleared otherwise, for {@code i} in {@code [from, to)}, in that
-   * order. One lock instead of one per change also lets the CPU overlap the changes' cache misses
-   * (a locked CAS between them would serialize them).
+   * {@code ops[order[i]] == set} (inserting the node if absent), cleared otherwise (unlinking the
+   * node when no backend holds it any more), for {@code i} in {@code [from, to)}, in that order.
+   * One lock instead of one per change also lets the CPU overlap the changes' cache misses (a
+   * locked CAS between them would serialize them).
    */
   void apply(long[] keys, byte[] ops, byte set, int[] order, int from, int to, int slot) {
     long stamp = lock.writeLock();

@@ -214,15 +214,15 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   /** Clears every bit of the backend and resets its mirror. Lock held. */
   private void clearAll(BackendCache c) {
-    flush(c); // bits deferred earlier in this write land first, then everything is cleared
     c.markChanging();
     for (int e = 0; e < c.allocated; e++) {
       // entries on the free list were cleared already; the key map tells which are live
       long k = c.key[e];
       if (c.find(k) == e) {
-        stripe(k).clear(k, c.slot);
+        defer(c, k, BackendCache.CLEAR); // after any change deferred earlier in this write
       }
     }
+    flush(c);
     c.reset();
   }
 

@@ -103,20 +103,8 @@ final class RouteShares {
    * interval} decisions.
    */
   boolean tryReplica(int slot, int interval) {
+    array(slot); // grows lastReplica together with the counts
     AtomicLongArray a = lastReplica;
-    if (slot >= a.length()) {
-      synchronized (growLock) {
-        a = lastReplica;
-        if (slot >= a.length()) {
-          AtomicLongArray bigger = new AtomicLongArray(Math.max(slot + 1, 2 * a.length()));
-          for (int i = 0; i < a.length(); i++) {
-            bigger.set(i, a.get(i));
-          }
-          lastReplica = bigger;
-          a = bigger;
-        }
-      }
-    }
     long now = seq.get() + interval; // shifted so that the initial 0 reads as "long ago"
     long last = a.get(slot);
     return now - last >= interval && a.compareAndSet(slot, last, now);
@@ -151,6 +139,11 @@ final class RouteShares {
         for (int i = 0; i < cs.length(); i++) {
           bigger.set(i, cs.get(i));
         }
+        AtomicLongArray replicas = new AtomicLongArray(bigger.length());
+        for (int i = 0; i < lastReplica.length(); i++) {
+          replicas.set(i, lastReplica.get(i));
+        }
+        lastReplica = replicas; // published before the counts: whoever sees the new counts sees it
         counts = bigger;
         cs = bigger;
       }

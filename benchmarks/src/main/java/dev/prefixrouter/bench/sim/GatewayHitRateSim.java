@@ -49,12 +49,7 @@ final class GatewayHitRateSim {
         double worstDev = 0;
         int pass = 0;
         for (int seed = 1; seed <= seeds; seed++) {
-          Result r =
-              run(
-                  EstimatedTtftScorer.builder().calibrate(false).balance(tol, ms, half).build(),
-                  "x",
-                  skewed,
-                  seed);
+          Result r = run(balanced(tol, ms, half), "x", skewed, seed);
           sum += r.hitRate();
           worstHit = Math.min(worstHit, r.hitRate());
           worstDev = Math.max(worstDev, r.maxDeviationFromMean());
@@ -79,11 +74,7 @@ final class GatewayHitRateSim {
       double ms = Double.parseDouble(args[1]);
       int half = Integer.parseInt(args[2]);
       for (boolean skewed : new boolean[] {false, true}) {
-        Result r =
-            run(
-                EstimatedTtftScorer.builder().calibrate(false).balance(tol, ms, half).build(),
-                "x",
-                skewed);
+        Result r = run(balanced(tol, ms, half), "x", skewed);
         System.out.printf(
             "tol=%.2f ms=%.1f %-8s %6.2f%% %s%n",
             tol,
@@ -102,6 +93,10 @@ final class GatewayHitRateSim {
             p, r.distribution(), 100 * r.hitRate(), java.util.Arrays.toString(r.perBackend()));
       }
     }
+  }
+
+  private static EstimatedTtftScorer balanced(double tolerance, double ms, int halfLife) {
+    return EstimatedTtftScorer.builder().calibrate(false).balance(tolerance, ms, halfLife).build();
   }
 
   static final int BACKENDS = 3;
