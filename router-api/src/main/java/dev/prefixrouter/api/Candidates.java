@@ -1,57 +1,98 @@
 package dev.prefixrouter.api;
 
 import dev.prefixrouter.api.spi.ScoringContext;
+import java.util.Arrays;
+import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
-/** The per-route {@link ScoringContext}: arrays over the eligible entries. Single-threaded. */
+/**
+ * The per-route {@link ScoringContext}: arrays over the eligible entries. Single-threaded; reused
+ * by one thread for its routes ({@link #reset} before, {@link #clear} after), so a decision
+ * allocates no candidate arrays once the thread has seen the fleet's size.
+ */
 final class Candidates implements ScoringContext {
-  private final RouteRequest request;
-  private final String model;
-  private final int promptTokens;
-  private final int tokensPerBlock;
-  private final long now;
-  final BackendEntry[] entries;
-  final int[] slots;
-  final int[] matched;
-  private final double[] costs;
-  private final int[] order;
-  private long[] keys = new long[0];
+  private static final long[] NO_KEYS = new long[0];
+
+  private @Nullable RouteRequest request;
+  private @Nullable String model;
+  private int promptTokens;
+  private int tokensPerBlock;
+  private long now;
+  BackendEntry[] entries;
+  int[] slots;
+  int[] matched;
+  private double[] costs;
+  private int[] order;
+  private boolean[] seen;
+  private long[] keys = NO_KEYS;
+  private int keyCount;
   int size;
   @Nullable String reason;
 
-  Candidates(
-      RouteRequest request, String model, int promptTokens, int tokensPerBlock, long now, int max) {
-    this.request = request;
-    this.model = model;
-    this.promptTokens = promptTokens;
-    this.tokensPerBlock = tokensPerBlock;
-    this.now = now;
+  Candidates(int max) {
+    allocate(max);
+  }
+
+  private void allocate(int max) {
     this.entries = new BackendEntry[max];
     this.slots = new int[max];
     this.matched = new int[max];
     this.costs = new double[max];
     this.order = new int[max];
+    this.seen = new boolean[max];
+  }
+
+  /** Starts a decision for up to {@code max} candidates. */
+  Candidates reset(
+      RouteRequest request, String model, int promptTokens, int tokensPerBlock, long now, int max) {
+    if (entries.length < max) {
+      allocate(max);
+    }
+    this.request = request;
+    this.model = model;
+    this.promptTokens = promptTokens;
+    this.tokensPerBlock = tokensPerBlock;
+    this.now = now;
+    this.size = 0;
+    this.reason = null;
+    this.keys = NO_KEYS;
+    this.keyCount = 0;
+    return this;
+  }
+
+  /** Drops every reference the decision held (request, entries, keys) once it is over. */
+  void clear() {
+    Arrays.fill(entries, 0, size, null);
+    request = null;
+    model = null;
+    keys = NO_KEYS;
+    keyCount = 0;
+    reason = null;
+    size = 0;
   }
 
   void add(BackendEntry e) {
     entries[size] = e;
     slots[size] = e.slot;
     order[size] = size;
+    costs[size] = 0;
+    matched[size] = 0;
     size++;
   }
 
-  void keys(long[] keys) {
+  void keys(long[] keys, int keyCount) {
     this.keys = keys;
+    this.keyCount = keyCount;
   }
 
   @Override
   public RouteRequest request() {
-    return request;
+    return Objects.requireNonNull(request, "request");
   }
 
   @Override
   public String model() {
-    return model;
+    return Objects.requireNonNull(model, "model");
   }
 
   @Override
@@ -71,11 +112,14 @@ final class Candidates implements ScoringContext {
 
   @Override
   public int keyCount() {
-    return keys.length;
+    return keyCount;
   }
 
   @Override
   public long key(int i) {
+    if (i < 0 || i >= keyCount) {
+      throw new IndexOutOfBoundsException("key " + i + " of " + keyCount);
+    }
     return keys[i];
   }
 
@@ -170,7 +214,7 @@ final class Candidates implements ScoringContext {
 
   /** Whether {@link #order()} is a permutation of {@code 0..size-1}. */
   boolean orderIsPermutation() {
-    boolean[] seen = new boolean[size];
+    Arrays.fill(seen, 0, size, false);
     for (int i = 0; i < size; i++) {
       int c = order[i];
       if (c < 0 || c >= size || seen[c]) {

@@ -8,6 +8,8 @@ import dev.prefixrouter.api.spi.PrefixIndex;
 import dev.prefixrouter.api.spi.RoutingListener;
 import dev.prefixrouter.api.spi.Scorer;
 import dev.prefixrouter.api.spi.TenantLimiter;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -19,8 +21,6 @@ import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
@@ -97,7 +97,6 @@ final class DefaultRoutingEngine implements RoutingEngine {
     final String model;
     final int promptTokens;
     final long reservedTokens;
-    long @Nullable [] keys;
 
     Attempt(RouteRequest request, String model, int promptTokens, long reservedTokens) {
       this.request = request;
@@ -157,13 +156,70 @@ final class DefaultRoutingEngine implements RoutingEngine {
     return r;
   }
 
-  /** Eligible set → hash → match → score → SLO admission → record. Does not touch the limiter. */
+  /**
+   * Per-thread buffers of {@link #decide}: the prompt's keys and the candidates, reused so that a
+   * decision allocates neither. A reentrant route (a listener or scorer routing on the same thread)
+   * finds them busy and uses fresh ones. Bounded: a key buffer above {@link #MAX_RETAINED_KEYS} is
+   * not kept, and the candidates hold at most the fleet's size ({@code maxBackends}).
+   */
+  private static final class Scratch {
+    long[] keys = new long[256];
+    final Candidates candidates = new Candidates(16);
+    boolean busy;
+  }
+
+  /** Keys a thread keeps a buffer for: 4,096 (64k tokens at 16 per block, 32 KB). */
+  static final int MAX_RETAINED_KEYS = 4096;
+
+  private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
+
+  /** {@link #decide}, then the debug log and the listeners (outside the per-thread buffers). */
   private RouteDecision place(
       Attempt attempt, List<BackendEntry> excluded, int attemptNo, long now) {
+    Scratch scratch = SCRATCH.get();
+    RouteDecision d;
+    if (scratch.busy) {
+      d = decide(attempt, excluded, attemptNo, now, new Scratch());
+    } else {
+      scratch.busy = true;
+      try {
+        d = decide(attempt, excluded, attemptNo, now, scratch);
+      } finally {
+        scratch.candidates.clear();
+        scratch.busy = false;
+      }
+    }
+    if (d instanceof Routed routed) {
+      if (log.isDebugEnabled()) {
+        log.debug(
+            "routed request={} tenant={} model={} backend={} attempt={} matched={}/{} cost={} ({})",
+            routed.request().requestId(),
+            routed.request().tenant(),
+            routed.resolvedModel(),
+            routed.backendId(),
+            attemptNo,
+            routed.matchedTokens(),
+            routed.promptTokens(),
+            routed.cost(),
+            routed.reason());
+      }
+      if (listeners.length > 0) {
+        notifyListeners(l -> l.onRouted(routed));
+      }
+    }
+    return d;
+  }
+
+  /**
+   * Eligible set → hash → match → score → SLO admission → record. Does not touch the limiter. Keys
+   * are hashed on every call (a failover hashes again rather than keep them per request).
+   */
+  private RouteDecision decide(
+      Attempt attempt, List<BackendEntry> excluded, int attemptNo, long now, Scratch scratch) {
     RouteRequest request = attempt.request;
     BackendEntry[] all = table.entries;
     Candidates c =
-        new Candidates(
+        scratch.candidates.reset(
             request, attempt.model, attempt.promptTokens, hasher.tokensPerBlock(), now, all.length);
     int furthest = -1;
     for (BackendEntry e : all) {
@@ -184,13 +240,25 @@ final class DefaultRoutingEngine implements RoutingEngine {
           filter);
     }
 
-    long[] keys = attempt.keys;
-    if (keys == null) {
-      keys = hasher.keys(request.prompt(), seed(request));
-      attempt.keys = keys;
+    long seed = seed(request);
+    long[] keys = scratch.keys;
+    int keyCount = hasher.keys(request.prompt(), seed, keys);
+    if (keyCount < 0) {
+      throw new IllegalStateException("hasher " + hasher + " returned " + keyCount + " keys");
     }
-    c.keys(keys);
-    index.match(keys, c.slots, c.size, c.matched);
+    if (keyCount > keys.length) {
+      keys = new long[Math.max(keyCount, 2 * keys.length)];
+      int again = hasher.keys(request.prompt(), seed, keys);
+      if (again != keyCount) {
+        throw new IllegalStateException(
+            "hasher " + hasher + " returned " + keyCount + " then " + again + " keys");
+      }
+      if (keys.length <= MAX_RETAINED_KEYS) {
+        scratch.keys = keys;
+      }
+    }
+    c.keys(keys, keyCount);
+    index.match(keys, keyCount, c.slots, c.size, c.matched);
     scorer.score(c);
     if (!c.orderIsPermutation()) {
       throw new IllegalStateException(
@@ -220,7 +288,6 @@ final class DefaultRoutingEngine implements RoutingEngine {
       if (!e.claim()) {
         continue; // removed while we scored
       }
-      Routed routed;
       try {
         if (!health.tryAcquire(e.slot, now)) {
           continue; // half-open with no probe left
@@ -234,14 +301,11 @@ final class DefaultRoutingEngine implements RoutingEngine {
         e.routed.increment();
         e.promptTokens.add(attempt.promptTokens);
         e.matchedTokens.add(matchedTokens);
-        if (keys.length > 0) {
-          index.recordRouted(keys, e.slot, now);
+        if (keyCount > 0) {
+          index.recordRouted(keys, keyCount, e.slot, now);
         }
         scorer.onRouted(c, cand);
-        List<String> fallbacks = new ArrayList<>(Math.min(maxFallbacks, c.size - rank - 1));
-        for (int k = rank + 1; k < c.size && fallbacks.size() < maxFallbacks; k++) {
-          fallbacks.add(c.entries[order[k]].backend.id());
-        }
+        List<String> fallbacks = fallbacks(c, order, rank);
         String reason = c.reason != null ? c.reason : scorer.name();
         DefaultLease lease =
             new DefaultLease(
@@ -255,7 +319,7 @@ final class DefaultRoutingEngine implements RoutingEngine {
                 queuedBefore,
                 decodesBefore,
                 c.cost(cand));
-        routed =
+        Routed routed =
             new Routed(
                 request,
                 e.backend,
@@ -268,24 +332,10 @@ final class DefaultRoutingEngine implements RoutingEngine {
                 attemptNo,
                 lease);
         lease.routed = routed;
+        return routed;
       } finally {
         e.release();
       }
-      if (log.isDebugEnabled()) {
-        log.debug(
-            "routed request={} tenant={} model={} backend={} attempt={} matched={}/{} cost={} ({})",
-            request.requestId(),
-            request.tenant(),
-            attempt.model,
-            routed.backendId(),
-            attemptNo,
-            routed.matchedTokens(),
-            routed.promptTokens(),
-            routed.cost(),
-            routed.reason());
-      }
-      notifyListeners(l -> l.onRouted(routed));
-      return routed;
     }
     return new Rejected(
         request,
@@ -293,6 +343,28 @@ final class DefaultRoutingEngine implements RoutingEngine {
         Duration.ZERO,
         "every ranked backend was removed or out of half-open probes",
         EligibilityFilter.HEALTH);
+  }
+
+  /** The ids of up to {@code maxFallbacks} candidates ranked after {@code rank}. */
+  private List<String> fallbacks(Candidates c, int[] order, int rank) {
+    int n = Math.min(maxFallbacks, c.size - rank - 1);
+    return switch (n) {
+      case 0 -> List.of();
+      case 1 -> List.of(id(c, order, rank + 1));
+      case 2 -> List.of(id(c, order, rank + 1), id(c, order, rank + 2));
+      case 3 -> List.of(id(c, order, rank + 1), id(c, order, rank + 2), id(c, order, rank + 3));
+      default -> {
+        String[] ids = new String[n];
+        for (int k = 0; k < n; k++) {
+          ids[k] = id(c, order, rank + 1 + k);
+        }
+        yield List.of(ids);
+      }
+    };
+  }
+
+  private static String id(Candidates c, int[] order, int rank) {
+    return c.entries[order[rank]].backend.id();
   }
 
   private int firstFailingFilter(
@@ -357,6 +429,19 @@ final class DefaultRoutingEngine implements RoutingEngine {
   private static final int FAILED_BEFORE_FIRST_TOKEN = 3;
   private static final int FAILED_AFTER_FIRST_TOKEN = 4;
 
+  private static final VarHandle STATE;
+  private static final VarHandle FAILOVER_TAKEN;
+
+  static {
+    try {
+      MethodHandles.Lookup l = MethodHandles.lookup();
+      STATE = l.findVarHandle(DefaultLease.class, "state", int.class);
+      FAILOVER_TAKEN = l.findVarHandle(DefaultLease.class, "failoverTaken", boolean.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
   private final class DefaultLease implements Lease {
     private final Attempt attempt;
     private final BackendEntry entry;
@@ -368,8 +453,9 @@ final class DefaultRoutingEngine implements RoutingEngine {
     private final long queuedBefore;
     private final int decodesBefore;
     private final double estimatedCost;
-    private final AtomicInteger state = new AtomicInteger(OPEN);
-    private final AtomicBoolean failoverTaken = new AtomicBoolean();
+    // plain fields behind VarHandles: a lease is allocated per route, two atomics would double it
+    private volatile int state = OPEN;
+    private volatile boolean failoverTaken;
     @Nullable Routed routed;
 
     DefaultLease(
@@ -401,7 +487,7 @@ final class DefaultRoutingEngine implements RoutingEngine {
 
     @Override
     public void firstToken() {
-      if (!state.compareAndSet(OPEN, STREAMING)) {
+      if (!STATE.compareAndSet(this, OPEN, STREAMING)) {
         return;
       }
       long now = ticker.getAsLong();
@@ -425,7 +511,9 @@ final class DefaultRoutingEngine implements RoutingEngine {
         }
       }
       Routed r = routed();
-      notifyListeners(l -> l.onFirstToken(r, ttft));
+      if (listeners.length > 0) {
+        notifyListeners(l -> l.onFirstToken(r, ttft));
+      }
     }
 
     @Override
@@ -446,7 +534,9 @@ final class DefaultRoutingEngine implements RoutingEngine {
       }
       Routed r = routed();
       long duration = Math.max(0, now - startNanos);
-      notifyListeners(l -> l.onCompleted(r, usage, duration));
+      if (listeners.length > 0) {
+        notifyListeners(l -> l.onCompleted(r, usage, duration));
+      }
     }
 
     @Override
@@ -470,17 +560,19 @@ final class DefaultRoutingEngine implements RoutingEngine {
       }
       Routed r = routed();
       boolean before = s == OPEN;
-      notifyListeners(l -> l.onFailed(r, failure, before));
+      if (listeners.length > 0) {
+        notifyListeners(l -> l.onFailed(r, failure, before));
+      }
     }
 
     /** CAS to an end state; returns the previous state, or -1 if already ended. */
     private int end(int ifOpen, int ifStreaming) {
       while (true) {
-        int s = state.get();
+        int s = state;
         if (s >= COMPLETED) {
           return -1;
         }
-        if (state.compareAndSet(s, s == OPEN ? ifOpen : ifStreaming)) {
+        if (STATE.compareAndSet(this, s, s == OPEN ? ifOpen : ifStreaming)) {
           if (s == OPEN) {
             entry.pendingPrefillTokens.addAndGet(-uncachedTokens);
           } else {
@@ -503,7 +595,7 @@ final class DefaultRoutingEngine implements RoutingEngine {
     @Override
     public RouteDecision failover() {
       RouteRequest request = attempt.request;
-      if (state.get() != FAILED_BEFORE_FIRST_TOKEN || !failoverTaken.compareAndSet(false, true)) {
+      if (state != FAILED_BEFORE_FIRST_TOKEN || !FAILOVER_TAKEN.compareAndSet(this, false, true)) {
         return reject(
             new Rejected(
                 request,
@@ -511,7 +603,7 @@ final class DefaultRoutingEngine implements RoutingEngine {
                 Duration.ZERO,
                 "failover needs a lease that failed before its first token and was not failed over"
                     + " yet (state "
-                    + state.get()
+                    + state
                     + ")",
                 null));
       }
@@ -546,12 +638,12 @@ final class DefaultRoutingEngine implements RoutingEngine {
 
     @Override
     public boolean isEnded() {
-      return state.get() >= COMPLETED;
+      return state >= COMPLETED;
     }
 
     @Override
     public String toString() {
-      return "Lease[backend=" + entry.backend.id() + ", state=" + state.get() + "]";
+      return "Lease[backend=" + entry.backend.id() + ", state=" + state + "]";
     }
   }
 

@@ -65,8 +65,10 @@ public record RouteRequest(
               + "], was "
               + maxOutputTokens);
     }
-    requiredCapabilities = Set.copyOf(requiredCapabilities);
-    requiredLabels = Map.copyOf(requiredLabels);
+    // the empty case is the common one: Set.of()/Map.of() are shared, copyOf would allocate
+    requiredCapabilities =
+        requiredCapabilities.isEmpty() ? Set.of() : Set.copyOf(requiredCapabilities);
+    requiredLabels = requiredLabels.isEmpty() ? Map.of() : Map.copyOf(requiredLabels);
     if (ttftBudget != null && (ttftBudget.isNegative() || ttftBudget.isZero())) {
       throw new IllegalArgumentException("ttftBudget must be positive, was " + ttftBudget);
     }
@@ -86,8 +88,12 @@ public record RouteRequest(
     b.sessionId = sessionId;
     b.maxOutputTokens = maxOutputTokens;
     b.sheddable = sheddable;
-    b.capabilities.addAll(requiredCapabilities);
-    b.labels.putAll(requiredLabels);
+    if (!requiredCapabilities.isEmpty()) {
+      b.capabilities().addAll(requiredCapabilities);
+    }
+    if (!requiredLabels.isEmpty()) {
+      b.labels().putAll(requiredLabels);
+    }
     b.ttftBudget = ttftBudget;
     b.requestId = requestId;
     b.cacheSalt = cacheSalt;
@@ -98,12 +104,14 @@ public record RouteRequest(
   public static final class Builder {
     private final String tenant;
     private final String model;
-    private Prompt prompt = Prompt.ofTokens();
+    private static final Prompt NO_PROMPT = Prompt.ofTokens();
+
+    private Prompt prompt = NO_PROMPT;
     private @Nullable String sessionId;
     private int maxOutputTokens;
     private boolean sheddable;
-    private final Set<String> capabilities = new LinkedHashSet<>();
-    private final Map<String, String> labels = new LinkedHashMap<>();
+    private @Nullable Set<String> capabilities; // created on first use
+    private @Nullable Map<String, String> labels;
     private @Nullable Duration ttftBudget;
     private @Nullable String requestId;
     private @Nullable String cacheSalt;
@@ -111,6 +119,20 @@ public record RouteRequest(
     private Builder(String tenant, String model) {
       this.tenant = Objects.requireNonNull(tenant, "tenant");
       this.model = Objects.requireNonNull(model, "model");
+    }
+
+    private Set<String> capabilities() {
+      if (capabilities == null) {
+        capabilities = new LinkedHashSet<>();
+      }
+      return capabilities;
+    }
+
+    private Map<String, String> labels() {
+      if (labels == null) {
+        labels = new LinkedHashMap<>();
+      }
+      return labels;
     }
 
     public Builder prompt(Prompt prompt) {
@@ -137,12 +159,12 @@ public record RouteRequest(
     }
 
     public Builder requireCapability(String capability) {
-      capabilities.add(Objects.requireNonNull(capability, "capability"));
+      capabilities().add(Objects.requireNonNull(capability, "capability"));
       return this;
     }
 
     public Builder requireLabel(String key, String value) {
-      labels.put(Objects.requireNonNull(key, "key"), Objects.requireNonNull(value, "value"));
+      labels().put(Objects.requireNonNull(key, "key"), Objects.requireNonNull(value, "value"));
       return this;
     }
 
@@ -169,8 +191,8 @@ public record RouteRequest(
           sessionId,
           maxOutputTokens,
           sheddable,
-          capabilities,
-          labels,
+          capabilities == null ? Set.of() : capabilities,
+          labels == null ? Map.of() : labels,
           ttftBudget,
           requestId,
           cacheSalt);

@@ -9,7 +9,8 @@ class ScoringContextTest {
 
   private static Candidates candidates(double... costs) {
     Candidates c =
-        new Candidates(RouteRequest.builder("t", "m").build(), "m", 0, 16, 0, costs.length);
+        new Candidates(costs.length)
+            .reset(RouteRequest.builder("t", "m").build(), "m", 0, 16, 0, costs.length);
     for (int i = 0; i < costs.length; i++) {
       c.add(new BackendEntry(i, Backend.of("b" + i, "m")));
     }
@@ -17,6 +18,42 @@ class ScoringContextTest {
       c.setCost(i, costs[i]);
     }
     return c;
+  }
+
+  @Test
+  void aReusedContextStartsEveryDecisionAfresh() {
+    Candidates c = candidates(3, 1, 2);
+    c.keys(new long[] {7, 8, 9}, 2);
+    c.matched[1] = 5;
+    c.sortByCost(0);
+    c.setReason("first");
+    c.clear();
+    assertThat(c.size()).isZero();
+    assertThat(c.keyCount()).isZero();
+    assertThatThrownBy(c::request).isInstanceOf(NullPointerException.class);
+
+    c.reset(RouteRequest.builder("u", "m2").build(), "m2", 10, 16, 1, 5);
+    for (int i = 0; i < 5; i++) {
+      c.add(new BackendEntry(i, Backend.of("c" + i, "m2")));
+    }
+    assertThat(c.request().tenant()).isEqualTo("u");
+    assertThat(c.size()).isEqualTo(5);
+    assertThat(c.reason).isNull();
+    for (int i = 0; i < 5; i++) {
+      assertThat(c.matchedBlocks(i)).isZero();
+      assertThat(c.cost(i)).isZero();
+      assertThat(c.order()[i]).isEqualTo(i);
+    }
+    assertThat(c.orderIsPermutation()).isTrue();
+  }
+
+  @Test
+  void keysBeyondTheCountAreOutOfRange() {
+    Candidates c = candidates(1);
+    c.keys(new long[] {7, 8, 9}, 2);
+    assertThat(c.keyCount()).isEqualTo(2);
+    assertThat(c.key(1)).isEqualTo(8);
+    assertThatThrownBy(() -> c.key(2)).isInstanceOf(IndexOutOfBoundsException.class);
   }
 
   @Test

@@ -19,29 +19,58 @@ final class CharBlockHasher implements BlockHasher {
   @Override
   public long[] keys(Prompt prompt, long seed) {
     if (prompt instanceof Prompt.Tokens t) {
-      // a token prompt under a text hasher: hash the ids' decimal text would be arbitrary; hash
-      // the ids themselves as pairs of chars, so equal token prompts still share keys.
-      return tokenKeys(t, seed);
+      long[] keys = new long[tokenBlocks(t)];
+      tokenKeys(t, seed, keys, keys.length);
+      return keys;
     }
-    CharSequence text = BlockHashers.textOf(prompt);
-    int blocks = Math.min(maxBlocks, text.length() / blockChars);
-    long[] keys = new long[blocks];
-    char[] buf = new char[blockChars + 4];
-    String s = text.toString();
-    long prev = seed;
-    for (int i = 0; i < blocks; i++) {
-      putLong(buf, prev);
-      s.getChars(i * blockChars, (i + 1) * blockChars, buf, 4);
-      prev = XX3.hashChars(buf);
-      keys[i] = prev;
-    }
+    String text = BlockHashers.textOf(prompt).toString();
+    long[] keys = new long[textBlocks(text)];
+    textKeys(text, seed, keys, keys.length);
     return keys;
   }
 
-  private long[] tokenKeys(Prompt.Tokens t, long seed) {
-    int perBlock = Math.max(1, blockChars / Prompt.CHARS_PER_TOKEN_ESTIMATE);
-    int blocks = Math.min(maxBlocks, t.length() / perBlock);
-    long[] keys = new long[blocks];
+  @Override
+  public int keys(Prompt prompt, long seed, long[] out) {
+    if (prompt instanceof Prompt.Tokens t) {
+      int blocks = tokenBlocks(t);
+      if (blocks <= out.length) {
+        tokenKeys(t, seed, out, blocks);
+      }
+      return blocks;
+    }
+    String text = BlockHashers.textOf(prompt).toString();
+    int blocks = textBlocks(text);
+    if (blocks <= out.length) {
+      textKeys(text, seed, out, blocks);
+    }
+    return blocks;
+  }
+
+  private int textBlocks(String text) {
+    return Math.min(maxBlocks, text.length() / blockChars);
+  }
+
+  private int tokenBlocks(Prompt.Tokens t) {
+    return Math.min(maxBlocks, t.length() / tokensPerBlock());
+  }
+
+  private void textKeys(String text, long seed, long[] keys, int blocks) {
+    char[] buf = new char[blockChars + 4];
+    long prev = seed;
+    for (int i = 0; i < blocks; i++) {
+      putLong(buf, prev);
+      text.getChars(i * blockChars, (i + 1) * blockChars, buf, 4);
+      prev = XX3.hashChars(buf);
+      keys[i] = prev;
+    }
+  }
+
+  /**
+   * A token prompt under a text hasher: hashing the ids' decimal text would be arbitrary; the ids
+   * themselves are hashed as pairs of chars, so equal token prompts still share keys.
+   */
+  private void tokenKeys(Prompt.Tokens t, long seed, long[] keys, int blocks) {
+    int perBlock = tokensPerBlock();
     int[] buf = new int[perBlock + 2];
     long prev = seed;
     for (int i = 0; i < blocks; i++) {
@@ -51,7 +80,6 @@ final class CharBlockHasher implements BlockHasher {
       prev = XX3.hashInts(buf);
       keys[i] = prev;
     }
-    return keys;
   }
 
   private static void putLong(char[] buf, long v) {

@@ -83,8 +83,8 @@ import java.util.concurrent.atomic.LongAdder;
  * never delay a match, and a write to a different stripe never fails an optimistic read.
  *
  * <p>Thread-safe. Cost: {@code match} O(blocks matched) hash probes and no allocation beyond two
- * small scratch arrays; {@code recordRouted} O(blocks) with a stripe write only for blocks new to
- * that backend.
+ * per-thread scratch arrays; {@code recordRouted} O(blocks) with a stripe write only for blocks new
+ * to that backend.
  */
 public final class RadixPrefixIndex implements PrefixIndex {
 
@@ -242,6 +242,12 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   @Override
   public void match(long[] keys, int[] slots, int count, int[] matchedOut) {
+    match(keys, keys.length, slots, count, matchedOut);
+  }
+
+  @Override
+  public void match(long[] keys, int keyCount, int[] slots, int count, int[] matchedOut) {
+    checkKeyCount(keys, keyCount);
     Scratch scratch = SCRATCH.get();
     if (scratch.seen.length < count) {
       scratch.seen = new BackendCache[Math.max(count, 2 * scratch.seen.length)];
@@ -252,7 +258,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     try {
       for (int attempt = 0; attempt < 4; attempt++) {
         if (readVersions(slots, count, seen, versions)
-            && walk(keys, slots, count, matchedOut, true)
+            && walk(keys, keyCount, slots, count, matchedOut, true)
             && unchanged(slots, count, seen, versions)) {
           return;
         }
@@ -264,7 +270,14 @@ public final class RadixPrefixIndex implements PrefixIndex {
     }
     // Writers kept changing some candidate: take the monitors of the candidates, in slot order,
     // so the walk sees one consistent state. Each monitor is held by a writer for one write only.
-    lockedMatch(keys, slots, count, matchedOut);
+    lockedMatch(keys, keyCount, slots, count, matchedOut);
+  }
+
+  private static void checkKeyCount(long[] keys, int keyCount) {
+    if (keyCount < 0 || keyCount > keys.length) {
+      throw new IllegalArgumentException(
+          "keyCount must be in [0, " + keys.length + "], was " + keyCount);
+    }
   }
 
   private boolean readVersions(int[] slots, int count, BackendCache[] seen, long[] versions) {
@@ -293,24 +306,25 @@ public final class RadixPrefixIndex implements PrefixIndex {
     return true;
   }
 
-  private void lockedMatch(long[] keys, int[] slots, int count, int[] out) {
+  private void lockedMatch(long[] keys, int n, int[] slots, int count, int[] out) {
     int[] sorted = Arrays.copyOf(slots, count);
     Arrays.sort(sorted);
-    lockChain(keys, slots, count, out, sorted, 0);
+    lockChain(keys, n, slots, count, out, sorted, 0);
   }
 
-  private void lockChain(long[] keys, int[] slots, int count, int[] out, int[] sorted, int i) {
+  private void lockChain(
+      long[] keys, int n, int[] slots, int count, int[] out, int[] sorted, int i) {
     if (i == sorted.length) {
-      walk(keys, slots, count, out, false);
+      walk(keys, n, slots, count, out, false);
       return;
     }
     BackendCache cache = caches.get(sorted[i]);
     if (cache == null || (i > 0 && sorted[i] == sorted[i - 1])) {
-      lockChain(keys, slots, count, out, sorted, i + 1);
+      lockChain(keys, n, slots, count, out, sorted, i + 1);
       return;
     }
     synchronized (cache.lock) {
-      lockChain(keys, slots, count, out, sorted, i + 1);
+      lockChain(keys, n, slots, count, out, sorted, i + 1);
     }
   }
 
@@ -324,6 +338,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
     boolean ok;
     boolean optimistic;
     int[] candidateOf = new int[64]; // slot → candidate position, for this walk's slots
+    long[] linear = new long[1]; // candidate bit sets of one walk, one word per 64 slots
+    long[] closed = new long[1];
+    long[] holders = new long[1];
   }
 
   private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
@@ -342,14 +359,24 @@ public final class RadixPrefixIndex implements PrefixIndex {
    * touched a stripe meanwhile. Otherwise every probe is its own (possibly locking) read and the
    * walk always succeeds.
    */
-  private boolean walk(long[] keys, int[] slots, int count, int[] matchedOut, boolean optimistic) {
+  private boolean walk(
+      long[] keys, int n, int[] slots, int count, int[] matchedOut, boolean optimistic) {
     int maxSlot = 0;
     for (int c = 0; c < count; c++) {
       maxSlot = Math.max(maxSlot, slots[c]);
     }
     int words = (maxSlot >>> 6) + 1;
-    long[] linear = new long[words];
-    long[] closed = new long[words];
+    Scratch scratch = SCRATCH.get();
+    if (scratch.linear.length != words) { // exact length: the bit loops below run over .length
+      scratch.linear = new long[words];
+      scratch.closed = new long[words];
+      scratch.holders = new long[words];
+    }
+    long[] linear = scratch.linear;
+    long[] closed = scratch.closed;
+    long[] holders = scratch.holders;
+    Arrays.fill(linear, 0);
+    Arrays.fill(closed, 0);
     for (int c = 0; c < count; c++) {
       int s = slots[c];
       BackendCache cache = caches.get(s);
@@ -360,10 +387,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
       }
       matchedOut[c] = 0;
     }
-    if (keys.length == 0 || count == 0) {
+    if (n == 0 || count == 0) {
       return true;
     }
-    Scratch scratch = SCRATCH.get();
     scratch.touchedCount = 0;
     scratch.ok = true;
     scratch.optimistic = optimistic;
@@ -378,14 +404,13 @@ public final class RadixPrefixIndex implements PrefixIndex {
     for (int c = 0; c < count; c++) {
       candidateOf[slots[c]] = c;
     }
-    long[] holders = new long[words];
     if (any(closed)) {
-      bisect(keys, 0, keys.length, closed, holders, scratch, matchedOut);
+      bisect(keys, 0, n, closed, holders, scratch, matchedOut);
     }
     if (scratch.ok && any(linear)) {
       int depth = 0;
       boolean live = true;
-      while (live && depth < keys.length && scratch.ok) {
+      while (live && depth < n && scratch.ok) {
         probe(keys[depth], holders, scratch);
         live = false;
         for (int w = 0; w < words; w++) {
@@ -401,7 +426,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       if (live) {
         for (int w = 0; w < words; w++) {
           if (linear[w] != 0) {
-            recordDepth(linear[w], w, keys.length, candidateOf, matchedOut);
+            recordDepth(linear[w], w, n, candidateOf, matchedOut);
           }
         }
       }
@@ -510,11 +535,17 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   @Override
   public void recordRouted(long[] keys, int slot, long nowNanos) {
+    recordRouted(keys, keys.length, slot, nowNanos);
+  }
+
+  @Override
+  public void recordRouted(long[] keys, int keyCount, int slot, long nowNanos) {
+    checkKeyCount(keys, keyCount);
     write(
         slot,
         c -> {
           expire(c, nowNanos);
-          touchPath(c, keys, keys.length, BackendCache.PREDICTED, false, nowNanos);
+          touchPath(c, keys, keyCount, BackendCache.PREDICTED, false, nowNanos);
         });
   }
 

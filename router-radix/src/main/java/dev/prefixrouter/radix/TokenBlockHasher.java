@@ -28,10 +28,35 @@ final class TokenBlockHasher implements BlockHasher {
     if (!(prompt instanceof Prompt.Tokens t)) {
       return textFallback.keys(prompt, seed);
     }
-    int blocks = Math.min(maxBlocks, t.length() / blockSize);
-    long[] keys = new long[blocks];
+    long[] keys = new long[blocks(t)];
+    hash(t, seed, keys, keys.length);
+    return keys;
+  }
+
+  @Override
+  public int keys(Prompt prompt, long seed, long[] out) {
+    if (!(prompt instanceof Prompt.Tokens t)) {
+      return textFallback.keys(prompt, seed, out);
+    }
+    int blocks = blocks(t);
+    if (blocks <= out.length) {
+      hash(t, seed, out, blocks);
+    }
+    return blocks;
+  }
+
+  private int blocks(Prompt.Tokens t) {
+    return Math.min(maxBlocks, t.length() / blockSize);
+  }
+
+  /** Ids are copied into a per-thread buffer of whole blocks (one block if a block is large). */
+  private void hash(Prompt.Tokens t, long seed, long[] keys, int blocks) {
     int perChunk = Math.max(1, CHUNK_IDS / blockSize);
-    int[] buf = new int[Math.min(blocks, perChunk) * blockSize];
+    int[] buf = IDS.get();
+    if (buf.length < perChunk * blockSize) {
+      buf = new int[perChunk * blockSize];
+      IDS.set(buf);
+    }
     long prev = seed;
     for (int first = 0; first < blocks; first += perChunk) {
       int n = Math.min(perChunk, blocks - first);
@@ -41,11 +66,13 @@ final class TokenBlockHasher implements BlockHasher {
         keys[first + j] = prev;
       }
     }
-    return keys;
   }
 
   /** Ids copied per chunk (whole blocks; at least one block). */
   private static final int CHUNK_IDS = 64;
+
+  /** Per-thread id buffer: one chunk, or one block if blocks are larger than a chunk. */
+  private static final ThreadLocal<int[]> IDS = ThreadLocal.withInitial(() -> new int[CHUNK_IDS]);
 
   /**
    * Folds a block's hash into the chain: not symmetric in its arguments, and a bijection of {@code

@@ -10,6 +10,7 @@ import static org.quicktheories.generators.SourceDSL.strings;
 import dev.prefixrouter.api.ChatMessage;
 import dev.prefixrouter.api.Prompt;
 import dev.prefixrouter.api.spi.BlockHasher;
+import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -32,6 +33,35 @@ class BlockHashersTest {
               if (a.length % 4 != 0) {
                 int[] full = java.util.Arrays.copyOf(a, a.length - a.length % 4);
                 assertThat(TOKENS.keys(Prompt.ofTokens(full), seed)).containsExactly(k1);
+              }
+            });
+  }
+
+  @Test
+  void hashingIntoABufferGivesTheSameKeysOrTheCountNeeded() {
+    BlockHasher[] hashers = {TOKENS, BlockHashers.chars(8), BlockHashers.tokens(4, 5)};
+    qt().forAll(
+            lists().of(integers().between(0, 50_000)).ofSizeBetween(0, 64),
+            integers().between(0, 20),
+            integers().between(0, 2))
+        .checkAssert(
+            (ids, room, which) -> {
+              BlockHasher h = hashers[which];
+              int[] a = ids.stream().mapToInt(Integer::intValue).toArray();
+              StringBuilder text = new StringBuilder();
+              ids.forEach(i -> text.append((char) ('a' + i % 26)));
+              for (Prompt p : new Prompt[] {Prompt.ofTokens(a), Prompt.ofText(text.toString())}) {
+                long[] expected = h.keys(p, 42);
+                long[] out = new long[room];
+                Arrays.fill(out, -1);
+                int n = h.keys(p, 42, out);
+                assertThat(n).isEqualTo(expected.length);
+                if (n <= room) {
+                  assertThat(Arrays.copyOf(out, n)).containsExactly(expected);
+                  for (int i = n; i < room; i++) {
+                    assertThat(out[i]).isEqualTo(-1); // nothing written past the count
+                  }
+                }
               }
             });
   }

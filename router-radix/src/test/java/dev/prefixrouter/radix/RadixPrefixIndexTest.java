@@ -48,6 +48,25 @@ class RadixPrefixIndexTest {
   }
 
   @Test
+  void aBufferWithAKeyCountActsAsItsFirstKeysOnly() {
+    RadixPrefixIndex index = index(100, 100);
+    long[] buffer = keys(1, 2, 3, 4, 5, 6, 7, 8); // 4 keys; only the first 2 are "the prompt"
+    index.recordRouted(buffer, 2, 0, 1);
+    assertThat(match(index, keys(1, 2, 3, 4, 5, 6, 7, 8), 0)).containsExactly(2);
+    index.recordRouted(keys(1, 2, 3, 4, 5, 6, 7, 8), 1, 1);
+    int[] out = new int[2];
+    index.match(buffer, 3, new int[] {0, 1}, 2, out);
+    assertThat(out).containsExactly(2, 3);
+    index.match(buffer, 0, new int[] {0, 1}, 2, out);
+    assertThat(out).containsExactly(0, 0);
+    assertThatThrownBy(() -> index.match(buffer, 5, new int[] {0}, 1, new int[1]))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("keyCount");
+    assertThatThrownBy(() -> index.recordRouted(buffer, -1, 0, 1))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
   void slotsBeyondTheFirstWordWork() {
     RadixPrefixIndex index = RadixPrefixIndex.builder().maxBackends(300).build();
     index.addBackend(0, 10);

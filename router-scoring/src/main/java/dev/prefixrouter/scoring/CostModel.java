@@ -26,6 +26,8 @@ final class CostModel {
   private final int minObservations;
   private final double[] theta = new double[N]; // in scaled units
   private final double[][] p = new double[N][N];
+  private final double[] xScratch = new double[N];
+  private final double[] pxScratch = new double[N];
   private double residualScale; // robust scale of |residual|, ms
   private long observations;
   private volatile TtftCoefficients current;
@@ -62,9 +64,11 @@ final class CostModel {
     double y = o.ttftNanos() / 1e6;
     double u = Math.max(0, o.uncachedTokens());
     double c = Math.max(0, o.matchedTokens());
-    double[] x = {
-      1.0, (u + o.queuedPrefillTokens()) * SCALE[1], u * (u + c) * SCALE[2], o.runningDecodes()
-    };
+    double[] x = xScratch; // guarded by this (synchronized): no per-observation arrays
+    x[0] = 1.0;
+    x[1] = (u + o.queuedPrefillTokens()) * SCALE[1];
+    x[2] = u * (u + c) * SCALE[2];
+    x[3] = o.runningDecodes();
     if (!Double.isFinite(y) || y < 0) {
       return;
     }
@@ -83,7 +87,7 @@ final class CostModel {
     residualScale = observations == 0 ? clipped : 0.95 * residualScale + 0.05 * clipped;
 
     // weighted RLS with forgetting: gain g = P x / (lambda/w + x' P x)
-    double[] px = new double[N];
+    double[] px = pxScratch;
     for (int i = 0; i < N; i++) {
       double s = 0;
       for (int j = 0; j < N; j++) {

@@ -221,7 +221,15 @@ public final class EstimatedTtftScorer implements Scorer {
     if (n == 0) {
       return;
     }
-    double[] share = balanceMsPerRequest > 0 ? shares.relativeShares(ctx) : null; // null: off
+    double[] share = null; // null: balance off, or too little evidence yet
+    if (balanceMsPerRequest > 0) {
+      double[] buf = SHARES.get();
+      if (buf.length < n) {
+        buf = new double[Math.max(n, 2 * buf.length)];
+        SHARES.set(buf);
+      }
+      share = shares.relativeShares(ctx, buf) ? buf : null;
+    }
     // moving a hot prefix fixes an overload, moving a cold one only costs a cold start: scale the
     // penalty by how much of a backend's fair load this request's prefix group carries
     double hot = share == null ? 0 : Math.min(1.0, shares.hotness(prefixGroup(ctx), n));
@@ -307,20 +315,27 @@ public final class EstimatedTtftScorer implements Scorer {
         }
       }
     }
-    int chosen = order[0];
     if (reason == null) {
-      reason = tied > 1 ? "est-ttft (band of " + tied + ", fewest open leases)" : "est-ttft";
+      reason =
+          tied <= 1 ? "est-ttft" : tied < BAND_REASONS.length ? BAND_REASONS[tied] : band(tied);
     }
-    // plain concatenation: String.format costs microseconds on the hot path
-    ctx.setReason(
-        reason
-            + ": "
-            + Math.round(ctx.cost(chosen) * 10) / 10.0
-            + " ms, "
-            + ctx.matchedTokens(chosen)
-            + "/"
-            + ctx.promptTokens()
-            + " tokens cached");
+    // a constant: the decision's cost and cached tokens are fields of Routed already
+    ctx.setReason(reason);
+  }
+
+  /** Per-thread buffer of the candidates' relative shares. */
+  private static final ThreadLocal<double[]> SHARES = ThreadLocal.withInitial(() -> new double[16]);
+
+  private static final String[] BAND_REASONS = new String[65];
+
+  static {
+    for (int i = 2; i < BAND_REASONS.length; i++) {
+      BAND_REASONS[i] = band(i);
+    }
+  }
+
+  private static String band(int tied) {
+    return "est-ttft, fewest open leases in a band of " + tied;
   }
 
   private static @Nullable String sessionKey(RouteRequest r) {

@@ -6,7 +6,6 @@ import dev.prefixrouter.api.spi.ScoringContext;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
-import org.jspecify.annotations.Nullable;
 
 /**
  * Each slot's share of recent routing decisions: a count decayed by {@code 2^(-1/halfLife)} per
@@ -29,7 +28,15 @@ final class RouteShares {
 
   RouteShares(int halfLifeRoutes) {
     this.decayPerRoute = Math.pow(0.5, 1.0 / halfLifeRoutes);
+    for (int age = 0; age < DECAY_TABLE; age++) {
+      decayByAge[age] = Math.pow(decayPerRoute, age);
+    }
   }
+
+  /** Ages with a precomputed decay factor: a decision reads ~n + 2 counts, each once a pow. */
+  private static final int DECAY_TABLE = 4096;
+
+  private final double[] decayByAge = new double[DECAY_TABLE];
 
   /** Records a decision for {@code slot} and, when {@code prefix != 0}, for that prefix group. */
   void record(int slot, long prefix) {
@@ -51,12 +58,12 @@ final class RouteShares {
   }
 
   /**
-   * Each candidate's decayed count over its fair share by weight (1.0 = exactly fair), or {@code
-   * null} while the candidates have seen fewer than 100 decisions each (too little evidence).
+   * Each candidate's decayed count over its fair share by weight (1.0 = exactly fair), written into
+   * {@code out[0..size)}; false (and {@code out} unspecified) while the candidates have seen fewer
+   * than 100 decisions each (too little evidence).
    */
-  double @Nullable [] relativeShares(ScoringContext ctx) {
+  boolean relativeShares(ScoringContext ctx, double[] out) {
     int n = ctx.size();
-    double[] out = new double[n];
     long now = seq.get();
     AtomicReferenceArray<Count> cs = counts;
     double total = 0;
@@ -69,13 +76,13 @@ final class RouteShares {
       weights += ctx.backend(i).weight();
     }
     if (total < 100.0 * n) {
-      return null;
+      return false;
     }
     for (int i = 0; i < n; i++) {
       double fair = total * ctx.backend(i).weight() / weights;
       out[i] = out[i] / fair;
     }
-    return out;
+    return true;
   }
 
   /**
@@ -123,7 +130,10 @@ final class RouteShares {
 
   private double decayed(Count c, long now) {
     long age = now - c.seq;
-    return age <= 0 ? c.value : c.value * Math.pow(decayPerRoute, age);
+    if (age <= 0) {
+      return c.value;
+    }
+    return c.value * (age < DECAY_TABLE ? decayByAge[(int) age] : Math.pow(decayPerRoute, age));
   }
 
   private AtomicReferenceArray<Count> array(int slot) {

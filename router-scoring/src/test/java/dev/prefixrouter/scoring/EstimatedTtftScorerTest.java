@@ -25,7 +25,7 @@ class EstimatedTtftScorerTest {
     assertThat(ctx.best()).isEqualTo(1);
     TtftCoefficients k = TtftCoefficients.DEFAULTS;
     assertThat(ctx.cost(1)).isCloseTo(k.prefillMs(896, 3200), within(1e-9));
-    assertThat(ctx.reason).contains("3200/4096 tokens cached");
+    assertThat(ctx.reason).isEqualTo("est-ttft"); // cost and cached tokens are Routed's fields
   }
 
   @Test
@@ -142,6 +142,7 @@ class EstimatedTtftScorerTest {
       firsts.add(even.best());
     }
     assertThat(firsts).containsExactlyInAnyOrder(0, 1, 2);
+    assertThat(even.reason).isEqualTo("est-ttft, fewest open leases in a band of 3");
   }
 
   @Test

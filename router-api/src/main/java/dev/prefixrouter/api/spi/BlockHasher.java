@@ -24,6 +24,22 @@ public interface BlockHasher {
    */
   long[] keys(Prompt prompt, long seed);
 
+  /**
+   * The keys of {@link #keys(Prompt, long)} written into a caller's buffer, for callers that hash
+   * once per request and want no allocation: returns the number of keys {@code n}; if {@code n <=
+   * out.length} they are in {@code out[0..n)}, otherwise {@code out} holds nothing useful and the
+   * caller retries with an array of at least {@code n}. The default hashes into a fresh array and
+   * copies; implementations should override it to hash in place and to return {@code n} without
+   * hashing when it does not fit.
+   */
+  default int keys(Prompt prompt, long seed, long[] out) {
+    long[] keys = keys(prompt, seed);
+    if (keys.length <= out.length) {
+      System.arraycopy(keys, 0, out, 0, keys.length);
+    }
+    return keys.length;
+  }
+
   /** Prompt tokens one block stands for (exact for token blocks, estimated for text blocks). */
   int tokensPerBlock();
 

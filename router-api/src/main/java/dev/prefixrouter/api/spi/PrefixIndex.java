@@ -2,6 +2,7 @@ package dev.prefixrouter.api.spi;
 
 import dev.prefixrouter.api.IndexStats;
 import dev.prefixrouter.api.KvEvent;
+import java.util.Arrays;
 
 /**
  * Believes which backends hold which prompt prefixes, keyed by chained block keys (see {@link
@@ -32,8 +33,33 @@ public interface PrefixIndex {
    */
   void match(long[] keys, int[] slots, int count, int[] matchedOut);
 
+  /**
+   * {@link #match(long[], int[], int, int[])} over the first {@code keyCount} entries of {@code
+   * keys} (a reused buffer). The default copies them into an exact array; implementations on the
+   * routing hot path override it.
+   */
+  default void match(long[] keys, int keyCount, int[] slots, int count, int[] matchedOut) {
+    match(exact(keys, keyCount), slots, count, matchedOut);
+  }
+
   /** Records that the prompt with these keys was just routed to {@code slot} (predicted blocks). */
   void recordRouted(long[] keys, int slot, long nowNanos);
+
+  /**
+   * {@link #recordRouted(long[], int, long)} for the first {@code keyCount} entries of {@code
+   * keys}; the index must not keep a reference to {@code keys}. The default copies.
+   */
+  default void recordRouted(long[] keys, int keyCount, int slot, long nowNanos) {
+    recordRouted(exact(keys, keyCount), slot, nowNanos);
+  }
+
+  private static long[] exact(long[] keys, int keyCount) {
+    if (keyCount < 0 || keyCount > keys.length) {
+      throw new IllegalArgumentException(
+          "keyCount must be in [0, " + keys.length + "], was " + keyCount);
+    }
+    return keyCount == keys.length ? keys : Arrays.copyOf(keys, keyCount);
+  }
 
   /** Applies one engine KV event of {@code slot}, recomputing router keys with {@code hasher}. */
   void apply(int slot, KvEvent event, BlockHasher hasher, long nowNanos);
