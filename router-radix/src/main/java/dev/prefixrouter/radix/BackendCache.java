@@ -27,6 +27,9 @@ final class BackendCache {
    */
   volatile long version;
 
+  /** Evictions of the current write, added to the index's counter by its flush. Lock held. */
+  int evictedSinceFlush;
+
   /** Set under the lock when the slot was removed; writers that raced the removal do nothing. */
   boolean dead;
 

@@ -77,10 +77,11 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>{@code match} takes no lock: it reads the candidates' versions, walks the keys with optimistic
  * stripe reads, and succeeds if no candidate's version moved, so its answer is the state of every
- * candidate at one instant (linearizable; checked with Lincheck). It retries up to four times; only
- * a candidate rewritten during every attempt makes it take those candidates' monitors (in slot
- * order), which waits for at most one write per backend — microseconds. Writes to other backends
- * never delay a match, and a write to a different stripe never fails an optimistic read.
+ * candidate at one instant (linearizable; checked with Lincheck). An attempt that finds a candidate
+ * mid-flush waits (spinning, bounded) for that flush to end; after eight failed attempts it takes
+ * the candidates' monitors (in slot order), which waits for at most one write per backend. Writes
+ * to other backends never delay a match, and a write to a different stripe never fails an
+ * optimistic read.
  *
  * <p>Thread-safe. Cost: {@code match} O(blocks matched) hash probes and no allocation beyond two
  * per-thread scratch arrays; {@code recordRouted} O(blocks) with a stripe write only for blocks new
@@ -113,6 +114,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private final LongAdder unknownSlot = new LongAdder();
   private final LongAdder enginePrunes = new LongAdder();
   private final LongAdder retries = new LongAdder();
+  private final LongAdder lockedMatches = new LongAdder();
 
   private RadixPrefixIndex(Builder b) {
     this.maxBackends = b.maxBackends;
@@ -256,13 +258,16 @@ public final class RadixPrefixIndex implements PrefixIndex {
     BackendCache[] seen = scratch.seen;
     long[] versions = scratch.versions;
     try {
-      for (int attempt = 0; attempt < 4; attempt++) {
-        if (readVersions(slots, count, seen, versions)
-            && walk(keys, keyCount, slots, count, matchedOut, true)
-            && unchanged(slots, count, seen, versions)) {
-          return;
+      for (int attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
+        int writing = readVersions(slots, count, seen, versions);
+        if (writing < 0) {
+          if (walk(keys, keyCount, slots, count, matchedOut, true)
+              && unchanged(slots, count, seen, versions)) {
+            return;
+          }
+        } else {
+          awaitFlush(seen[writing]);
         }
-        Thread.onSpinWait();
         retries.increment();
       }
     } finally {
@@ -270,6 +275,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     }
     // Writers kept changing some candidate: take the monitors of the candidates, in slot order,
     // so the walk sees one consistent state. Each monitor is held by a writer for one write only.
+    lockedMatches.increment();
     lockedMatch(keys, keyCount, slots, count, matchedOut);
   }
 
@@ -280,7 +286,33 @@ public final class RadixPrefixIndex implements PrefixIndex {
     }
   }
 
-  private boolean readVersions(int[] slots, int count, BackendCache[] seen, long[] versions) {
+  /**
+   * Optimistic attempts before a match takes the candidates' monitors. An attempt that finds a
+   * candidate mid-flush first waits for that flush ({@link #awaitFlush}): a flush is the short tail
+   * of a write, while a monitor is held for the whole write, so waiting for the flush costs a
+   * reader far less than locking (two threads routing new prompts: see benchmarks/README).
+   */
+  static final int OPTIMISTIC_ATTEMPTS = 8;
+
+  /** Spins before {@link #awaitFlush} gives up (about a millisecond; it yields every 64). */
+  private static final int FLUSH_SPINS = 1 << 14;
+
+  /** Waits, bounded, until {@code cache}'s version is even again (its flush is over). */
+  private static void awaitFlush(BackendCache cache) {
+    for (int i = 0; (cache.version & 1) != 0 && i < FLUSH_SPINS; i++) {
+      if ((i & 63) == 63) {
+        Thread.yield();
+      } else {
+        Thread.onSpinWait();
+      }
+    }
+  }
+
+  /**
+   * Reads every candidate's mirror and version into the scratch; returns the position of a
+   * candidate whose version is odd (a flush in progress), or -1 if none is.
+   */
+  private int readVersions(int[] slots, int count, BackendCache[] seen, long[] versions) {
     for (int c = 0; c < count; c++) {
       checkSlot(slots[c]);
       BackendCache cache = caches.get(slots[c]);
@@ -288,12 +320,12 @@ public final class RadixPrefixIndex implements PrefixIndex {
       if (cache != null) {
         long v = cache.version;
         if ((v & 1) != 0) {
-          return false;
+          return c;
         }
         versions[c] = v;
       }
     }
-    return true;
+    return -1;
   }
 
   private boolean unchanged(int[] slots, int count, BackendCache[] seen, long[] versions) {
@@ -581,6 +613,10 @@ public final class RadixPrefixIndex implements PrefixIndex {
    * held.
    */
   private void flush(BackendCache c) {
+    if (c.evictedSinceFlush > 0) { // one shared-counter add per write, not one per block
+      evictions.add(c.evictedSinceFlush);
+      c.evictedSinceFlush = 0;
+    }
     int n = c.pendingCount;
     if (n == 0) {
       return;
@@ -664,7 +700,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
         break;
       }
       dropEntry(c, v);
-      evictions.increment();
+      c.evictedSinceFlush++;
     }
     for (int i = n - 1; i >= 0; i--) {
       long k = norm(keys[i]);
@@ -694,7 +730,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       return;
     }
     dropEntry(c, v);
-    evictions.increment();
+    c.evictedSinceFlush++;
   }
 
   private void dropEntry(BackendCache c, int e) {
@@ -871,6 +907,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     counters.put("kv.engineMapPrunes", enginePrunes.sum());
     counters.put("unknownSlot", unknownSlot.sum());
     counters.put("matchRetries", retries.sum());
+    counters.put("matchLocked", lockedMatches.sum());
     return new IndexStats(nodes, predicted, confirmed, bytes, perBackend, counters);
   }
 

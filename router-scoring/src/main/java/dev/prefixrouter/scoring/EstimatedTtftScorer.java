@@ -113,6 +113,7 @@ public final class EstimatedTtftScorer implements Scorer {
             : Caffeine.newBuilder()
                 .maximumSize(b.maxSessions)
                 .expireAfterAccess(b.sessionTtl)
+                .executor(Runnable::run) // maintenance on the routing threads, amortized
                 .build();
   }
 

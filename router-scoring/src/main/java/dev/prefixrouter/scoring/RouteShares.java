@@ -21,7 +21,8 @@ final class RouteShares {
       new java.util.concurrent.atomic.AtomicReference<>(new Count(0, 0));
 
   /** Decayed decision counts per prefix group (bounded; evicted groups start again at zero). */
-  private final Cache<Long, Count> prefixes = Caffeine.newBuilder().maximumSize(65_536).build();
+  private final Cache<Long, Count> prefixes =
+      Caffeine.newBuilder().maximumSize(65_536).executor(Runnable::run).build(); // no pool hops
 
   private volatile AtomicReferenceArray<Count> counts = new AtomicReferenceArray<>(64);
   private final Object growLock = new Object();

@@ -66,6 +66,7 @@ public final class TenantTokenBuckets implements TenantLimiter {
         Caffeine.newBuilder()
             .maximumSize(b.maxTenants)
             .expireAfterAccess(b.expireAfterIdle)
+            .executor(Runnable::run) // maintenance on the routing threads, amortized
             .build();
   }
 
