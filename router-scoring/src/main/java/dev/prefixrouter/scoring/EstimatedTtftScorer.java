@@ -41,7 +41,9 @@ import org.jspecify.annotations.Nullable;
  * bandFraction × best)}) of it count as tied and go to the one with fewer open leases per unit of
  * weight, then round-robin. A hot prefix spills to a second backend exactly when the holder's queue
  * delay exceeds the prefill the cache saves it — there is no global in-flight cutoff, so affinity
- * is never thrown away for everyone at once.
+ * is never thrown away for everyone at once — except that a holder only briefly busy (one prefill
+ * in progress) keeps a request it would lose by a small margin ({@link Builder#prefixAffinity}): a
+ * spill there buys milliseconds once and costs a permanent second holder.
  *
  * <p><b>Fleet balance.</b> A backend whose share of recent decisions exceeds its fair share (by
  * weight) by more than a tolerance pays a penalty per unit of excess share ({@link
@@ -78,6 +80,8 @@ public final class EstimatedTtftScorer implements Scorer {
   private final double saturationKvUsage;
   private final double affinityRatio;
   private final double affinityMarginMs;
+  private final double prefixAffinityRatio;
+  private final int prefixAffinityMaxWaiting;
   private final double balanceTolerance;
   private final double balanceMsPerRequest;
   private final int replicaInterval;
@@ -102,6 +106,8 @@ public final class EstimatedTtftScorer implements Scorer {
     this.saturationKvUsage = b.saturationKvUsage;
     this.affinityRatio = b.affinityRatio;
     this.affinityMarginMs = b.affinityMarginMs;
+    this.prefixAffinityRatio = b.prefixAffinityRatio;
+    this.prefixAffinityMaxWaiting = b.prefixAffinityMaxWaiting;
     this.balanceTolerance = b.balanceTolerance;
     this.balanceMsPerRequest = b.balanceMsPerRequest;
     this.replicaInterval = b.replicaInterval;
@@ -293,6 +299,28 @@ public final class EstimatedTtftScorer implements Scorer {
       }
     }
     String reason = null;
+    if (prefixAffinityRatio > 0) {
+      int w = order[0];
+      int keys = ctx.keyCount();
+      if (keys > 0 && 2 * ctx.matchedBlocks(w) < keys) {
+        for (int r = 1; r < n; r++) {
+          int c = order[r];
+          if (2 * ctx.matchedBlocks(c) >= keys) {
+            boolean fair = share == null || share[c] <= 1 + balanceTolerance;
+            boolean briefly = ctx.inFlight(c) - ctx.runningDecodes(c) <= prefixAffinityMaxWaiting;
+            if (fair
+                && briefly
+                && !saturated(ctx, c)
+                && ctx.cost(c) <= best * prefixAffinityRatio) {
+              System.arraycopy(order, 0, order, 1, r);
+              order[0] = c;
+              reason = "prefix affinity";
+            }
+            break; // the cheapest holder decides
+          }
+        }
+      }
+    }
     String session = sessionKey(ctx.request());
     if (session != null && sessions != null) {
       Integer pinned = sessions.getIfPresent(session);
@@ -431,6 +459,8 @@ public final class EstimatedTtftScorer implements Scorer {
     private double saturationKvUsage = 0.98;
     private double affinityRatio = 1.5;
     private double affinityMarginMs = 50;
+    private double prefixAffinityRatio = 1.5;
+    private int prefixAffinityMaxWaiting = 1;
     private double balanceTolerance = 0.03;
     private double balanceMsPerRequest = 2000;
     private int balanceHalfLife = 2000;
@@ -521,6 +551,32 @@ public final class EstimatedTtftScorer implements Scorer {
         throw new IllegalArgumentException("saturationKvUsage must be in (0, 1], was " + usage);
       }
       this.saturationKvUsage = usage;
+      return this;
+    }
+
+    /**
+     * Prefix affinity: when the cheapest candidate holds less than half of the prompt's blocks and
+     * the cheapest candidate holding at least half costs at most {@code best × ratio}, the holder
+     * wins — provided at most {@code maxWaiting} requests wait there for their first token (its
+     * queue is one prefill in progress, not a backlog), it is not above its fair share of recent
+     * decisions (see {@link #balance}) and not saturated. A holder that is only briefly busy would
+     * otherwise lose a few milliseconds' race to an idle backend, which then becomes a second,
+     * permanent holder of the prefix: with sessions pinned to it, groups fragment and backends end
+     * up unevenly loaded. Default {@code (1.5, 1)}; {@code ratio = 0} turns it off.
+     */
+    public Builder prefixAffinity(double ratio, int maxWaiting) {
+      if (!(ratio == 0 || (ratio >= 1 && ratio <= 100))
+          || maxWaiting < 0
+          || maxWaiting > 1_000_000) {
+        throw new IllegalArgumentException(
+            "prefixAffinity ratio must be 0 (off) or in [1, 100] and maxWaiting in [0, 1000000],"
+                + " was "
+                + ratio
+                + ", "
+                + maxWaiting);
+      }
+      this.prefixAffinityRatio = ratio;
+      this.prefixAffinityMaxWaiting = maxWaiting;
       return this;
     }
 

@@ -98,6 +98,61 @@ class EstimatedTtftScorerTest {
     assertThat(scorer.estimate(ctx, 0) - idle).isCloseTo(250.0, within(1e-6));
   }
 
+  /**
+   * The second chat of a system prompt arrives while the first still prefills on the prompt's only
+   * holder: an idle backend wins by a few ms, and would become a second, permanent holder.
+   */
+  private static FakeContext secondChatOfASystemPrompt() {
+    FakeContext ctx = new FakeContext(3);
+    ctx.promptTokens = 1224; // 1024 system + 200 user
+    ctx.keys = new long[76];
+    ctx.matchedBlocks[0] = 64; // b0 holds the system prompt
+    ctx.inFlight[0] = 1; // and prefills the first chat now
+    ctx.pending[0] = 1224;
+    return ctx;
+  }
+
+  @Test
+  void aBrieflyBusyHolderKeepsThePrefix() {
+    FakeContext ctx = secondChatOfASystemPrompt();
+    EstimatedTtftScorer off =
+        EstimatedTtftScorer.builder().calibrate(false).prefixAffinity(0, 1).build();
+    off.score(ctx);
+    assertThat(ctx.best()).as("per-request TTFT alone spills").isNotEqualTo(0);
+    assertThat(ctx.cost(0)).isLessThan(1.5 * ctx.cost(ctx.best()));
+
+    ctx = secondChatOfASystemPrompt();
+    scorer.score(ctx);
+    assertThat(ctx.best()).isEqualTo(0);
+    assertThat(ctx.reason).isEqualTo("prefix affinity");
+  }
+
+  @Test
+  void prefixAffinityYieldsToABacklogOrAWideMargin() {
+    FakeContext backlog = secondChatOfASystemPrompt();
+    backlog.inFlight[0] = 2; // two requests wait there: a queue, not one prefill
+    scorer.score(backlog);
+    assertThat(backlog.best()).isNotEqualTo(0);
+
+    FakeContext wide = secondChatOfASystemPrompt();
+    EstimatedTtftScorer tight =
+        EstimatedTtftScorer.builder().calibrate(false).prefixAffinity(1.05, 1).build();
+    tight.score(wide);
+    assertThat(wide.best()).isNotEqualTo(0);
+
+    FakeContext lessThanHalf = secondChatOfASystemPrompt();
+    lessThanHalf.keys = new long[200]; // the system prompt is under half of this prompt
+    lessThanHalf.promptTokens = 3200;
+    scorer.score(lessThanHalf);
+    assertThat(lessThanHalf.reason).isNotEqualTo("prefix affinity");
+
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().prefixAffinity(0.5, 1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("prefixAffinity");
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().prefixAffinity(1.5, -1))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+
   @Test
   void congestionKeepsAHotPrefixOnItsHolderWhenTheOthersAreQueuedToo() {
     TtftCoefficients k = TtftCoefficients.DEFAULTS;
