@@ -83,9 +83,9 @@ import java.util.concurrent.atomic.LongAdder;
  * to other backends never delay a match, and a write to a different stripe never fails an
  * optimistic read.
  *
- * <p>Thread-safe. Cost: {@code match} O(blocks matched) hash probes and no allocation beyond two
- * per-thread scratch arrays; {@code recordRouted} O(blocks) with a stripe write only for blocks new
- * to that backend.
+ * <p>Thread-safe. Cost: {@code match} O(blocks matched) hash probes and no allocation (per-thread
+ * scratch; only a fleet with slots at or above 64 allocates small bit sets while bisecting); {@code
+ * recordRouted} O(blocks) with a stripe write only for blocks new to that backend.
  */
 public final class RadixPrefixIndex implements PrefixIndex {
 

@@ -63,7 +63,7 @@ import org.jspecify.annotations.Nullable;
  * affinityMarginMs}.
  *
  * <p>Thread-safe. Cost: O(candidates) per decision plus one cache lookup for session requests;
- * allocation: a small array for the band.
+ * allocation: none of its own (per-thread share buffer, constant reasons).
  */
 public final class EstimatedTtftScorer implements Scorer {
 
