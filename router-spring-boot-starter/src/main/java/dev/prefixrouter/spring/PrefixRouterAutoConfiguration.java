@@ -85,6 +85,7 @@ public class PrefixRouterAutoConfiguration {
               EstimatedTtftScorer.builder()
                   .calibrate(s.isCalibrate())
                   .sessions(s.getSessionTtl(), s.getMaxSessions())
+                  .prefixAffinity(s.getPrefixAffinityRatio(), s.getPrefixAffinityMaxWaiting())
                   .build());
     }
     return guard("prefix-router.scorer.policy", () -> Policies.byName(s.getPolicy()));

@@ -229,6 +229,31 @@ public class PrefixRouterProperties {
     /** Most session pins held (est-ttft); 0 turns session affinity off. */
     private long maxSessions = 100_000;
 
+    /**
+     * A briefly busy holder of at least half the prompt keeps it while it costs at most this many
+     * times the best estimate (est-ttft); 0 turns prefix affinity off, else 1..100.
+     */
+    private double prefixAffinityRatio = 1.5;
+
+    /** Requests waiting for their first token up to which a holder counts as briefly busy. */
+    private int prefixAffinityMaxWaiting = 1;
+
+    public double getPrefixAffinityRatio() {
+      return prefixAffinityRatio;
+    }
+
+    public void setPrefixAffinityRatio(double prefixAffinityRatio) {
+      this.prefixAffinityRatio = prefixAffinityRatio;
+    }
+
+    public int getPrefixAffinityMaxWaiting() {
+      return prefixAffinityMaxWaiting;
+    }
+
+    public void setPrefixAffinityMaxWaiting(int prefixAffinityMaxWaiting) {
+      this.prefixAffinityMaxWaiting = prefixAffinityMaxWaiting;
+    }
+
     public String getPolicy() {
       return policy;
     }

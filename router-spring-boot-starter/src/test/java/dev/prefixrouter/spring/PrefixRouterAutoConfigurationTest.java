@@ -121,6 +121,15 @@ class PrefixRouterAutoConfigurationTest {
                     .hasStackTraceContaining(
                         "prefix-router.scorer.policy: unknown policy 'magic'"));
     runner
+        .withPropertyValues("prefix-router.scorer.prefix-affinity-ratio=0.5")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining("prefix-router.scorer")
+                    .hasStackTraceContaining(
+                        "prefixAffinity ratio must be 0 (off) or in [1, 100]"));
+    runner
         .withPropertyValues("prefix-router.hashing.block-size=0")
         .run(
             ctx ->
