@@ -27,6 +27,9 @@ final class BackendCache {
    */
   volatile long version;
 
+  /** Keeps the flush's prefetching loads alive (never read). Lock held. */
+  long prefetchSink;
+
   /** Evictions of the current write, added to the index's counter by its flush. Lock held. */
   int evictedSinceFlush;
 
@@ -42,7 +45,7 @@ final class BackendCache {
    */
   volatile boolean prefixClosed = true;
 
-  final LongIntHashMap index = new LongIntHashMap();
+  final KeyIndex index = new KeyIndex();
   long[] key = new long[0];
   long[] stamp = new long[0];
   int[] prev = new int[0];

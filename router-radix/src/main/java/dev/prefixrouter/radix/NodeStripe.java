@@ -51,6 +51,15 @@ final class NodeStripe {
     return (int) (h ^ (h >>> 32));
   }
 
+  /**
+   * The key word of {@code key}'s home cell, read without any synchronization: a prefetch (the
+   * value means nothing; a racing resize at worst makes it touch the old table).
+   */
+  long homeCell(long key) {
+    Table t = table;
+    return t.cells[(spread(key) & t.mask) * t.stride];
+  }
+
   /** An optimistic read stamp; 0 while a writer holds the stripe. */
   long stamp() {
     return lock.tryOptimisticRead();

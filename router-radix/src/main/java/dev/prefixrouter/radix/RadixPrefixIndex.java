@@ -621,8 +621,15 @@ public final class RadixPrefixIndex implements PrefixIndex {
     if (n == 0) {
       return;
     }
-    c.markChanging();
     long[] keys = c.pendingKeys;
+    // touch every change's home cell first: independent loads, so their cache misses overlap,
+    // and the burst below (seqlock odd) then finds its cells in cache
+    long touched = 0;
+    for (int i = 0; i < n; i++) {
+      touched += stripes[stripeIndex(keys[i])].homeCell(keys[i]);
+    }
+    c.prefetchSink = touched;
+    c.markChanging();
     int[] order = c.pendingOrder(n);
     if (stripes.length == 1) {
       for (int i = 0; i < n; i++) {
@@ -677,6 +684,10 @@ public final class RadixPrefixIndex implements PrefixIndex {
     if (!confirm && n > 1 && c.touchRuns(keys, n, entries, now)) {
       return entries;
     }
+    long touched = 0; // first the home slots of every key: their cache misses overlap
+    for (int i = 0; i < n; i++) {
+      touched += c.index.homeSlot(norm(keys[i]));
+    }
     int missing = 0;
     long firstPathStamp = Long.MAX_VALUE;
     for (int i = n - 1; i >= 0; i--) {
@@ -693,6 +704,14 @@ public final class RadixPrefixIndex implements PrefixIndex {
     if (missing == 0) {
       return entries;
     }
+    // the entries eviction will take next (mostly the predicted list's tail): their map slots too
+    for (int v = c.tail[BackendCache.PREDICTED],
+            j = (int) Math.min(missing, c.size() + missing - c.capacity);
+        v >= 0 && j > 0;
+        v = c.prev[v], j--) {
+      touched += c.index.homeSlot(c.key[v]);
+    }
+    c.prefetchSink = touched;
     // make room with blocks outside the path
     while (c.size() + missing > c.capacity) {
       int v = c.victim();
