@@ -11,6 +11,7 @@ final class KeyIndex extends LongIntHashMap {
 
   /** The key stored in {@code key}'s home slot (a prefetch: the value means nothing). */
   long homeSlot(long key) {
-    return keys[hashKey(key) & mask];
+    int slot = hashKey(key) & mask;
+    return keys[slot] + keys[(slot + 8) & mask]; // and the next line: clusters cross lines
   }
 }

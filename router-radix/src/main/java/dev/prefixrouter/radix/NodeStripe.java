@@ -57,7 +57,8 @@ final class NodeStripe {
    */
   long homeCell(long key) {
     Table t = table;
-    return t.cells[(spread(key) & t.mask) * t.stride];
+    int i = spread(key) & t.mask;
+    return t.cells[i * t.stride] + t.cells[((i + 4) & t.mask) * t.stride];
   }
 
   /** An optimistic read stamp; 0 while a writer holds the stripe. */
