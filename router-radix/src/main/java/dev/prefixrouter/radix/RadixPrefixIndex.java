@@ -249,7 +249,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   @Override
   public void match(long[] keys, int keyCount, int[] slots, int count, int[] matchedOut) {
-    checkKeyCount(keys, keyCount);
+    PrefixIndex.checkKeyCount(keys, keyCount);
     Scratch scratch = SCRATCH.get();
     if (scratch.seen.length < count) {
       scratch.seen = new BackendCache[Math.max(count, 2 * scratch.seen.length)];
@@ -277,13 +277,6 @@ public final class RadixPrefixIndex implements PrefixIndex {
     // so the walk sees one consistent state. Each monitor is held by a writer for one write only.
     lockedMatches.increment();
     lockedMatch(keys, keyCount, slots, count, matchedOut);
-  }
-
-  private static void checkKeyCount(long[] keys, int keyCount) {
-    if (keyCount < 0 || keyCount > keys.length) {
-      throw new IllegalArgumentException(
-          "keyCount must be in [0, " + keys.length + "], was " + keyCount);
-    }
   }
 
   /**
@@ -536,7 +529,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       long stamp = stripe.stamp();
       if (stamp == 0) {
         scratch.ok = false; // a writer holds the stripe now
-        java.util.Arrays.fill(holders, 0);
+        Arrays.fill(holders, 0);
         return;
       }
       scratch.stamps[si] = stamp;
@@ -572,7 +565,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   @Override
   public void recordRouted(long[] keys, int keyCount, int slot, long nowNanos) {
-    checkKeyCount(keys, keyCount);
+    PrefixIndex.checkKeyCount(keys, keyCount);
     write(
         slot,
         c -> {
@@ -639,7 +632,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     } else {
       // stable counting sort by stripe: one write lock per stripe, a key's changes keep their order
       int[] start = c.stripeStarts(stripes.length + 1);
-      java.util.Arrays.fill(start, 0);
+      Arrays.fill(start, 0);
       for (int i = 0; i < n; i++) {
         start[stripeIndex(keys[i]) + 1]++;
       }

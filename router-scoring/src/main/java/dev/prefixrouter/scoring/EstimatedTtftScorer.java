@@ -312,8 +312,7 @@ public final class EstimatedTtftScorer implements Scorer {
                 && briefly
                 && !saturated(ctx, c)
                 && ctx.cost(c) <= best * prefixAffinityRatio) {
-              System.arraycopy(order, 0, order, 1, r);
-              order[0] = c;
+              promote(order, r);
               reason = "prefix affinity";
             }
             break; // the cheapest holder decides
@@ -335,8 +334,7 @@ public final class EstimatedTtftScorer implements Scorer {
         if (pos > 0) {
           int c = order[pos];
           if (!saturated(ctx, c) && ctx.cost(c) <= best * affinityRatio + affinityMarginMs) {
-            System.arraycopy(order, 0, order, 1, pos);
-            order[0] = c;
+            promote(order, pos);
             reason = "session affinity";
           }
         } else if (pos == 0) {
@@ -350,6 +348,13 @@ public final class EstimatedTtftScorer implements Scorer {
     }
     // a constant: the decision's cost and cached tokens are fields of Routed already
     ctx.setReason(reason);
+  }
+
+  /** Moves the candidate ranked {@code pos} to the front, keeping the others' order. */
+  private static void promote(int[] order, int pos) {
+    int c = order[pos];
+    System.arraycopy(order, 0, order, 1, pos);
+    order[0] = c;
   }
 
   /** Per-thread buffer of the candidates' relative shares. */

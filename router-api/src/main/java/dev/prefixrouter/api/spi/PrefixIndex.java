@@ -53,11 +53,20 @@ public interface PrefixIndex {
     recordRouted(exact(keys, keyCount), slot, nowNanos);
   }
 
-  private static long[] exact(long[] keys, int keyCount) {
+  /**
+   * Checks a key count against its buffer, for implementations of the counted methods.
+   *
+   * @throws IllegalArgumentException if {@code keyCount} is not in {@code [0, keys.length]}
+   */
+  static void checkKeyCount(long[] keys, int keyCount) {
     if (keyCount < 0 || keyCount > keys.length) {
       throw new IllegalArgumentException(
           "keyCount must be in [0, " + keys.length + "], was " + keyCount);
     }
+  }
+
+  private static long[] exact(long[] keys, int keyCount) {
+    checkKeyCount(keys, keyCount);
     return keyCount == keys.length ? keys : Arrays.copyOf(keys, keyCount);
   }
 
