@@ -1,7 +1,5 @@
 package dev.prefixrouter.scoring;
 
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.prefixrouter.api.spi.ScoringContext;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -9,20 +7,28 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * Each slot's share of recent routing decisions: a count decayed by {@code 2^(-1/halfLife)} per
- * decision (lazily, from the global decision sequence), so no clock is needed. Lock-free: one CAS
- * per recorded decision, reads take immutable snapshots.
+ * decision (lazily, from the global decision sequence), so no clock is needed. Lock-free: a
+ * recorded decision is one increment of the sequence and one CAS on its slot's count (plus one on
+ * its prefix group's); reads take immutable snapshots.
+ *
+ * <p>Prefix groups live in a fixed two-way set-associative table of {@link #GROUP_ENTRIES} counts:
+ * a new group takes the empty or the smaller (decayed) of its set's two entries, so a cold group
+ * never displaces a hot one from its set, and an evicted group starts again at zero. It replaces a
+ * Caffeine cache whose per-decision {@code compute} (write buffer, eviction policy, maintenance on
+ * the caller) was the largest shared write of a routing decision.
  */
 final class RouteShares {
   private record Count(double value, long seq) {}
 
+  private record Group(long prefix, double value, long seq) {}
+
+  /** Prefix-group counts kept (two per set); memory is fixed at 4 bytes per entry + live groups. */
+  static final int GROUP_ENTRIES = 65_536;
+
   private final double decayPerRoute;
   private final AtomicLong seq = new AtomicLong();
-  private final java.util.concurrent.atomic.AtomicReference<Count> total =
-      new java.util.concurrent.atomic.AtomicReference<>(new Count(0, 0));
 
-  /** Decayed decision counts per prefix group (bounded; evicted groups start again at zero). */
-  private final Cache<Long, Count> prefixes =
-      Caffeine.newBuilder().maximumSize(65_536).executor(Runnable::run).build(); // no pool hops
+  private final AtomicReferenceArray<Group> groups = new AtomicReferenceArray<>(GROUP_ENTRIES);
 
   private volatile AtomicReferenceArray<Count> counts = new AtomicReferenceArray<>(64);
   private final Object growLock = new Object();
@@ -42,20 +48,55 @@ final class RouteShares {
   /** Records a decision for {@code slot} and, when {@code prefix != 0}, for that prefix group. */
   void record(int slot, long prefix) {
     long now = seq.incrementAndGet();
-    total.updateAndGet(c -> new Count(decayed(c, now) + 1, now));
     if (prefix != 0) {
-      prefixes
-          .asMap()
-          .compute(prefix, (k, c) -> new Count(c == null ? 1 : decayed(c, now) + 1, now));
+      recordGroup(prefix, now);
     }
     AtomicReferenceArray<Count> cs = array(slot);
     while (true) {
       Count c = cs.get(slot);
-      double v = c == null ? 0 : decayed(c, now);
+      double v = c == null ? 0 : decayed(c.value, c.seq, now);
       if (cs.compareAndSet(slot, c, new Count(v + 1, now))) {
         return;
       }
     }
+  }
+
+  private void recordGroup(long prefix, long now) {
+    int a = setOf(prefix);
+    while (true) {
+      Group g0 = groups.get(a);
+      Group g1 = groups.get(a + 1);
+      int at;
+      Group old;
+      double v;
+      if (g0 != null && g0.prefix == prefix) {
+        at = a;
+        old = g0;
+        v = decayed(g0.value, g0.seq, now);
+      } else if (g1 != null && g1.prefix == prefix) {
+        at = a + 1;
+        old = g1;
+        v = decayed(g1.value, g1.seq, now);
+      } else {
+        // a new group takes the empty entry, else the colder one (the order of two decayed counts
+        // does not depend on when it is read, so racing writers pick the same entry)
+        boolean second =
+            g0 != null
+                && (g1 == null || decayed(g1.value, g1.seq, now) < decayed(g0.value, g0.seq, now));
+        at = second ? a + 1 : a;
+        old = second ? g1 : g0;
+        v = 0;
+      }
+      if (groups.compareAndSet(at, old, new Group(prefix, v + 1, now))) {
+        return;
+      }
+    }
+  }
+
+  /** First entry of {@code prefix}'s set (a Fibonacci hash, so sequential keys spread). */
+  static int setOf(long prefix) {
+    long h = prefix * 0x9E3779B97F4A7C15L;
+    return (int) (h >>> (64 - Integer.numberOfTrailingZeros(GROUP_ENTRIES / 2))) << 1;
   }
 
   /**
@@ -72,7 +113,7 @@ final class RouteShares {
     for (int i = 0; i < n; i++) {
       int slot = ctx.slot(i);
       Count c = slot < cs.length() ? cs.get(slot) : null;
-      out[i] = c == null ? 0 : decayed(c, now);
+      out[i] = c == null ? 0 : decayed(c.value, c.seq, now);
       total += out[i];
       weights += ctx.backend(i).weight();
     }
@@ -88,19 +129,62 @@ final class RouteShares {
 
   /**
    * A prefix group's share of recent decisions relative to one backend's fair share ({@code n}
-   * candidates): 1.0 means the group alone could keep a backend at its fair load.
+   * candidates): 1.0 means the group alone could keep a backend at its fair load. The whole is the
+   * sum of the slots' counts (each decision adds one to one slot), so a removed backend's past
+   * decisions stop counting.
    */
   double hotness(long prefix, int n) {
     if (prefix == 0) {
       return 1.0;
     }
     long now = seq.get();
-    Count c = prefixes.getIfPresent(prefix);
-    double all = decayed(total.get(), now);
-    if (c == null || all <= 0) {
-      return 0.0;
+    int a = setOf(prefix);
+    Group g = groups.get(a);
+    if (g == null || g.prefix != prefix) {
+      g = groups.get(a + 1);
+      if (g == null || g.prefix != prefix) {
+        return 0.0;
+      }
     }
-    return decayed(c, now) * n / all;
+    AtomicReferenceArray<Count> cs = counts;
+    double all = 0;
+    for (int i = 0; i < cs.length(); i++) {
+      Count c = cs.get(i);
+      if (c != null) {
+        all += decayed(c.value, c.seq, now);
+      }
+    }
+    return all <= 0 ? 0.0 : decayed(g.value, g.seq, now) * n / all;
+  }
+
+  /** Groups currently counted (for tests; walks the table). */
+  int groupCount() {
+    int n = 0;
+    for (int i = 0; i < GROUP_ENTRIES; i++) {
+      if (groups.get(i) != null) {
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** A group's decayed count now, 0 if not counted (for tests). */
+  double groupDecisions(long prefix) {
+    int a = setOf(prefix);
+    for (int i = a; i < a + 2; i++) {
+      Group g = groups.get(i);
+      if (g != null && g.prefix == prefix) {
+        return decayed(g.value, g.seq, seq.get());
+      }
+    }
+    return 0;
+  }
+
+  /** A slot's decayed count now (for tests). */
+  double slotDecisions(int slot) {
+    AtomicReferenceArray<Count> cs = counts;
+    Count c = slot < cs.length() ? cs.get(slot) : null;
+    return c == null ? 0 : decayed(c.value, c.seq, seq.get());
   }
 
   /** Per slot: decision sequence of its last paced replica, plus the interval (0 = never). */
@@ -129,12 +213,12 @@ final class RouteShares {
     }
   }
 
-  private double decayed(Count c, long now) {
-    long age = now - c.seq;
+  private double decayed(double value, long at, long now) {
+    long age = now - at;
     if (age <= 0) {
-      return c.value;
+      return value;
     }
-    return c.value * (age < DECAY_TABLE ? decayByAge[(int) age] : Math.pow(decayPerRoute, age));
+    return value * (age < DECAY_TABLE ? decayByAge[(int) age] : Math.pow(decayPerRoute, age));
   }
 
   private AtomicReferenceArray<Count> array(int slot) {

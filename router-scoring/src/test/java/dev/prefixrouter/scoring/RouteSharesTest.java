@@ -1,0 +1,121 @@
+package dev.prefixrouter.scoring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+class RouteSharesTest {
+
+  /** A half-life so long that decay is below 1e-9 per decision: counts are plain counts. */
+  private static RouteShares undecayed() {
+    return new RouteShares(Integer.MAX_VALUE);
+  }
+
+  @Test
+  void hotnessIsTheGroupsShareOverOneBackendsFairShare() {
+    RouteShares shares = undecayed();
+    for (int i = 0; i < 30; i++) {
+      shares.record(0, 7);
+    }
+    for (int i = 0; i < 70; i++) {
+      shares.record(1, 9);
+    }
+    assertThat(shares.hotness(7, 2)).isCloseTo(0.6, within(1e-4));
+    assertThat(shares.hotness(9, 2)).isCloseTo(1.4, within(1e-4));
+    assertThat(shares.hotness(8, 2)).as("never recorded").isZero();
+    assertThat(shares.hotness(0, 2)).as("no group").isEqualTo(1.0);
+  }
+
+  @Test
+  void hotnessDecaysWithTheHalfLife() {
+    RouteShares shares = new RouteShares(100);
+    for (int i = 0; i < 100; i++) {
+      shares.record(0, 7);
+    }
+    double before = shares.groupDecisions(7);
+    for (int i = 0; i < 100; i++) {
+      shares.record(1, 9); // one half-life of other decisions
+    }
+    assertThat(shares.groupDecisions(7)).isCloseTo(before / 2, within(1e-9));
+    assertThat(shares.slotDecisions(0)).isCloseTo(before / 2, within(1e-9));
+  }
+
+  @Test
+  void aRemovedSlotsDecisionsStopCounting() {
+    RouteShares shares = undecayed();
+    for (int i = 0; i < 50; i++) {
+      shares.record(0, 7);
+      shares.record(1, 9);
+    }
+    assertThat(shares.hotness(7, 2)).isCloseTo(1.0, within(1e-4));
+    shares.forget(1);
+    assertThat(shares.hotness(7, 2)).isCloseTo(2.0, within(1e-4));
+  }
+
+  @Test
+  void groupsAreBoundedAndAColdGroupNeverDisplacesAHotOne() {
+    RouteShares shares = undecayed();
+    long hot = 12345;
+    for (int i = 0; i < 50; i++) {
+      shares.record(0, hot);
+    }
+    List<Long> sameSet = new ArrayList<>();
+    for (long p = 1; sameSet.size() < 100; p++) {
+      if (p != hot && RouteShares.setOf(p) == RouteShares.setOf(hot)) {
+        sameSet.add(p);
+      }
+    }
+    for (long p : sameSet) {
+      shares.record(1, p); // each takes the set's other entry, never the hot one's
+    }
+    assertThat(shares.groupDecisions(hot)).isCloseTo(50, within(1e-4));
+    assertThat(shares.groupDecisions(sameSet.get(99))).isCloseTo(1, within(1e-4));
+    assertThat(shares.groupDecisions(sameSet.get(0))).as("evicted by a later cold group").isZero();
+    for (long p = 1_000_000; p < 1_200_000; p++) {
+      shares.record(2, p);
+    }
+    assertThat(shares.groupCount()).isLessThanOrEqualTo(RouteShares.GROUP_ENTRIES);
+  }
+
+  @Test
+  @Timeout(30)
+  void concurrentDecisionsAreNeverLost() throws InterruptedException {
+    RouteShares shares = undecayed();
+    int perThread = 10_000;
+    CountDownLatch start = new CountDownLatch(1);
+    Thread[] threads = new Thread[2];
+    for (int t = 0; t < threads.length; t++) {
+      int slot = t;
+      threads[t] =
+          new Thread(
+              () -> {
+                try {
+                  start.await();
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                  return;
+                }
+                for (int i = 0; i < perThread; i++) {
+                  shares.record(slot, 42); // same group, same set: CAS races on every decision
+                  shares.record(0, 43 + (i & 1));
+                }
+              });
+      threads[t].start();
+    }
+    start.countDown();
+    for (Thread t : threads) {
+      t.join();
+    }
+    // decay over these 40k decisions is < 0.3 in total, so a single lost increment would show
+    assertThat(shares.groupDecisions(42)).isGreaterThan(2 * perThread - 0.5);
+    assertThat(shares.groupDecisions(43) + shares.groupDecisions(44))
+        .isGreaterThan(2 * perThread - 0.5);
+    assertThat(shares.slotDecisions(0) + shares.slotDecisions(1))
+        .isGreaterThan(4 * perThread - 0.5);
+  }
+}
