@@ -194,10 +194,8 @@ final class BackendCache {
   /** Most runs {@link #touchRuns} splices; a more fragmented path takes the per-block touch. */
   static final int MAX_RUNS = 16;
 
-  private final int[] runStart = new int[MAX_RUNS + 1];
-
-  /** Marks, in {@link #list}, an entry already visited by the current {@link #touchRuns}. */
-  private static final byte VISITED = 0x40;
+  /** Ints of scratch {@link #touchRuns} needs from its caller (per thread, not per backend). */
+  static final int RUN_SCRATCH = 2 * MAX_RUNS;
 
   /**
    * Fast path for re-touching a held path. A path touched together stays one contiguous run of its
@@ -206,38 +204,54 @@ final class BackendCache {
    * and the path is at most {@link #MAX_RUNS} such runs, moves each run to the head of its list,
    * deepest run first, and restamps the path leaf first — exactly what touching each block leaf
    * first does — at the cost of one map lookup per run and a sequential walk. Otherwise returns
-   * false and changes nothing. Fills {@code entries}.
+   * false and changes nothing.
+   *
+   * <p>Reads only until it commits: a key repeated in the path (a hash collision, or a hasher that
+   * does not chain) would put one entry in two runs, and splicing both would corrupt the list. Such
+   * runs overlap, and since stamps strictly decrease from head to tail within a list (every entry
+   * enters at the head with a fresh stamp), two runs of one list overlap exactly when their stamp
+   * ranges do — checked pairwise instead of marking entries, so the walk writes nothing another
+   * thread would have to fetch back. {@code runs} is the caller's scratch of {@link #RUN_SCRATCH}
+   * ints.
    */
-  boolean touchRuns(long[] keys, int n, int[] entries, long now) {
-    int runs = 0;
+  boolean touchRuns(long[] keys, int n, int[] runs, long now) {
+    int count = 0;
     int i = 0;
-    boolean ok = true;
-    while (ok && i < n) {
-      int e = runs == MAX_RUNS ? NONE : find(RadixPrefixIndex.norm(keys[i]));
-      if (e < 0 || (list[e] & VISITED) != 0) {
-        ok = false; // missing, too fragmented, or a key repeated (a hash collision)
-        break;
+    while (i < n) {
+      int e = count == MAX_RUNS ? NONE : find(RadixPrefixIndex.norm(keys[i]));
+      if (e < 0) {
+        return false; // missing, or too fragmented
       }
-      runStart[runs++] = i;
       int which = list[e];
+      int first = e;
+      int last;
       do {
-        list[e] |= VISITED;
-        entries[i++] = e;
+        last = e;
+        i++;
         e = next[e];
       } while (i < n && e != NONE && list[e] == which && key[e] == RadixPrefixIndex.norm(keys[i]));
+      for (int r = 0; r < count; r++) {
+        int f = runs[2 * r];
+        int l = runs[2 * r + 1];
+        if (list[f] == which && stamp[first] >= stamp[l] && stamp[f] >= stamp[last]) {
+          return false; // shares entries with an earlier run: a repeated key
+        }
+      }
+      runs[2 * count] = first;
+      runs[2 * count + 1] = last;
+      count++;
     }
-    for (int j = 0; j < i; j++) {
-      list[entries[j]] &= ~VISITED;
+    for (int r = count - 1; r >= 0; r--) {
+      spliceToHead(runs[2 * r], runs[2 * r + 1]);
     }
-    if (!ok) {
-      return false;
-    }
-    runStart[runs] = n;
-    for (int r = runs - 1; r >= 0; r--) {
-      spliceToHead(entries[runStart[r]], entries[runStart[r + 1] - 1]);
-    }
-    for (int j = n - 1; j >= 0; j--) {
-      stamp[entries[j]] = nextStamp(now);
+    for (int r = count - 1; r >= 0; r--) {
+      int first = runs[2 * r];
+      for (int e = runs[2 * r + 1]; ; e = prev[e]) {
+        stamp[e] = nextStamp(now);
+        if (e == first) {
+          break;
+        }
+      }
     }
     return true;
   }

@@ -366,6 +366,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     long[] linear = new long[1]; // candidate bit sets of one walk, one word per 64 slots
     long[] closed = new long[1];
     long[] holders = new long[1];
+    final int[] runs = new int[BackendCache.RUN_SCRATCH]; // a held path's runs (touchRuns)
   }
 
   private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
@@ -566,11 +567,14 @@ public final class RadixPrefixIndex implements PrefixIndex {
   @Override
   public void recordRouted(long[] keys, int keyCount, int slot, long nowNanos) {
     PrefixIndex.checkKeyCount(keys, keyCount);
+    int[] runs = SCRATCH.get().runs;
     write(
         slot,
         c -> {
           expire(c, nowNanos);
-          touchPath(c, keys, keyCount, BackendCache.PREDICTED, false, nowNanos);
+          if (keyCount < 2 || !c.touchRuns(keys, keyCount, runs, nowNanos)) {
+            touchPath(c, keys, keyCount, BackendCache.PREDICTED, false, nowNanos);
+          }
         });
   }
 
@@ -674,9 +678,6 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private int[] touchPath(
       BackendCache c, long[] keys, int n, int which, boolean confirm, long now) {
     int[] entries = c.pathScratch(n);
-    if (!confirm && n > 1 && c.touchRuns(keys, n, entries, now)) {
-      return entries;
-    }
     long touched = 0; // first the home slots of every key: their cache misses overlap
     for (int i = 0; i < n; i++) {
       touched += c.index.homeSlot(norm(keys[i]));

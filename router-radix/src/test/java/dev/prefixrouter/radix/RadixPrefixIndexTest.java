@@ -12,6 +12,7 @@ import dev.prefixrouter.api.Prompt;
 import dev.prefixrouter.api.spi.BlockHasher;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 class RadixPrefixIndexTest {
   private static final BlockHasher H = BlockHashers.tokens(2);
@@ -98,6 +99,7 @@ class RadixPrefixIndexTest {
   }
 
   @Test
+  @Timeout(value = 20, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a corrupt list loops
   void reTouchingHeldPathsKeepsExactLruOrderAndSurvivesRepeatedKeys() {
     RadixPrefixIndex index = index(6);
     long[] a = {11, 12, 13};
@@ -122,6 +124,10 @@ class RadixPrefixIndexTest {
     assertThat(match(index, new long[] {51, 52, 53}, 0)).containsExactly(3);
     // overlapping repeats: splicing {12, 13} and then {11, 12, 13} would tie 12 and 13 in a loop
     index.recordRouted(new long[] {11, 12, 13, 12, 13}, 0, 9);
+    assertThat(match(index, a, 0)).containsExactly(3);
+    // a repeat that overlaps an earlier run in one entry only (its stamp range is a single point)
+    index.recordRouted(new long[] {11, 12, 13, 11}, 0, 9);
+    index.recordRouted(new long[] {13, 11, 12, 13}, 0, 9);
     assertThat(match(index, a, 0)).containsExactly(3);
     index.recordRouted(new long[] {61, 62, 63, 64, 65, 66}, 0, 10); // evicts everything else
     assertThat(index.heldBlocks(0)).isEqualTo(6);
