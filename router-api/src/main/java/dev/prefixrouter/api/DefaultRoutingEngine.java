@@ -524,7 +524,10 @@ final class DefaultRoutingEngine implements RoutingEngine {
         return;
       }
       long now = ticker.getAsLong();
-      limiter.adjust(attempt.request.tenant(), usage.totalTokens() - attempt.reservedTokens, now);
+      long trueUp = usage.totalTokens() - attempt.reservedTokens;
+      if (trueUp != 0) { // the reservation was exact: nothing to write to the tenant's bucket
+        limiter.adjust(attempt.request.tenant(), trueUp, now);
+      }
       if (s == OPEN && entry.claim()) {
         try {
           healthFeedback(entry, now, null);

@@ -12,7 +12,6 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -87,7 +86,14 @@ public final class EstimatedTtftScorer implements Scorer {
   private final int replicaInterval;
   private final double congestionWeight;
   private final @Nullable Cache<String, Integer> sessions;
-  private final AtomicInteger rotation = new AtomicInteger();
+
+  /**
+   * Where each thread starts its rotation of equal costs: a counter per thread, not one shared by
+   * every decision (a contended line on the hot path); one thread, as in the simulator, sees the
+   * same sequence as before.
+   */
+  private final ThreadLocal<int[]> rotation = ThreadLocal.withInitial(() -> new int[1]);
+
   private final RouteShares shares;
   private final Object modelsLock = new Object();
   private volatile CostModel[] models = new CostModel[64];
@@ -257,7 +263,7 @@ public final class EstimatedTtftScorer implements Scorer {
       ctx.setCost(i, e);
       best = Math.min(best, e);
     }
-    int rot = rotation.getAndIncrement();
+    int rot = rotation.get()[0]++;
     ctx.sortByCost(rot);
     if (penalized && replicaInterval > 0) {
       // the penalty made a backend that does not even hold the prefix group win over the plain

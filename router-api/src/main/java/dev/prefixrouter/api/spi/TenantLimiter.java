@@ -8,7 +8,8 @@ import java.util.List;
  * admission and trues up with {@link #adjust} when the lease ends (refund or extra charge).
  *
  * <p><b>Call site:</b> {@link #tryAcquire} once per {@code route()} before any other work, {@link
- * #adjust} once per ended lease; concurrently from many threads. <b>Budget:</b> lock-free, well
+ * #adjust} once per ended lease whose true-up is not zero (a completion that used exactly its
+ * reservation is not reported); concurrently from many threads. <b>Budget:</b> lock-free, well
  * under 1 µs. Memory must be bounded (idle tenants expire).
  */
 public interface TenantLimiter {
