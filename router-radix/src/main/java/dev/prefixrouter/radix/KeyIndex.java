@@ -12,6 +12,7 @@ final class KeyIndex extends LongIntHashMap {
   /** The key stored in {@code key}'s home slot (a prefetch: the value means nothing). */
   long homeSlot(long key) {
     int slot = hashKey(key) & mask;
-    return keys[slot] + keys[(slot + 8) & mask]; // and the next line: clusters cross lines
+    // and the next line (clusters cross lines), and the value a put will write
+    return keys[slot] + keys[(slot + 8) & mask] + values[slot];
   }
 }
