@@ -47,7 +47,8 @@ public class RouteBenchmark {
   @State(Scope.Thread)
   public static class Cursor {
     final SplittableRandom rnd = new SplittableRandom(Thread.currentThread().getId());
-    int next;
+    final String tenant = "t" + Thread.currentThread().getId();
+    int next = (int) (Thread.currentThread().getId() * 101 % 256); // threads apart, not in step
     long routes;
     long fullyMatched;
 
@@ -91,6 +92,38 @@ public class RouteBenchmark {
   @Threads(2)
   public Routed routeHeld2Threads(Cursor c) {
     return c.count(fixture.complete(fixture.held(c.next++)));
+  }
+
+  /**
+   * {@link #routeHeld2Threads} with a tenant per thread: without the one tenant's token bucket,
+   * which every route of the shared case charges by CAS (what an exact shared quota costs).
+   */
+  @Benchmark
+  @Threads(2)
+  public Routed routeHeld2ThreadsTenantPerThread(Cursor c) {
+    return c.count(fixture.complete(fixture.held(c.next++), c.tenant));
+  }
+
+  /** A fixture of its own per thread (its engine, index and prompts): nothing is shared. */
+  @State(Scope.Thread)
+  public static class OwnFixture {
+    RouteFixture fixture;
+
+    @Setup
+    public void setup() {
+      fixture = new RouteFixture();
+    }
+  }
+
+  /**
+   * {@link #routeHeld2Threads} with an engine per thread: no shared state at all, so this is what
+   * two threads can do on this host (its cores, caches and memory), the ceiling for the shared
+   * case.
+   */
+  @Benchmark
+  @Threads(2)
+  public Routed routeHeld2ThreadsUnshared(OwnFixture own, Cursor c) {
+    return c.count(own.fixture.complete(own.fixture.held(c.next++)));
   }
 
   /**

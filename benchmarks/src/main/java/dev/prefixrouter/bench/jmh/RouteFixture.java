@@ -60,10 +60,16 @@ public final class RouteFixture {
     }
   }
 
-  /** One route of {@code p}, then its first token and completion. */
+  /** One route of {@code p} for tenant "t", then its first token and completion. */
   public Routed complete(Prompt p) {
+    return complete(p, "t");
+  }
+
+  /** One route of {@code p} for {@code tenant}, then its first token and completion. */
+  public Routed complete(Prompt p, String tenant) {
     Routed r =
-        (Routed) engine.route(RouteRequest.builder("t", "m").prompt(p).maxOutputTokens(64).build());
+        (Routed)
+            engine.route(RouteRequest.builder(tenant, "m").prompt(p).maxOutputTokens(64).build());
     r.lease().firstToken();
     r.lease().complete(Usage.of(4096, 64));
     return r;
