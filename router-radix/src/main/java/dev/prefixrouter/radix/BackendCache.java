@@ -194,9 +194,6 @@ final class BackendCache {
   /** Most runs {@link #touchRuns} splices; a more fragmented path takes the per-block touch. */
   static final int MAX_RUNS = 16;
 
-  /** Ints of scratch {@link #touchRuns} needs from its caller (per thread, not per backend). */
-  static final int RUN_SCRATCH = 2 * MAX_RUNS;
-
   /**
    * Fast path for re-touching a held path. A path touched together stays one contiguous run of its
    * LRU list, in path order (block 0 most recent), until another path touches part of it: a shared
@@ -211,10 +208,10 @@ final class BackendCache {
    * runs overlap, and since stamps strictly decrease from head to tail within a list (every entry
    * enters at the head with a fresh stamp), two runs of one list overlap exactly when their stamp
    * ranges do — checked pairwise instead of marking entries, so the walk writes nothing another
-   * thread would have to fetch back. {@code runs} is the caller's scratch of {@link #RUN_SCRATCH}
-   * ints.
+   * thread would have to fetch back. {@code entries} (at least {@code n}) and {@code runs} (at
+   * least {@code 2 * MAX_RUNS}) are the caller's per-thread scratch.
    */
-  boolean touchRuns(long[] keys, int n, int[] runs, long now) {
+  boolean touchRuns(long[] keys, int n, int[] entries, int[] runs, long now) {
     int count = 0;
     int i = 0;
     while (i < n) {
@@ -227,7 +224,7 @@ final class BackendCache {
       int last;
       do {
         last = e;
-        i++;
+        entries[i++] = e;
         e = next[e];
       } while (i < n && e != NONE && list[e] == which && key[e] == RadixPrefixIndex.norm(keys[i]));
       for (int r = 0; r < count; r++) {
@@ -244,14 +241,11 @@ final class BackendCache {
     for (int r = count - 1; r >= 0; r--) {
       spliceToHead(runs[2 * r], runs[2 * r + 1]);
     }
-    for (int r = count - 1; r >= 0; r--) {
-      int first = runs[2 * r];
-      for (int e = runs[2 * r + 1]; ; e = prev[e]) {
-        stamp[e] = nextStamp(now);
-        if (e == first) {
-          break;
-        }
-      }
+    // the stamps n calls of nextStamp(now) would hand out, leaf first: independent stores
+    long base = now > lastStamp ? now : lastStamp + 1;
+    lastStamp = base + n - 1;
+    for (int j = 0; j < n; j++) {
+      stamp[entries[j]] = base + (n - 1 - j);
     }
     return true;
   }
@@ -274,6 +268,32 @@ final class BackendCache {
     next[last] = head[which];
     prev[first] = NONE;
     head[which] = first;
+  }
+
+  /**
+   * Whether both lists are well formed: linked both ways, sizes as counted, stamps strictly
+   * decreasing from head to tail and none above the last one handed out (for tests; lock held).
+   */
+  boolean listsConsistent() {
+    for (int which = 0; which < 2; which++) {
+      long size = 0;
+      long above = lastStamp + 1;
+      int before = NONE;
+      for (int e = head[which]; e != NONE; e = next[e]) {
+        if (prev[e] != before
+            || list[e] != which
+            || stamp[e] >= above
+            || ++size > listSize[which]) {
+          return false;
+        }
+        above = stamp[e];
+        before = e;
+      }
+      if (tail[which] != before || size != listSize[which]) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** The entry eviction would take next (older of the two LRU tails), or -1 if empty. */

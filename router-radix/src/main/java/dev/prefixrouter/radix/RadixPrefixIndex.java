@@ -240,6 +240,17 @@ public final class RadixPrefixIndex implements PrefixIndex {
     return caches.get(slot);
   }
 
+  /** Whether a backend's recency lists are well formed (for tests; true for an unused slot). */
+  boolean listsConsistent(int slot) {
+    BackendCache c = cache(slot);
+    if (c == null) {
+      return true;
+    }
+    synchronized (c.lock) {
+      return c.listsConsistent();
+    }
+  }
+
   // ---------------------------------------------------------------- match
 
   @Override
@@ -366,7 +377,20 @@ public final class RadixPrefixIndex implements PrefixIndex {
     long[] linear = new long[1]; // candidate bit sets of one walk, one word per 64 slots
     long[] closed = new long[1];
     long[] holders = new long[1];
-    final int[] runs = new int[BackendCache.RUN_SCRATCH]; // a held path's runs (touchRuns)
+    final int[] runs = new int[2 * BackendCache.MAX_RUNS]; // a held path's runs (touchRuns)
+    private int[] entries = new int[256];
+
+    /** A held path's entries (touchRuns): kept up to 4,096 (16 KB), longer paths get their own. */
+    int[] entries(int n) {
+      if (n <= entries.length) {
+        return entries;
+      }
+      int[] a = new int[n];
+      if (n <= 4096) {
+        entries = a;
+      }
+      return a;
+    }
   }
 
   private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
@@ -567,12 +591,14 @@ public final class RadixPrefixIndex implements PrefixIndex {
   @Override
   public void recordRouted(long[] keys, int keyCount, int slot, long nowNanos) {
     PrefixIndex.checkKeyCount(keys, keyCount);
-    int[] runs = SCRATCH.get().runs;
+    Scratch scratch = SCRATCH.get();
+    int[] runs = scratch.runs;
+    int[] entries = scratch.entries(keyCount);
     write(
         slot,
         c -> {
           expire(c, nowNanos);
-          if (keyCount < 2 || !c.touchRuns(keys, keyCount, runs, nowNanos)) {
+          if (keyCount < 2 || !c.touchRuns(keys, keyCount, entries, runs, nowNanos)) {
             touchPath(c, keys, keyCount, BackendCache.PREDICTED, false, nowNanos);
           }
         });

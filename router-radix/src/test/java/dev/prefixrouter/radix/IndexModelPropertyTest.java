@@ -207,6 +207,11 @@ class IndexModelPropertyTest {
               for (Op op : ops) {
                 now += 10;
                 step++;
+                for (int s : SLOTS) {
+                  assertThat(index.listsConsistent(s))
+                      .as("step %d, lists of slot %d", step, s)
+                      .isTrue();
+                }
                 int slot = SLOTS[op.backend()];
                 ModelBackend m = model.get(slot);
                 int[] tokens = path(op.a(), op.b());
