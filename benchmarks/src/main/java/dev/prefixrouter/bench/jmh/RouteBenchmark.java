@@ -23,7 +23,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * their 3k-token tail evicted by then on one thread; on two, the other thread's open lease makes
  * the load-aware scorer spread more prompts, and far fewer are held: the teardown prints the
  * fraction); {@code routeHeld*} only prompts held in full, {@code routeNew} only prompts whose tail
- * is not held. See {@link RouteProbe} for a noise-aware figure.
+ * is not held. {@code routeHeld2ThreadsUnshared} (an engine per thread) and {@code
+ * routeHeld2ThreadsTenantPerThread} are the references that tell the cost of sharing one engine
+ * from what the host's two cores can do. See {@link RouteProbe} for a noise-aware figure.
  *
  * <pre>java -jar benchmarks/target/benchmarks.jar jmh RouteBenchmark -prof gc</pre>
  */
