@@ -12,6 +12,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -88,11 +89,11 @@ public final class EstimatedTtftScorer implements Scorer {
   private final @Nullable Cache<String, Integer> sessions;
 
   /**
-   * Where each thread starts its rotation of equal costs: a counter per thread, not one shared by
-   * every decision (a contended line on the hot path); one thread, as in the simulator, sees the
-   * same sequence as before.
+   * Where the rotation of equal costs starts: one counter for all threads. (A counter per thread
+   * was tried: in a server whose pool threads each route a few requests, every thread starts at 0
+   * and an idle fleet's ties all go to the same backend.)
    */
-  private final ThreadLocal<int[]> rotation = ThreadLocal.withInitial(() -> new int[1]);
+  private final AtomicInteger rotation = new AtomicInteger();
 
   private final RouteShares shares;
   private final Object modelsLock = new Object();
@@ -263,7 +264,7 @@ public final class EstimatedTtftScorer implements Scorer {
       ctx.setCost(i, e);
       best = Math.min(best, e);
     }
-    int rot = rotation.get()[0]++;
+    int rot = rotation.getAndIncrement();
     ctx.sortByCost(rot);
     if (penalized && replicaInterval > 0) {
       // the penalty made a backend that does not even hold the prefix group win over the plain
