@@ -11,6 +11,7 @@ import dev.prefixrouter.radix.BlockHashers;
 import dev.prefixrouter.radix.RadixPrefixIndex;
 import dev.prefixrouter.scoring.CircuitBreakers;
 import dev.prefixrouter.scoring.EstimatedTtftScorer;
+import dev.prefixrouter.scoring.Quota;
 import dev.prefixrouter.scoring.TenantTokenBuckets;
 import java.time.Duration;
 import java.util.SplittableRandom;
@@ -32,7 +33,10 @@ public final class RouteFixture {
             .hasher(hasher)
             .prefixIndex(RadixPrefixIndex.builder().predictionTtl(Duration.ZERO).build())
             .scorer(EstimatedTtftScorer.defaults())
-            .limiter(TenantTokenBuckets.perMinute(Long.MAX_VALUE >> 30))
+            // the largest quota: the bucket does all its work per route but refills (2^40 tokens a
+            // minute) faster than any thread can route, so a fast host never drains it (2^33, the
+            // value before, lasted about 15 s of two threads at 70k routes/s each)
+            .limiter(TenantTokenBuckets.perMinute(Quota.MAX_TOKENS))
             .health(CircuitBreakers.defaults());
     for (int i = 0; i < 16; i++) {
       b.backend(Backend.of("b" + i, "m").withCapacityBlocks(62_500));
