@@ -4,6 +4,7 @@ import dev.prefixrouter.api.spi.ScoringContext;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Each slot's share of recent routing decisions: a count decayed by {@code 2^(-1/halfLife)} per
@@ -138,13 +139,9 @@ final class RouteShares {
       return 1.0;
     }
     long now = seq.get();
-    int a = setOf(prefix);
-    Group g = groups.get(a);
-    if (g == null || g.prefix != prefix) {
-      g = groups.get(a + 1);
-      if (g == null || g.prefix != prefix) {
-        return 0.0;
-      }
+    Group g = group(prefix);
+    if (g == null) {
+      return 0.0;
     }
     AtomicReferenceArray<Count> cs = counts;
     double all = 0;
@@ -168,16 +165,22 @@ final class RouteShares {
     return n;
   }
 
-  /** A group's decayed count now, 0 if not counted (for tests). */
-  double groupDecisions(long prefix) {
+  /** {@code prefix}'s count if its set holds one, else null. */
+  private @Nullable Group group(long prefix) {
     int a = setOf(prefix);
     for (int i = a; i < a + 2; i++) {
       Group g = groups.get(i);
       if (g != null && g.prefix == prefix) {
-        return decayed(g.value, g.seq, seq.get());
+        return g;
       }
     }
-    return 0;
+    return null;
+  }
+
+  /** A group's decayed count now, 0 if not counted (for tests). */
+  double groupDecisions(long prefix) {
+    Group g = group(prefix);
+    return g == null ? 0 : decayed(g.value, g.seq, seq.get());
   }
 
   /** A slot's decayed count now (for tests). */
