@@ -6,13 +6,15 @@ import dev.prefixrouter.api.spi.BlockHasher;
 import java.util.List;
 
 /**
- * Chained 64-bit block hashers built on xxHash3 ({@code net.openhft:zero-allocation-hashing}).
+ * Chained 64-bit block hashers built on {@code net.openhft:zero-allocation-hashing}.
  *
- * <p>Key {@code i} is {@code xxh3(k[i-1] ‖ block i)} with {@code k[-1] = seed}: the previous key
- * and the block's units are hashed together, so a key depends on the whole prefix up to the end of
- * its block. Only full blocks are hashed; a partial tail is ignored (engines never cache it). At
- * most {@code maxBlocks} keys are produced per prompt (default 8192); later blocks are not hashed.
- * One scratch buffer is allocated per call, nothing per block.
+ * <p>Key {@code i} depends on the whole prefix up to the end of block {@code i}, with {@code k[-1]
+ * = seed}: for token blocks {@code k[i] = chain(k[i-1], city64(block i))} (each block hashed on its
+ * own by CityHash64 and folded into the previous key by a multiply-xorshift that is a bijection of
+ * the previous key), for text blocks {@code k[i] = xxh3(k[i-1] ‖ block i)}. Only full blocks are
+ * hashed; a partial tail is ignored (engines never cache it). At most {@code maxBlocks} keys are
+ * produced per prompt (default 8192); later blocks are not hashed. One scratch buffer is allocated
+ * per call, nothing per block.
  *
  * <ul>
  *   <li>{@link #tokens(int)}: blocks of {@code blockSize} token ids (vLLM's default is 16). Text

@@ -30,8 +30,8 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 /**
- * Creates a {@link RoutingEngine} from {@code prefix-router.*} with the default parts — xxh3 block
- * hashing, {@link RadixPrefixIndex}, {@link EstimatedTtftScorer}, {@link TenantTokenBuckets},
+ * Creates a {@link RoutingEngine} from {@code prefix-router.*} with the default parts — chained
+ * block hashing, {@link RadixPrefixIndex}, {@link EstimatedTtftScorer}, {@link TenantTokenBuckets},
  * {@link CircuitBreakers} — each a {@code @ConditionalOnMissingBean} so an application can replace
  * any one, plus {@link RoutingEngineBuilderCustomizer}s and {@link RoutingListener} beans. A user's
  * own {@code RoutingEngine} bean replaces the whole engine. Invalid properties fail startup with

@@ -18,8 +18,8 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Block hashing throughput: chained xxh3 keys of a token prompt (16-token blocks) and of a text
- * prompt (64-char blocks).
+ * Block hashing throughput: chained keys of a token prompt (16-token blocks) and of a text prompt
+ * (64-char blocks).
  *
  * <pre>java -jar benchmarks/target/benchmarks.jar jmh HashBenchmark -prof gc</pre>
  */

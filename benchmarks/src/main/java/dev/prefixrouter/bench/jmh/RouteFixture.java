@@ -17,10 +17,10 @@ import java.time.Duration;
 import java.util.SplittableRandom;
 
 /**
- * The end-to-end fixture of {@link RouteBenchmark} and {@link RouteProbe}: the default parts (xxh3
- * 16-token blocks, radix index, est-TTFT, tenant buckets, circuit breakers), 16 backends of 62,500
- * blocks, 8,192 prompts of 4,096 tokens (a 1,024-token system prompt out of 64, then 3,072 random
- * tokens), each routed four times so the index holds about 1M blocks.
+ * The end-to-end fixture of {@link RouteBenchmark} and {@link RouteProbe}: the default parts
+ * (city64 16-token blocks, radix index, est-TTFT, tenant buckets, circuit breakers), 16 backends of
+ * 62,500 blocks, 8,192 prompts of 4,096 tokens (a 1,024-token system prompt out of 64, then 3,072
+ * random tokens), each routed four times so the index holds about 1M blocks.
  */
 public final class RouteFixture {
   public final BlockHasher hasher = BlockHashers.tokens(16);
