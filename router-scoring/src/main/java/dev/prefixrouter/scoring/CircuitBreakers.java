@@ -6,6 +6,7 @@ import dev.prefixrouter.api.spi.HealthPolicy;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One circuit breaker per backend ({@link HealthPolicy}).
@@ -147,12 +148,23 @@ public final class CircuitBreakers implements HealthPolicy {
                     ok,
                     s.lastProbeAt);
       } else {
+        if (s.consecutive == 0 && s.window == 0 && s.count == windowSize) {
+          // a full window of successes: another one changes nothing. No new state and no CAS,
+          // so a healthy fleet's breakers are read-only (every route reads all of them; a write
+          // per route would bounce their shared cache line between the routing threads' cores)
+          return;
+        }
         next = push(s, false, 0);
       }
       if (states.compareAndSet(slot, s, next)) {
         return;
       }
     }
+  }
+
+  /** The current state of a slot (for tests). */
+  @Nullable State stateOf(int slot) {
+    return states.get(slot);
   }
 
   @Override

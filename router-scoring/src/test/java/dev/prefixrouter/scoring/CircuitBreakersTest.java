@@ -132,6 +132,66 @@ class CircuitBreakersTest {
   }
 
   @Test
+  void aHealthyBreakerIsNotRewrittenBySuccesses() {
+    CircuitBreakers b = breakers();
+    b.addBackend(0);
+    for (int i = 0; i < 10; i++) { // window size 10: the window fills
+      b.onSuccess(0, i);
+    }
+    CircuitBreakers.State full = b.stateOf(0);
+    for (int i = 0; i < 100; i++) {
+      b.onSuccess(0, 10 + i);
+    }
+    assertThat(b.stateOf(0)).as("same object: no write per success").isSameAs(full);
+    b.onFailure(0, CONNECT, 200);
+    assertThat(b.stateOf(0)).isNotSameAs(full);
+    assertThat(b.stateOf(0).window()).isEqualTo(1L);
+  }
+
+  /**
+   * While closed, the breaker opens exactly when a reference model of the rules says so: 3
+   * consecutive failures, or at least 6 outcomes of which at least half failed among the last 10.
+   * Long runs of successes are likely, so the no-write path for a full window of successes is
+   * exercised between failures.
+   */
+  @Test
+  void closedStateFollowsTheWindowRules() {
+    qt().withExamples(500)
+        .forAll(lists().of(integers().between(0, 4)).ofSizeBetween(1, 120))
+        .checkAssert(
+            ops -> {
+              CircuitBreakers b = breakers();
+              b.addBackend(0);
+              java.util.ArrayDeque<Boolean> window = new java.util.ArrayDeque<>();
+              int consecutive = 0;
+              long now = 0;
+              for (int op : ops) {
+                boolean failed = op == 0; // one in five outcomes fails
+                now++;
+                if (failed) {
+                  b.onFailure(0, CONNECT, now);
+                } else {
+                  b.onSuccess(0, now);
+                }
+                window.addLast(failed);
+                if (window.size() > 10) {
+                  window.removeFirst();
+                }
+                consecutive = failed ? consecutive + 1 : 0;
+                long failures = window.stream().filter(f -> f).count();
+                boolean open =
+                    failed
+                        && (consecutive >= 3
+                            || (window.size() >= 6 && failures * 2 >= window.size()));
+                assertThat(b.state(0, now)).isEqualTo(open ? HealthState.OPEN : HealthState.CLOSED);
+                if (open) {
+                  return; // the rules after opening are the other tests' business
+                }
+              }
+            });
+  }
+
+  @Test
   void builderValidates() {
     assertThatThrownBy(() -> CircuitBreakers.builder().minimumCalls(30).windowSize(20).build())
         .hasMessageContaining("minimumCalls");
