@@ -1,13 +1,42 @@
 package dev.prefixrouter.api;
 
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.atomic.LongAdder;
 import org.jspecify.annotations.Nullable;
 
+/** 64 bytes before the hot counters, so that no other object's fields share their cache line. */
+@SuppressWarnings("unused")
+abstract class BackendEntryPadBefore {
+  int p0; // fills the gap after the object header, where a counter would otherwise be placed
+  long p00, p01, p02, p03, p04, p05, p06, p07;
+}
+
 /**
- * The engine's mutable state of one registered backend. Counters are atomics; the descriptor, the
- * draining flag and the last load report are volatile.
+ * The counters every route writes (on the chosen backend) and every decision reads (on all
+ * candidates), together on their own line: one miss reads them all, and a write to one backend's
+ * counters never invalidates another backend's (they were separate atomics, allocated next to the
+ * neighbouring backends' and sharing lines with them).
+ */
+abstract class BackendEntryCounters extends BackendEntryPadBefore {
+  volatile int claims;
+  volatile int inFlight;
+  volatile int runningDecodes;
+  volatile long pendingPrefillTokens;
+  volatile long activeTokens;
+}
+
+/** 64 bytes after the hot counters (the entry's own fields follow, and are mostly read). */
+@SuppressWarnings("unused")
+abstract class BackendEntryPadAfter extends BackendEntryCounters {
+  int p1; // fills the counters' alignment gap, where a field of the entry would otherwise go
+  long p10, p11, p12, p13, p14, p15, p16, p17;
+}
+
+/**
+ * The engine's mutable state of one registered backend. Counters are volatile fields updated
+ * atomically through {@link VarHandle}s, padded onto their own cache line (see {@link
+ * BackendEntryCounters}); the descriptor, the draining flag and the last load report are volatile.
  *
  * <p>Removal protocol: writers that touch slot-keyed SPI state ({@code recordRouted}, KV events,
  * lease feedback) {@link #claim()} the entry first and {@link #release()} it after. {@code remove}
@@ -15,7 +44,27 @@ import org.jspecify.annotations.Nullable;
  * SPIs and frees it for reuse, so no stale write ever lands on a reused slot. Claims last
  * microseconds; the wait is a short spin.
  */
-final class BackendEntry {
+final class BackendEntry extends BackendEntryPadAfter {
+  private static final VarHandle CLAIMS;
+  private static final VarHandle IN_FLIGHT;
+  private static final VarHandle RUNNING_DECODES;
+  private static final VarHandle PENDING_PREFILL_TOKENS;
+  private static final VarHandle ACTIVE_TOKENS;
+
+  static {
+    try {
+      MethodHandles.Lookup l = MethodHandles.lookup();
+      Class<?> c = BackendEntryCounters.class;
+      CLAIMS = l.findVarHandle(c, "claims", int.class);
+      IN_FLIGHT = l.findVarHandle(c, "inFlight", int.class);
+      RUNNING_DECODES = l.findVarHandle(c, "runningDecodes", int.class);
+      PENDING_PREFILL_TOKENS = l.findVarHandle(c, "pendingPrefillTokens", long.class);
+      ACTIVE_TOKENS = l.findVarHandle(c, "activeTokens", long.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
   final int slot;
   volatile Backend backend;
   volatile boolean draining;
@@ -26,11 +75,6 @@ final class BackendEntry {
 
   volatile @Nullable TimedLoad load;
 
-  private final AtomicInteger claims = new AtomicInteger();
-  final AtomicInteger inFlight = new AtomicInteger();
-  final AtomicLong pendingPrefillTokens = new AtomicLong();
-  final AtomicInteger runningDecodes = new AtomicInteger();
-  final AtomicLong activeTokens = new AtomicLong();
   final LongAdder routed = new LongAdder();
   final LongAdder promptTokens = new LongAdder();
   final LongAdder matchedTokens = new LongAdder();
@@ -40,24 +84,57 @@ final class BackendEntry {
     this.backend = backend;
   }
 
+  int inFlight() {
+    return inFlight;
+  }
+
+  void addInFlight(int delta) {
+    IN_FLIGHT.getAndAdd(this, delta);
+  }
+
+  int runningDecodes() {
+    return runningDecodes;
+  }
+
+  void addRunningDecodes(int delta) {
+    RUNNING_DECODES.getAndAdd(this, delta);
+  }
+
+  long pendingPrefillTokens() {
+    return pendingPrefillTokens;
+  }
+
+  /** Adds {@code delta} and returns the value before. */
+  long addPendingPrefillTokens(long delta) {
+    return (long) PENDING_PREFILL_TOKENS.getAndAdd(this, delta);
+  }
+
+  long activeTokens() {
+    return activeTokens;
+  }
+
+  void addActiveTokens(long delta) {
+    ACTIVE_TOKENS.getAndAdd(this, delta);
+  }
+
   /** Takes a claim; false (and no claim held) if the entry is removed. */
   boolean claim() {
-    claims.incrementAndGet();
+    CLAIMS.getAndAdd(this, 1);
     if (removed) {
-      claims.decrementAndGet();
+      CLAIMS.getAndAdd(this, -1);
       return false;
     }
     return true;
   }
 
   void release() {
-    claims.decrementAndGet();
+    CLAIMS.getAndAdd(this, -1);
   }
 
   /** After {@code removed} is set: waits until every claim taken before is released. */
   void awaitNoClaims() {
     int spins = 0;
-    while (claims.get() != 0) {
+    while (claims != 0) {
       if (++spins < 1_000) {
         Thread.onSpinWait();
       } else {

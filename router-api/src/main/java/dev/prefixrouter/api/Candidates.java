@@ -146,22 +146,22 @@ final class Candidates implements ScoringContext {
 
   @Override
   public int inFlight(int candidate) {
-    return entry(candidate).inFlight.get();
+    return entry(candidate).inFlight();
   }
 
   @Override
   public long pendingPrefillTokens(int candidate) {
-    return entry(candidate).pendingPrefillTokens.get();
+    return entry(candidate).pendingPrefillTokens();
   }
 
   @Override
   public long activeTokens(int candidate) {
-    return entry(candidate).activeTokens.get();
+    return entry(candidate).activeTokens();
   }
 
   @Override
   public int runningDecodes(int candidate) {
-    return entry(candidate).runningDecodes.get();
+    return entry(candidate).runningDecodes();
   }
 
   @Override

@@ -294,10 +294,10 @@ final class DefaultRoutingEngine implements RoutingEngine {
         }
         int matchedTokens = c.matchedTokens(cand);
         int uncached = attempt.promptTokens - matchedTokens;
-        e.inFlight.incrementAndGet();
-        long queuedBefore = e.pendingPrefillTokens.getAndAdd(uncached);
-        e.activeTokens.addAndGet(attempt.reservedTokens);
-        int decodesBefore = e.runningDecodes.get();
+        e.addInFlight(1);
+        long queuedBefore = e.addPendingPrefillTokens(uncached);
+        e.addActiveTokens(attempt.reservedTokens);
+        int decodesBefore = e.runningDecodes();
         e.routed.increment();
         e.promptTokens.add(attempt.promptTokens);
         e.matchedTokens.add(matchedTokens);
@@ -491,8 +491,8 @@ final class DefaultRoutingEngine implements RoutingEngine {
         return;
       }
       long now = ticker.getAsLong();
-      entry.pendingPrefillTokens.addAndGet(-uncachedTokens);
-      entry.runningDecodes.incrementAndGet();
+      entry.addPendingPrefillTokens(-uncachedTokens);
+      entry.addRunningDecodes(1);
       long ttft = Math.max(0, now - startNanos);
       if (entry.claim()) {
         try {
@@ -577,12 +577,12 @@ final class DefaultRoutingEngine implements RoutingEngine {
         }
         if (STATE.compareAndSet(this, s, s == OPEN ? ifOpen : ifStreaming)) {
           if (s == OPEN) {
-            entry.pendingPrefillTokens.addAndGet(-uncachedTokens);
+            entry.addPendingPrefillTokens(-uncachedTokens);
           } else {
-            entry.runningDecodes.decrementAndGet();
+            entry.addRunningDecodes(-1);
           }
-          entry.inFlight.decrementAndGet();
-          entry.activeTokens.addAndGet(-attempt.reservedTokens);
+          entry.addInFlight(-1);
+          entry.addActiveTokens(-attempt.reservedTokens);
           if (entry.claim()) {
             try {
               scorer.onEnded(entry.slot);
@@ -768,7 +768,7 @@ final class DefaultRoutingEngine implements RoutingEngine {
         usedSlots.clear(e.slot);
       }
       Backend b = e.backend;
-      log.info("backend {} removed ({} leases still open)", backendId, e.inFlight.get());
+      log.info("backend {} removed ({} leases still open)", backendId, e.inFlight());
       notifyListeners(l -> l.onBackendRemoved(b));
       return true;
     }
@@ -864,9 +864,9 @@ final class DefaultRoutingEngine implements RoutingEngine {
               e.backend,
               e.draining,
               health.state(e.slot, now),
-              e.inFlight.get(),
-              e.pendingPrefillTokens.get(),
-              e.runningDecodes.get(),
+              e.inFlight(),
+              e.pendingPrefillTokens(),
+              e.runningDecodes(),
               load == null ? null : load.report(),
               load == null ? -1 : Math.max(0, now - load.measuredAt()),
               e.routed.sum(),
