@@ -2,7 +2,6 @@ package dev.prefixrouter.api;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.concurrent.atomic.LongAdder;
 import org.jspecify.annotations.Nullable;
 
 /** 64 bytes before the hot counters, so that no other object's fields share their cache line. */
@@ -14,9 +13,11 @@ abstract class BackendEntryPadBefore {
 
 /**
  * The counters every route writes (on the chosen backend) and every decision reads (on all
- * candidates), together on their own line: one miss reads them all, and a write to one backend's
- * counters never invalidates another backend's (they were separate atomics, allocated next to the
- * neighbouring backends' and sharing lines with them).
+ * candidates), together and apart from anything else: one miss reads them all, and a write to one
+ * backend's counters never invalidates another backend's. They were separate atomics and {@code
+ * LongAdder}s, allocated next to the neighbouring backends' and sharing lines with them; an adder
+ * that two threads update at different instants never sees a failed CAS, so it never stripes and
+ * its line moves between the cores on every update.
  */
 abstract class BackendEntryCounters extends BackendEntryPadBefore {
   volatile int claims;
@@ -24,6 +25,12 @@ abstract class BackendEntryCounters extends BackendEntryPadBefore {
   volatile int runningDecodes;
   volatile long pendingPrefillTokens;
   volatile long activeTokens;
+  // statistics: placements (failovers included), their prompt and matched tokens, and requests
+  // placed here by their first attempt (the engine's routed count is their sum over backends)
+  volatile long routed;
+  volatile long promptTokens;
+  volatile long matchedTokens;
+  volatile long requests;
 }
 
 /** 64 bytes after the hot counters (the entry's own fields follow, and are mostly read). */
@@ -50,6 +57,10 @@ final class BackendEntry extends BackendEntryPadAfter {
   private static final VarHandle RUNNING_DECODES;
   private static final VarHandle PENDING_PREFILL_TOKENS;
   private static final VarHandle ACTIVE_TOKENS;
+  private static final VarHandle ROUTED;
+  private static final VarHandle PROMPT_TOKENS;
+  private static final VarHandle MATCHED_TOKENS;
+  private static final VarHandle REQUESTS;
 
   static {
     try {
@@ -60,6 +71,10 @@ final class BackendEntry extends BackendEntryPadAfter {
       RUNNING_DECODES = l.findVarHandle(c, "runningDecodes", int.class);
       PENDING_PREFILL_TOKENS = l.findVarHandle(c, "pendingPrefillTokens", long.class);
       ACTIVE_TOKENS = l.findVarHandle(c, "activeTokens", long.class);
+      ROUTED = l.findVarHandle(c, "routed", long.class);
+      PROMPT_TOKENS = l.findVarHandle(c, "promptTokens", long.class);
+      MATCHED_TOKENS = l.findVarHandle(c, "matchedTokens", long.class);
+      REQUESTS = l.findVarHandle(c, "requests", long.class);
     } catch (ReflectiveOperationException e) {
       throw new ExceptionInInitializerError(e);
     }
@@ -74,10 +89,6 @@ final class BackendEntry extends BackendEntryPadAfter {
   record TimedLoad(LoadReport report, long measuredAt) {}
 
   volatile @Nullable TimedLoad load;
-
-  final LongAdder routed = new LongAdder();
-  final LongAdder promptTokens = new LongAdder();
-  final LongAdder matchedTokens = new LongAdder();
 
   BackendEntry(int slot, Backend backend) {
     this.slot = slot;
@@ -115,6 +126,35 @@ final class BackendEntry extends BackendEntryPadAfter {
 
   void addActiveTokens(long delta) {
     ACTIVE_TOKENS.getAndAdd(this, delta);
+  }
+
+  /**
+   * Counts a placement here ({@code firstAttempt}: of a request's first attempt, not a failover).
+   * Claim held.
+   */
+  void countPlacement(int promptTokens, int matchedTokens, boolean firstAttempt) {
+    ROUTED.getAndAdd(this, 1L);
+    PROMPT_TOKENS.getAndAdd(this, (long) promptTokens);
+    MATCHED_TOKENS.getAndAdd(this, (long) matchedTokens);
+    if (firstAttempt) {
+      REQUESTS.getAndAdd(this, 1L);
+    }
+  }
+
+  long routed() {
+    return routed;
+  }
+
+  long promptTokens() {
+    return promptTokens;
+  }
+
+  long matchedTokens() {
+    return matchedTokens;
+  }
+
+  long requests() {
+    return requests;
   }
 
   /** Takes a claim; false (and no claim held) if the entry is removed. */

@@ -62,7 +62,14 @@ final class DefaultRoutingEngine implements RoutingEngine {
   private final BitSet usedSlots = new BitSet();
   private volatile Table table = new Table(new BackendEntry[0], Map.of());
 
-  private final LongAdder routedCount = new LongAdder();
+  /**
+   * Requests placed on backends removed since, and the entries being removed (out of the table,
+   * waiting for their claims): with the table's entries, each entry is counted exactly once at any
+   * instant the lock is held, so the routed total never goes down. Guarded by {@link #lock}.
+   */
+  private long removedRequests;
+
+  private final List<BackendEntry> removing = new ArrayList<>();
   private final LongAdder failoverCount = new LongAdder();
   private final EnumMap<RejectReason, LongAdder> rejectedCount = new EnumMap<>(RejectReason.class);
   private final AtomicLong lastListenerWarning = new AtomicLong(Long.MIN_VALUE);
@@ -137,8 +144,7 @@ final class DefaultRoutingEngine implements RoutingEngine {
       limiter.adjust(request.tenant(), -reserved, now);
       return reject(r);
     }
-    routedCount.increment();
-    return d;
+    return d; // counted by the entry it was placed on (countPlacement)
   }
 
   private Rejected reject(Rejected r) {
@@ -298,9 +304,7 @@ final class DefaultRoutingEngine implements RoutingEngine {
         long queuedBefore = e.addPendingPrefillTokens(uncached);
         e.addActiveTokens(attempt.reservedTokens);
         int decodesBefore = e.runningDecodes();
-        e.routed.increment();
-        e.promptTokens.add(attempt.promptTokens);
-        e.matchedTokens.add(matchedTokens);
+        e.countPlacement(attempt.promptTokens, matchedTokens, attemptNo == 0);
         if (keyCount > 0) {
           index.recordRouted(keys, keyCount, e.slot, now);
         }
@@ -759,8 +763,13 @@ final class DefaultRoutingEngine implements RoutingEngine {
         }
         table = new Table(rest.toArray(new BackendEntry[0]), Map.copyOf(byId));
         e.removed = true;
+        removing.add(e);
       }
       e.awaitNoClaims();
+      synchronized (lock) {
+        removing.remove(e);
+        removedRequests += e.requests(); // no claim left: the count is final
+      }
       index.removeBackend(e.slot);
       health.removeBackend(e.slot);
       scorer.onBackendRemoved(e.slot);
@@ -869,9 +878,9 @@ final class DefaultRoutingEngine implements RoutingEngine {
               e.runningDecodes(),
               load == null ? null : load.report(),
               load == null ? -1 : Math.max(0, now - load.measuredAt()),
-              e.routed.sum(),
-              e.promptTokens.sum(),
-              e.matchedTokens.sum(),
+              e.routed(),
+              e.promptTokens(),
+              e.matchedTokens(),
               scorer.describe(e.slot)));
     }
     Map<RejectReason, Long> rejected = new EnumMap<>(RejectReason.class);
@@ -881,9 +890,23 @@ final class DefaultRoutingEngine implements RoutingEngine {
         backends,
         limiter.snapshot(snapshotTenants, now),
         index.stats(names),
-        routedCount.sum(),
+        routedRequests(),
         failoverCount.sum(),
         rejected);
+  }
+
+  /** Requests routed so far: their first placements, summed over current and removed backends. */
+  private long routedRequests() {
+    synchronized (lock) {
+      long n = removedRequests;
+      for (BackendEntry e : table.entries) {
+        n += e.requests();
+      }
+      for (BackendEntry e : removing) {
+        n += e.requests();
+      }
+      return n;
+    }
   }
 
   private void notifyListeners(Consumer<RoutingListener> call) {

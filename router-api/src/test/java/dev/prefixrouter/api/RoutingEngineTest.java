@@ -417,6 +417,27 @@ class RoutingEngineTest {
     assertThat(limiter.balance("t")).isEqualTo(1000);
     assertThat(engine.inspect().failovers()).isEqualTo(2);
     assertThat(engine.inspect().inFlight()).isZero();
+    RouterSnapshot s = engine.inspect();
+    assertThat(s.routed()).as("one request, whatever its failovers").isEqualTo(1);
+    assertThat(s.backends().stream().mapToLong(BackendSnapshot::routed).sum())
+        .as("placements: the first and two failovers")
+        .isEqualTo(3);
+  }
+
+  @Test
+  void routedCountSurvivesTheRemovalOfTheBackendsItWentTo() {
+    RoutingEngine engine =
+        builder().backend(Backend.of("a", "m")).backend(Backend.of("b", "m")).build();
+    for (int i = 0; i < 6; i++) {
+      routed(engine.route(req("m"))).lease().complete(Usage.of(16, 4));
+    }
+    long onA = engine.inspect().backend("a").orElseThrow().routed();
+    assertThat(onA).isPositive();
+    assertThat(engine.backends().remove("a")).isTrue();
+    assertThat(engine.inspect().routed()).isEqualTo(6);
+    routed(engine.route(req("m"))).lease().complete(Usage.of(16, 4));
+    assertThat(engine.inspect().routed()).isEqualTo(7);
+    assertThat(engine.inspect().backend("b").orElseThrow().routed()).isEqualTo(7 - onA);
   }
 
   @Test

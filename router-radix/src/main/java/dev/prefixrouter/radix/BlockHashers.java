@@ -13,8 +13,8 @@ import java.util.List;
  * own by CityHash64 and folded into the previous key by a multiply-xorshift that is a bijection of
  * the previous key), for text blocks {@code k[i] = xxh3(k[i-1] ‖ block i)}. Only full blocks are
  * hashed; a partial tail is ignored (engines never cache it). At most {@code maxBlocks} keys are
- * produced per prompt (default 8192); later blocks are not hashed. One scratch buffer is allocated
- * per call, nothing per block.
+ * produced per prompt (default 8192); later blocks are not hashed. Nothing is allocated per block:
+ * token blocks reuse a per-thread buffer, text blocks allocate one scratch buffer per call.
  *
  * <ul>
  *   <li>{@link #tokens(int)}: blocks of {@code blockSize} token ids (vLLM's default is 16). Text
