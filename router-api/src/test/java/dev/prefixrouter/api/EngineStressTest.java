@@ -156,8 +156,17 @@ class EngineStressTest {
             () -> {
               SplittableRandom rnd = new SplittableRandom(11);
               int next = 2;
+              long lastTotal = 0;
               started.countDown();
               while (!stop.get()) {
+                // the routed total is a counter: removals fold their backends' counts in, never
+                // losing or double-counting them, so it never goes down
+                long total = engine.inspect().routed();
+                if (total < lastTotal) {
+                  failure.compareAndSet(
+                      null, new AssertionError("routed total fell " + lastTotal + " -> " + total));
+                }
+                lastTotal = total;
                 List<Backend> all = engine.backends().all();
                 int action = rnd.nextInt(4);
                 if (action == 0 && all.size() < 6) {
@@ -205,6 +214,9 @@ class EngineStressTest {
     assertThat(stale.get()).as("index writes for a freed slot").isZero();
     assertThat(routed.get()).isPositive();
     RouterSnapshot s = engine.inspect();
+    assertThat(s.routed())
+        .as("every first attempt that routed, removed backends included")
+        .isEqualTo(routed.get());
     assertThat(s.inFlight()).isZero();
     assertThat(s.backends())
         .allSatisfy(

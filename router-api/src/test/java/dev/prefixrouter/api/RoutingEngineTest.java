@@ -425,6 +425,81 @@ class RoutingEngineTest {
   }
 
   @Test
+  void routedTotalKeepsABackendBeingRemovedWhileItsClaimsEnd() throws Exception {
+    java.util.concurrent.CountDownLatch inWrite = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicBoolean block =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    dev.prefixrouter.api.spi.PrefixIndex blocking =
+        new dev.prefixrouter.api.spi.PrefixIndex() {
+          @Override
+          public void addBackend(int slot, long capacityBlocks) {}
+
+          @Override
+          public void setCapacity(int slot, long capacityBlocks) {}
+
+          @Override
+          public void match(long[] keys, int[] slots, int count, int[] matchedOut) {
+            java.util.Arrays.fill(matchedOut, 0, count, 0);
+          }
+
+          @Override
+          public void recordRouted(long[] keys, int slot, long nowNanos) {
+            if (block.get()) { // the route holds its claim on the backend while it waits here
+              inWrite.countDown();
+              try {
+                release.await();
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            }
+          }
+
+          @Override
+          public void apply(
+              int slot,
+              KvEvent event,
+              dev.prefixrouter.api.spi.BlockHasher hasher,
+              long nowNanos) {}
+
+          @Override
+          public void removeBackend(int slot) {}
+
+          @Override
+          public IndexStats stats(String[] slotNames) {
+            return IndexStats.EMPTY;
+          }
+        };
+    RoutingEngine engine =
+        builder()
+            .hasher(new Fakes.SimpleHasher())
+            .prefixIndex(blocking)
+            .backend(Backend.of("a", "m"))
+            .build();
+    for (int i = 0; i < 3; i++) {
+      routed(engine.route(req("m"))).lease().complete(Usage.of(16, 4));
+    }
+    block.set(true);
+    Thread router = new Thread(() -> engine.route(req("m")));
+    router.start();
+    assertThat(inWrite.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    Thread remover = new Thread(() -> engine.backends().remove("a"));
+    remover.start();
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (!engine.backends().all().isEmpty() && System.nanoTime() < deadline) {
+      Thread.onSpinWait(); // until the removal has taken "a" out of the table
+    }
+    assertThat(engine.backends().all()).isEmpty();
+    assertThat(remover.isAlive()).as("removal waits for the open claim").isTrue();
+    assertThat(engine.inspect().routed()).as("out of the table, not yet folded in").isEqualTo(4);
+    release.countDown();
+    router.join(10_000);
+    remover.join(10_000);
+    assertThat(remover.isAlive()).isFalse();
+    assertThat(engine.inspect().routed()).isEqualTo(4);
+  }
+
+  @Test
   void routedCountSurvivesTheRemovalOfTheBackendsItWentTo() {
     RoutingEngine engine =
         builder().backend(Backend.of("a", "m")).backend(Backend.of("b", "m")).build();
