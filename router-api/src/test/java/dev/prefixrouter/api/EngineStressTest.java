@@ -38,21 +38,13 @@ class EngineStressTest {
             .maxBackends(8)
             .hasher(new Fakes.SimpleHasher())
             .prefixIndex(
-                new dev.prefixrouter.api.spi.PrefixIndex() {
-                  // a thread-safe no-op that checks it is never written for a slot not in use
+                new Fakes.NoOpIndex() {
+                  // checks it is never written for a slot not in use
                   final Set<Integer> live = ConcurrentHashMap.newKeySet();
 
                   @Override
                   public void addBackend(int slot, long capacityBlocks) {
                     assertThat(live.add(slot)).as("slot %d reused before removal", slot).isTrue();
-                  }
-
-                  @Override
-                  public void setCapacity(int slot, long capacityBlocks) {}
-
-                  @Override
-                  public void match(long[] keys, int[] slots, int count, int[] matchedOut) {
-                    java.util.Arrays.fill(matchedOut, 0, count, 0);
                   }
 
                   @Override
@@ -63,17 +55,8 @@ class EngineStressTest {
                   }
 
                   @Override
-                  public void apply(
-                      int slot, KvEvent event, dev.prefixrouter.api.spi.BlockHasher h, long n) {}
-
-                  @Override
                   public void removeBackend(int slot) {
                     live.remove(slot);
-                  }
-
-                  @Override
-                  public IndexStats stats(String[] slotNames) {
-                    return IndexStats.EMPTY;
                   }
                 })
             .backend(Backend.of("b0", "m"))

@@ -101,6 +101,34 @@ final class Fakes {
   }
 
   /** Remembers calls; match answers from a fixed table slot → matched blocks. */
+  /** An index that holds nothing; tests override the calls they observe. Thread-safe. */
+  static class NoOpIndex implements PrefixIndex {
+    @Override
+    public void addBackend(int slot, long capacityBlocks) {}
+
+    @Override
+    public void setCapacity(int slot, long capacityBlocks) {}
+
+    @Override
+    public void match(long[] keys, int[] slots, int count, int[] matchedOut) {
+      java.util.Arrays.fill(matchedOut, 0, count, 0);
+    }
+
+    @Override
+    public void recordRouted(long[] keys, int slot, long nowNanos) {}
+
+    @Override
+    public void apply(int slot, KvEvent event, BlockHasher hasher, long nowNanos) {}
+
+    @Override
+    public void removeBackend(int slot) {}
+
+    @Override
+    public IndexStats stats(String[] slotNames) {
+      return IndexStats.EMPTY;
+    }
+  }
+
   static final class RecordingIndex implements PrefixIndex {
     final List<String> calls = Collections.synchronizedList(new ArrayList<>());
     final Map<Integer, Integer> matchBySlot = new ConcurrentHashMap<>();

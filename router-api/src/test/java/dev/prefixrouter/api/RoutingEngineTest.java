@@ -430,19 +430,8 @@ class RoutingEngineTest {
     java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
     java.util.concurrent.atomic.AtomicBoolean block =
         new java.util.concurrent.atomic.AtomicBoolean();
-    dev.prefixrouter.api.spi.PrefixIndex blocking =
-        new dev.prefixrouter.api.spi.PrefixIndex() {
-          @Override
-          public void addBackend(int slot, long capacityBlocks) {}
-
-          @Override
-          public void setCapacity(int slot, long capacityBlocks) {}
-
-          @Override
-          public void match(long[] keys, int[] slots, int count, int[] matchedOut) {
-            java.util.Arrays.fill(matchedOut, 0, count, 0);
-          }
-
+    Fakes.NoOpIndex blocking =
+        new Fakes.NoOpIndex() {
           @Override
           public void recordRouted(long[] keys, int slot, long nowNanos) {
             if (block.get()) { // the route holds its claim on the backend while it waits here
@@ -453,21 +442,6 @@ class RoutingEngineTest {
                 Thread.currentThread().interrupt();
               }
             }
-          }
-
-          @Override
-          public void apply(
-              int slot,
-              KvEvent event,
-              dev.prefixrouter.api.spi.BlockHasher hasher,
-              long nowNanos) {}
-
-          @Override
-          public void removeBackend(int slot) {}
-
-          @Override
-          public IndexStats stats(String[] slotNames) {
-            return IndexStats.EMPTY;
           }
         };
     RoutingEngine engine =
