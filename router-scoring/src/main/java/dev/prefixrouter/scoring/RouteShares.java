@@ -48,7 +48,20 @@ final class RouteShares {
 
   /** Records a decision for {@code slot} and, when {@code prefix != 0}, for that prefix group. */
   void record(int slot, long prefix) {
-    long now = seq.incrementAndGet();
+    record(slot, prefix, draw());
+  }
+
+  /** The next decision's sequence number (tests draw it to interleave two recorders by hand). */
+  long draw() {
+    return seq.incrementAndGet();
+  }
+
+  /**
+   * Records decision {@code now}. Another thread may have drawn a later number and stored its count
+   * first; the count then keeps that later sequence, so a late writer never moves it back in time
+   * (which would decay it again by the difference on every later read).
+   */
+  void record(int slot, long prefix, long now) {
     if (prefix != 0) {
       recordGroup(prefix, now);
     }
@@ -56,7 +69,7 @@ final class RouteShares {
     while (true) {
       Count c = cs.get(slot);
       double v = c == null ? 0 : decayed(c.value, c.seq, now);
-      if (cs.compareAndSet(slot, c, new Count(v + 1, now))) {
+      if (cs.compareAndSet(slot, c, new Count(v + 1, c == null ? now : Math.max(now, c.seq)))) {
         return;
       }
     }
@@ -70,14 +83,17 @@ final class RouteShares {
       int at;
       Group old;
       double v;
+      long kept = now;
       if (g0 != null && g0.prefix == prefix) {
         at = a;
         old = g0;
         v = decayed(g0.value, g0.seq, now);
+        kept = Math.max(now, g0.seq);
       } else if (g1 != null && g1.prefix == prefix) {
         at = a + 1;
         old = g1;
         v = decayed(g1.value, g1.seq, now);
+        kept = Math.max(now, g1.seq);
       } else {
         // a new group takes the empty entry, else the colder one (the order of two decayed counts
         // does not depend on when it is read, so racing writers pick the same entry)
@@ -88,7 +104,7 @@ final class RouteShares {
         old = second ? g1 : g0;
         v = 0;
       }
-      if (groups.compareAndSet(at, old, new Group(prefix, v + 1, now))) {
+      if (groups.compareAndSet(at, old, new Group(prefix, v + 1, kept))) {
         return;
       }
     }

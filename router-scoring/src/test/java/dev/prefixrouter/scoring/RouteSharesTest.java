@@ -46,6 +46,20 @@ class RouteSharesTest {
   }
 
   @Test
+  void aLateWriterDoesNotMoveACountBackInTime() {
+    RouteShares shares = new RouteShares(100);
+    long early = shares.draw();
+    long late = shares.draw();
+    shares.record(0, 7, late); // the thread that drew later wins the race to the CAS
+    shares.record(0, 7, early);
+    // both decisions are counted as of the latest one: no decay has happened since
+    assertThat(shares.slotDecisions(0)).isCloseTo(2.0, within(1e-12));
+    assertThat(shares.groupDecisions(7)).isCloseTo(2.0, within(1e-12));
+    shares.record(0, 7);
+    assertThat(shares.slotDecisions(0)).isCloseTo(2.0 * Math.pow(0.5, 0.01) + 1, within(1e-12));
+  }
+
+  @Test
   void aRemovedSlotsDecisionsStopCounting() {
     RouteShares shares = undecayed();
     for (int i = 0; i < 50; i++) {
