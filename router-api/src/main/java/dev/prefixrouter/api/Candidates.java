@@ -1,5 +1,6 @@
 package dev.prefixrouter.api;
 
+import dev.prefixrouter.api.spi.PrefixIndex;
 import dev.prefixrouter.api.spi.ScoringContext;
 import java.util.Arrays;
 import java.util.Objects;
@@ -14,6 +15,7 @@ final class Candidates implements ScoringContext {
   private static final long[] NO_KEYS = new long[0];
 
   private @Nullable RouteRequest request;
+  private @Nullable PrefixIndex index;
   private @Nullable String model;
   private int promptTokens;
   private int tokensPerBlock;
@@ -44,11 +46,18 @@ final class Candidates implements ScoringContext {
 
   /** Starts a decision for up to {@code max} candidates. */
   Candidates reset(
-      RouteRequest request, String model, int promptTokens, int tokensPerBlock, long now, int max) {
+      RouteRequest request,
+      String model,
+      int promptTokens,
+      int tokensPerBlock,
+      long now,
+      int max,
+      @Nullable PrefixIndex index) {
     if (entries.length < max) {
       allocate(max);
     }
     this.request = request;
+    this.index = index;
     this.model = model;
     this.promptTokens = promptTokens;
     this.tokensPerBlock = tokensPerBlock;
@@ -64,6 +73,7 @@ final class Candidates implements ScoringContext {
   void clear() {
     Arrays.fill(entries, 0, size, null);
     request = null;
+    index = null;
     model = null;
     keys = NO_KEYS;
     keyCount = 0;
@@ -174,6 +184,13 @@ final class Candidates implements ScoringContext {
   public long loadAgeNanos(int candidate) {
     BackendEntry.TimedLoad l = entry(candidate).load;
     return l == null ? -1 : Math.max(0, now - l.measuredAt());
+  }
+
+  @Override
+  public long lruAgeNanos(int candidate) {
+    check(candidate);
+    PrefixIndex ix = index;
+    return ix == null ? Long.MAX_VALUE : ix.lruAgeNanos(slots[candidate], now);
   }
 
   @Override

@@ -226,7 +226,13 @@ final class DefaultRoutingEngine implements RoutingEngine {
     BackendEntry[] all = table.entries;
     Candidates c =
         scratch.candidates.reset(
-            request, attempt.model, attempt.promptTokens, hasher.tokensPerBlock(), now, all.length);
+            request,
+            attempt.model,
+            attempt.promptTokens,
+            hasher.tokensPerBlock(),
+            now,
+            all.length,
+            index);
     int furthest = -1;
     for (BackendEntry e : all) {
       int failed = firstFailingFilter(e, attempt.model, request, excluded, now);

@@ -10,7 +10,7 @@ class ScoringContextTest {
   private static Candidates candidates(double... costs) {
     Candidates c =
         new Candidates(costs.length)
-            .reset(RouteRequest.builder("t", "m").build(), "m", 0, 16, 0, costs.length);
+            .reset(RouteRequest.builder("t", "m").build(), "m", 0, 16, 0, costs.length, null);
     for (int i = 0; i < costs.length; i++) {
       c.add(new BackendEntry(i, Backend.of("b" + i, "m")));
     }
@@ -32,7 +32,7 @@ class ScoringContextTest {
     assertThat(c.keyCount()).isZero();
     assertThatThrownBy(c::request).isInstanceOf(NullPointerException.class);
 
-    c.reset(RouteRequest.builder("u", "m2").build(), "m2", 10, 16, 1, 5);
+    c.reset(RouteRequest.builder("u", "m2").build(), "m2", 10, 16, 1, 5, null);
     for (int i = 0; i < 5; i++) {
       c.add(new BackendEntry(i, Backend.of("c" + i, "m2")));
     }
@@ -45,6 +45,28 @@ class ScoringContextTest {
       assertThat(c.order()[i]).isEqualTo(i);
     }
     assertThat(c.orderIsPermutation()).isTrue();
+  }
+
+  @Test
+  void lruAgeAsksTheDecisionsIndexForTheCandidatesSlotAtTheDecisionsClock() {
+    Fakes.NoOpIndex index =
+        new Fakes.NoOpIndex() {
+          @Override
+          public long lruAgeNanos(int slot, long nowNanos) {
+            return 1_000 * slot + nowNanos;
+          }
+        };
+    Candidates c =
+        new Candidates(4).reset(RouteRequest.builder("t", "m").build(), "m", 0, 16, 7, 4, index);
+    c.add(new BackendEntry(3, Backend.of("b3", "m")));
+    c.add(new BackendEntry(1, Backend.of("b1", "m")));
+    assertThat(c.lruAgeNanos(0)).isEqualTo(3_007);
+    assertThat(c.lruAgeNanos(1)).isEqualTo(1_007);
+    assertThatThrownBy(() -> c.lruAgeNanos(2)).isInstanceOf(IndexOutOfBoundsException.class);
+    c.clear();
+    c.reset(RouteRequest.builder("t", "m").build(), "m", 0, 16, 7, 4, null);
+    c.add(new BackendEntry(3, Backend.of("b3", "m")));
+    assertThat(c.lruAgeNanos(0)).as("no index: no information").isEqualTo(Long.MAX_VALUE);
   }
 
   @Test

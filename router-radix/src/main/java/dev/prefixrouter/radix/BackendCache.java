@@ -27,6 +27,15 @@ final class BackendCache {
    */
   volatile long version;
 
+  /** {@link #lruStamp} while an insert would evict nothing. */
+  static final long ROOM = Long.MIN_VALUE;
+
+  /**
+   * Stamp of the entry eviction would take next, or {@link #ROOM} while the mirror is below its
+   * capacity: published at the end of every write ({@link #publishLru}), read without the lock.
+   */
+  volatile long lruStamp = ROOM;
+
   /** Keeps the flush's prefetching loads alive (never read). Lock held. */
   long prefetchSink;
 
@@ -294,6 +303,17 @@ final class BackendCache {
       }
     }
     return true;
+  }
+
+  /**
+   * Publishes {@link #lruStamp} after a write; writes the field only when it changed. Lock held.
+   */
+  void publishLru() {
+    int v = size() < capacity ? NONE : victim();
+    long s = v < 0 ? ROOM : stamp[v];
+    if (s != lruStamp) {
+      lruStamp = s;
+    }
   }
 
   /** The entry eviction would take next (older of the two LRU tails), or -1 if empty. */

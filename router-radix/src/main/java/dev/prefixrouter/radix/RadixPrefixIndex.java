@@ -188,6 +188,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
         }
       } finally {
         flush(c);
+        c.publishLru();
         c.endWrite();
       }
     }
@@ -209,6 +210,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
         c.dead = true;
         caches.compareAndSet(slot, c, null);
       } finally {
+        c.publishLru();
         c.endWrite();
       }
     }
@@ -581,6 +583,19 @@ public final class RadixPrefixIndex implements PrefixIndex {
     }
   }
 
+  /**
+   * The age of the stamp of the entry eviction would take next from the slot's mirror, published at
+   * the end of its last write (a volatile read, no lock). Stamps are the index's clock readings
+   * (made strictly increasing per backend), so with a real clock this is how long ago that block
+   * was last touched; an engine whose ticker stands still gets 0 for every slot.
+   */
+  @Override
+  public long lruAgeNanos(int slot, long nowNanos) {
+    BackendCache c = slot < 0 || slot >= maxBackends ? null : caches.get(slot);
+    long s = c == null ? BackendCache.ROOM : c.lruStamp;
+    return s == BackendCache.ROOM ? Long.MAX_VALUE : Math.max(0, nowNanos - s);
+  }
+
   // ---------------------------------------------------------------- writes
 
   @Override
@@ -623,6 +638,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
         body.accept(c);
       } finally {
         flush(c);
+        c.publishLru();
         c.endWrite();
       }
     }

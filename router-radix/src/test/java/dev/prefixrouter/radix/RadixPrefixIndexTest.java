@@ -139,6 +139,28 @@ class RadixPrefixIndexTest {
   }
 
   @Test
+  void lruAgeIsHowLongAgoTheNextVictimWasTouchedOnceTheMirrorIsFull() {
+    RadixPrefixIndex index = index(4, 4);
+    assertThat(index.lruAgeNanos(0, 100)).as("empty: room").isEqualTo(Long.MAX_VALUE);
+    index.recordRouted(keys(1, 1, 2, 2, 3, 3), 0, 1_000); // stamps 1000 (leaf) .. 1002 (root)
+    assertThat(index.lruAgeNanos(0, 5_000)).as("3 of 4: room").isEqualTo(Long.MAX_VALUE);
+    index.recordRouted(keys(5, 5), 0, 2_000);
+    assertThat(index.lruAgeNanos(0, 5_000)).as("full: path A's leaf goes next").isEqualTo(4_000);
+    index.recordRouted(keys(1, 1, 2, 2, 3, 3), 0, 3_000);
+    assertThat(index.lruAgeNanos(0, 5_000)).as("A re-touched: B goes next").isEqualTo(3_000);
+    assertThat(index.lruAgeNanos(0, 0)).as("a clock behind the stamps").isZero();
+    assertThat(index.lruAgeNanos(1, 5_000)).isEqualTo(Long.MAX_VALUE);
+    assertThat(index.lruAgeNanos(7, 5_000)).as("unused slot").isEqualTo(Long.MAX_VALUE);
+    assertThat(index.lruAgeNanos(-1, 5_000)).as("no such slot").isEqualTo(Long.MAX_VALUE);
+    index.setCapacity(0, 8);
+    assertThat(index.lruAgeNanos(0, 5_000)).as("capacity raised: room").isEqualTo(Long.MAX_VALUE);
+    index.setCapacity(0, 4);
+    assertThat(index.lruAgeNanos(0, 5_000)).isEqualTo(3_000);
+    index.removeBackend(0);
+    assertThat(index.lruAgeNanos(0, 5_000)).isEqualTo(Long.MAX_VALUE);
+  }
+
+  @Test
   void shrinkingCapacityEvictsAtOnceAndNodesAreReclaimed() {
     RadixPrefixIndex index = index(100, 100);
     index.recordRouted(keys(1, 2, 3, 4, 5, 6, 7, 8), 0, 1);

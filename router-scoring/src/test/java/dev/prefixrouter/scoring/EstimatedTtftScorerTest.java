@@ -29,6 +29,60 @@ class EstimatedTtftScorerTest {
   }
 
   @Test
+  void aColdPromptAvoidsAThrashingCacheAndPaysForWhatItEvictsThere() {
+    FakeContext ctx = new FakeContext(3);
+    ctx.promptTokens = 4096;
+    ctx.lruAge[0] = 1_000; // evicts blocks used 1 µs ago: thrashing
+    ctx.lruAge[1] = 100_000; // the stalest cache
+    ctx.lruAge[2] = 40_000; // above a quarter of the largest: no penalty
+    scorer.score(ctx);
+    TtftCoefficients k = TtftCoefficients.DEFAULTS;
+    double own = k.prefillMs(4096, 0);
+    double insert = own - k.prefillMs(0, 0);
+    assertThat(ctx.cost(1)).isCloseTo(own, within(1e-9));
+    assertThat(ctx.cost(2)).isCloseTo(own, within(1e-9));
+    assertThat(ctx.cost(0)).isCloseTo(own + (1 - 4 * 0.01) * insert, within(1e-9));
+    assertThat(ctx.order[2]).isEqualTo(0);
+  }
+
+  @Test
+  void cachePressureSparesHoldersAndBackendsWithRoomAndCanBeTurnedOff() {
+    FakeContext ctx = new FakeContext(3);
+    ctx.promptTokens = 4096;
+    ctx.matchedBlocks[0] = 256; // holds the whole prompt: inserts nothing
+    ctx.lruAge[0] = 0;
+    ctx.lruAge[1] = 0; // full and thrashing, while b2 has room
+    scorer.score(ctx);
+    TtftCoefficients k = TtftCoefficients.DEFAULTS;
+    assertThat(ctx.cost(0)).isCloseTo(k.prefillMs(0, 4096), within(1e-9));
+    assertThat(ctx.cost(2)).isCloseTo(k.prefillMs(4096, 0), within(1e-9));
+    assertThat(ctx.cost(1))
+        .as("a full cache pays in full when another has room")
+        .isCloseTo(2 * k.prefillMs(4096, 0) - k.prefillMs(0, 0), within(1e-9));
+
+    EstimatedTtftScorer off =
+        EstimatedTtftScorer.builder().calibrate(false).cachePressure(0, 4).build();
+    off.score(ctx);
+    assertThat(ctx.cost(1)).isCloseTo(k.prefillMs(4096, 0), within(1e-9));
+
+    java.util.Arrays.fill(ctx.lruAge, 0); // a clock that stands still: no information
+    scorer.score(ctx);
+    assertThat(ctx.cost(1)).isCloseTo(k.prefillMs(4096, 0), within(1e-9));
+  }
+
+  @Test
+  void cachePressureSettingsAreChecked() {
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().cachePressure(-1, 4))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("weight in [0, 100]");
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().cachePressure(1, 0.5))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("turnoverRatio in [1, 1000]");
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().cachePressure(Double.NaN, 4))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
   void hotPrefixSpillsExactlyWhenQueueDelayExceedsThePrefillSaved() {
     TtftCoefficients k = TtftCoefficients.DEFAULTS;
     double saved = k.prefillMs(4096, 0) - k.prefillMs(96, 4000);

@@ -21,6 +21,7 @@ final class FakeContext implements ScoringContext {
   final int[] decodes;
   final LoadReport[] loads;
   final long[] loadAge;
+  final long[] lruAge;
   final double[] costs;
   final int[] order;
   String reason = "";
@@ -38,6 +39,8 @@ final class FakeContext implements ScoringContext {
     loads = new LoadReport[n];
     loadAge = new long[n];
     java.util.Arrays.fill(loadAge, -1);
+    lruAge = new long[n];
+    java.util.Arrays.fill(lruAge, Long.MAX_VALUE); // room everywhere: no cache pressure
     costs = new double[n];
     order = new int[n];
     for (int i = 0; i < n; i++) {
@@ -47,6 +50,11 @@ final class FakeContext implements ScoringContext {
 
   int best() {
     return order[0];
+  }
+
+  @Override
+  public long lruAgeNanos(int candidate) {
+    return lruAge[candidate];
   }
 
   @Override

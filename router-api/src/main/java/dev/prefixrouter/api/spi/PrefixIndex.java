@@ -70,6 +70,17 @@ public interface PrefixIndex {
     return keyCount == keys.length ? keys : Arrays.copyOf(keys, keyCount);
   }
 
+  /**
+   * How long before {@code nowNanos} the block this index would evict next from {@code slot}'s
+   * mirror was last touched, at least 0: the turnover time of that backend's cache, since content
+   * reused less often than this does not survive there. {@link Long#MAX_VALUE} when an insert would
+   * evict nothing (the mirror has room), for an unknown slot, or when the index does not track
+   * recency (the default). Read for every candidate of every route: lock-free and O(1).
+   */
+  default long lruAgeNanos(int slot, long nowNanos) {
+    return Long.MAX_VALUE;
+  }
+
   /** Applies one engine KV event of {@code slot}, recomputing router keys with {@code hasher}. */
   void apply(int slot, KvEvent event, BlockHasher hasher, long nowNanos);
 

@@ -70,6 +70,15 @@ public interface ScoringContext {
   /** Age of {@link #load} now, or {@code -1} without one. */
   long loadAgeNanos(int candidate);
 
+  /**
+   * The prefix index's {@link PrefixIndex#lruAgeNanos} for the candidate now: how recently the
+   * block its cache would evict next was used, or {@link Long#MAX_VALUE} when an insert there
+   * evicts nothing or the index cannot tell.
+   */
+  default long lruAgeNanos(int candidate) {
+    return Long.MAX_VALUE;
+  }
+
   /** Sets the cost of a candidate (lower wins). */
   void setCost(int candidate, double cost);
 
