@@ -86,6 +86,7 @@ public class PrefixRouterAutoConfiguration {
                   .calibrate(s.isCalibrate())
                   .sessions(s.getSessionTtl(), s.getMaxSessions())
                   .prefixAffinity(s.getPrefixAffinityRatio(), s.getPrefixAffinityMaxWaiting())
+                  .cachePressure(s.getCachePressure(), s.getCacheTurnoverRatio())
                   .build());
     }
     return guard("prefix-router.scorer.policy", () -> Policies.byName(s.getPolicy()));

@@ -238,6 +238,34 @@ public class PrefixRouterProperties {
     /** Requests waiting for their first token up to which a holder counts as briefly busy. */
     private int prefixAffinityMaxWaiting = 1;
 
+    /**
+     * Weight of the re-prefill a cold insert causes on a thrashing cache (est-ttft); 0 turns cache
+     * pressure off, else up to 100.
+     */
+    private double cachePressure = 1.0;
+
+    /**
+     * A cache counts as thrashing when its LRU age is below 1/this of the largest candidate's
+     * (est-ttft), 1..1000.
+     */
+    private double cacheTurnoverRatio = 4.0;
+
+    public double getCachePressure() {
+      return cachePressure;
+    }
+
+    public void setCachePressure(double cachePressure) {
+      this.cachePressure = cachePressure;
+    }
+
+    public double getCacheTurnoverRatio() {
+      return cacheTurnoverRatio;
+    }
+
+    public void setCacheTurnoverRatio(double cacheTurnoverRatio) {
+      this.cacheTurnoverRatio = cacheTurnoverRatio;
+    }
+
     public double getPrefixAffinityRatio() {
       return prefixAffinityRatio;
     }

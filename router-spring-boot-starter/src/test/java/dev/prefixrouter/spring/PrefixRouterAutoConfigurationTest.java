@@ -130,6 +130,14 @@ class PrefixRouterAutoConfigurationTest {
                     .hasStackTraceContaining(
                         "prefixAffinity ratio must be 0 (off) or in [1, 100]"));
     runner
+        .withPropertyValues("prefix-router.scorer.cache-turnover-ratio=0.5")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining("prefix-router.scorer")
+                    .hasStackTraceContaining("turnoverRatio in [1, 1000]"));
+    runner
         .withPropertyValues("prefix-router.hashing.block-size=0")
         .run(
             ctx ->
