@@ -57,6 +57,16 @@ class IndexModelPropertyTest {
     final Map<Long, Integer> copies = new HashMap<>();
     final Map<Long, Long> engineToRouter = new HashMap<>();
     final Map<Long, Integer> engineCopies = new HashMap<>();
+    final Map<Long, Long> stampOf =
+        new HashMap<>(); // last touch of each block, as the index stamps
+    long clock;
+    long lastStamp = Long.MIN_VALUE;
+
+    /** The index's stamps: the clock, made strictly increasing per backend. */
+    long nextStamp() {
+      lastStamp = clock > lastStamp ? clock : lastStamp + 1;
+      return lastStamp;
+    }
 
     ModelBackend(long capacity) {
       this.capacity = capacity;
@@ -65,6 +75,17 @@ class IndexModelPropertyTest {
     void touch(long k, boolean confirmed) {
       Boolean was = lru.remove(k);
       lru.put(k, confirmed || (was != null && was));
+      stampOf.put(k, nextStamp());
+    }
+
+    /** The index's LRU age: "room" below capacity, else the age of the oldest block's stamp. */
+    void checkLruAge(long age, long now) {
+      if (lru.size() < capacity) {
+        assertThat(age).isEqualTo(Long.MAX_VALUE);
+      } else {
+        long oldest = stampOf.get(lru.keySet().iterator().next());
+        assertThat(age).isEqualTo(Math.max(0, now - oldest));
+      }
     }
 
     void evictOldest() {
@@ -103,6 +124,7 @@ class IndexModelPropertyTest {
             evictOldest();
           }
           lru.put(keys[i], confirm);
+          stampOf.put(keys[i], nextStamp());
         }
       }
     }
@@ -214,6 +236,7 @@ class IndexModelPropertyTest {
                 }
                 int slot = SLOTS[op.backend()];
                 ModelBackend m = model.get(slot);
+                m.clock = now;
                 int[] tokens = path(op.a(), op.b());
                 long[] keys = H.keys(Prompt.ofTokens(tokens), 0);
                 int kind = op.kind();
@@ -253,6 +276,7 @@ class IndexModelPropertyTest {
                 } else if (kind < 83) {
                   index.apply(slot, AllBlocksCleared.INSTANCE, H, now);
                   ModelBackend fresh = new ModelBackend(m.capacity);
+                  fresh.lastStamp = m.lastStamp; // the mirror is emptied, its stamp clock goes on
                   model.put(slot, fresh);
                 } else {
                   int[] out = new int[SLOTS.length];
@@ -268,6 +292,7 @@ class IndexModelPropertyTest {
                       .as("held, slot %d", s)
                       .isEqualTo(model.get(s).lru.size());
                   assertThat(index.heldBlocks(s)).isLessThanOrEqualTo(model.get(s).capacity);
+                  model.get(s).checkLruAge(index.lruAgeNanos(s, now), now);
                 }
               }
               for (int s : SLOTS) {
