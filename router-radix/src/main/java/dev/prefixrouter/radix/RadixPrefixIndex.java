@@ -52,7 +52,9 @@ import java.util.concurrent.atomic.LongAdder;
  * descendants and eviction takes leaves before their ancestors, as the engine does. Over capacity
  * the least recently used block goes; a node that no backend holds any more is unlinked at once.
  * Index memory is therefore bounded by the sum of the capacities: at most one entry per (block,
- * backend) pair and one node per distinct block.
+ * backend) pair and one node per distinct block. At the end of every write a full mirror publishes
+ * the stamp of the block it would evict next, so {@link #lruAgeNanos} (the cache's turnover time,
+ * which the default scorer's cache pressure reads) is one volatile read.
  *
  * <h2>Predicted and confirmed blocks</h2>
  *
