@@ -15,6 +15,10 @@ import org.jspecify.annotations.Nullable;
  * @param runningDecodes leases past their first token and not yet ended
  * @param lastLoad the last load report, or {@code null}
  * @param loadAgeNanos age of the last load report now, or {@code -1} without one
+ * @param lruAgeNanos how long ago the block the prefix index would evict next for this backend was
+ *     used ({@link dev.prefixrouter.api.spi.PrefixIndex#lruAgeNanos}: its cache's turnover time,
+ *     which the default scorer's cache pressure compares across backends), or {@link
+ *     Long#MAX_VALUE} while the index's mirror of it has room or the index does not track recency
  * @param routed requests routed here since the backend was added
  * @param promptTokens prompt tokens routed here
  * @param matchedTokens of those, tokens the index believed cached here
@@ -29,6 +33,7 @@ public record BackendSnapshot(
     int runningDecodes,
     @Nullable LoadReport lastLoad,
     long loadAgeNanos,
+    long lruAgeNanos,
     long routed,
     long promptTokens,
     long matchedTokens,

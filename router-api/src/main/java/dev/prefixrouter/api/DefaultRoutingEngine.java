@@ -884,6 +884,7 @@ final class DefaultRoutingEngine implements RoutingEngine {
               e.runningDecodes(),
               load == null ? null : load.report(),
               load == null ? -1 : Math.max(0, now - load.measuredAt()),
+              index.lruAgeNanos(e.slot, now),
               e.routed(),
               e.promptTokens(),
               e.matchedTokens(),

@@ -83,6 +83,43 @@ class RoutingEngineTest {
   }
 
   @Test
+  void theSnapshotAndTheScorerSeeTheIndexsLruAgeAtTheEnginesClock() {
+    long[] seen = new long[2];
+    Fakes.NoOpIndex index =
+        new Fakes.NoOpIndex() {
+          @Override
+          public long lruAgeNanos(int slot, long nowNanos) {
+            return slot == 0 ? Long.MAX_VALUE : nowNanos - 5;
+          }
+        };
+    RoutingEngine engine =
+        builder()
+            .prefixIndex(index)
+            .scorer(
+                new dev.prefixrouter.api.spi.Scorer() {
+                  @Override
+                  public String name() {
+                    return "ages";
+                  }
+
+                  @Override
+                  public void score(dev.prefixrouter.api.spi.ScoringContext ctx) {
+                    for (int i = 0; i < ctx.size(); i++) {
+                      seen[ctx.slot(i)] = ctx.lruAgeNanos(i);
+                    }
+                  }
+                })
+            .backend(Backend.of("a", "m"))
+            .backend(Backend.of("b", "m"))
+            .build();
+    engine.route(req("m"));
+    assertThat(seen).containsExactly(Long.MAX_VALUE, clock.get() - 5);
+    RouterSnapshot s = engine.inspect();
+    assertThat(s.backend("a").orElseThrow().lruAgeNanos()).isEqualTo(Long.MAX_VALUE);
+    assertThat(s.backend("b").orElseThrow().lruAgeNanos()).isEqualTo(clock.get() - 5);
+  }
+
+  @Test
   void fallbacksAreTheNextRankedCandidatesUpToTheLimit() {
     RoutingEngine engine =
         builder()

@@ -180,6 +180,7 @@ class ValueTypesTest {
             0,
             null,
             -1,
+            Long.MAX_VALUE,
             4,
             100,
             25,

@@ -41,6 +41,8 @@ import org.springframework.beans.factory.ObjectProvider;
  *   <tr><td>{@code prefixrouter.ttft.observed}</td><td>timer, {@code backend}</td></tr>
  *   <tr><td>{@code prefixrouter.failures}</td><td>counter, {@code backend}, {@code kind}</td></tr>
  *   <tr><td>{@code prefixrouter.backend.inflight}</td><td>gauge, {@code backend}</td></tr>
+ *   <tr><td>{@code prefixrouter.backend.lru.age}</td><td>gauge (seconds; NaN while the index's
+ *       mirror has room), {@code backend}</td></tr>
  *   <tr><td>{@code prefixrouter.backend.breaker}</td><td>gauge 0 closed, 1 half-open, 2 open</td></tr>
  * </table>
  */
@@ -70,6 +72,12 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
         k -> {
           List<Meter> ms = new ArrayList<>();
           ms.add(gauge(r, "prefixrouter.backend.inflight", id, BackendSnapshot::inFlight));
+          ms.add(
+              gauge(
+                  r,
+                  "prefixrouter.backend.lru.age",
+                  id,
+                  b -> b.lruAgeNanos() == Long.MAX_VALUE ? Double.NaN : b.lruAgeNanos() / 1e9));
           ms.add(
               gauge(
                   r,

@@ -102,6 +102,10 @@ class ActuatorAndMetricsTest {
                       .gauge()
                       .value())
               .isZero();
+          assertThat(
+                  registry.get("prefixrouter.backend.lru.age").tag("backend", "b0").gauge().value())
+              .as("the index's mirror has room")
+              .isNaN();
           assertThat(registry.find("prefixrouter.decisions").tag("tenant", "t").counter()).isNull();
           engine.backends().remove(r.backendId());
           assertThat(
@@ -110,6 +114,12 @@ class ActuatorAndMetricsTest {
                       .tag("backend", r.backendId())
                       .gauge())
               .as("meters of a removed backend are removed")
+              .isNull();
+          assertThat(
+                  registry
+                      .find("prefixrouter.backend.lru.age")
+                      .tag("backend", r.backendId())
+                      .gauge())
               .isNull();
         });
   }
