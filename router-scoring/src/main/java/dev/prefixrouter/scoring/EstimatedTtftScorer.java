@@ -260,9 +260,12 @@ public final class EstimatedTtftScorer implements Scorer {
     double best = Double.POSITIVE_INFINITY;
     double bestPlain = Double.POSITIVE_INFINITY;
     int plainWinner = 0;
+    double bestEstimate = Double.POSITIVE_INFINITY; // without the cache pressure
     boolean penalized = false;
     for (int i = 0; i < n; i++) {
-      double e = estimate(ctx, i) + evictionMs(ctx, i, pressure);
+      double estimate = estimate(ctx, i);
+      bestEstimate = Math.min(bestEstimate, estimate);
+      double e = estimate + evictionMs(ctx, i, pressure);
       if (e < bestPlain) {
         bestPlain = e;
         plainWinner = i;
@@ -358,6 +361,14 @@ public final class EstimatedTtftScorer implements Scorer {
           reason = "session affinity";
         }
       }
+    }
+    if (reason == null
+        && pressure != null
+        && order[0] == plainWinner
+        && estimate(ctx, order[0]) > bestEstimate + Math.max(bandMs, bandFraction * bestEstimate)) {
+      // without the pressure the winner would not even have tied: a cheaper estimate lost for
+      // what its insert would evict
+      reason = "est-ttft, cache pressure";
     }
     if (reason == null) {
       reason =

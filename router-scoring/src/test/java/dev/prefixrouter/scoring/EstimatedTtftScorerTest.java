@@ -43,6 +43,14 @@ class EstimatedTtftScorerTest {
     assertThat(ctx.cost(2)).isCloseTo(own, within(1e-9));
     assertThat(ctx.cost(0)).isCloseTo(own + (1 - 4 * 0.01) * insert, within(1e-9));
     assertThat(ctx.order[2]).isEqualTo(0);
+    assertThat(ctx.reason).as("a tie the pressure did not decide").startsWith("est-ttft, fewest");
+
+    // 20 ms of queue on b1 and b2: b0, thrashing, has the cheapest estimate by far, and still loses
+    ctx.pending[1] = (long) (20 / k.betaMsPerToken());
+    ctx.pending[2] = ctx.pending[1];
+    scorer.score(ctx);
+    assertThat(ctx.best()).isIn(1, 2);
+    assertThat(ctx.reason).isEqualTo("est-ttft, cache pressure");
   }
 
   @Test
