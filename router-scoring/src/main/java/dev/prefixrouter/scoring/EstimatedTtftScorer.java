@@ -261,6 +261,7 @@ public final class EstimatedTtftScorer implements Scorer {
     double bestPlain = Double.POSITIVE_INFINITY;
     int plainWinner = 0;
     double bestEstimate = Double.POSITIVE_INFINITY; // without the cache pressure
+    double plainWinnerEstimate = 0;
     boolean penalized = false;
     for (int i = 0; i < n; i++) {
       double estimate = estimate(ctx, i);
@@ -269,6 +270,7 @@ public final class EstimatedTtftScorer implements Scorer {
       if (e < bestPlain) {
         bestPlain = e;
         plainWinner = i;
+        plainWinnerEstimate = estimate;
       }
       if (share != null && share[i] > 1 + balanceTolerance) {
         e += (share[i] - 1 - balanceTolerance) * balanceMsPerRequest * hot;
@@ -365,7 +367,7 @@ public final class EstimatedTtftScorer implements Scorer {
     if (reason == null
         && pressure != null
         && order[0] == plainWinner
-        && estimate(ctx, order[0]) > bestEstimate + Math.max(bandMs, bandFraction * bestEstimate)) {
+        && plainWinnerEstimate > bestEstimate + Math.max(bandMs, bandFraction * bestEstimate)) {
       // without the pressure the winner would not even have tied: a cheaper estimate lost for
       // what its insert would evict
       reason = "est-ttft, cache pressure";
