@@ -48,7 +48,7 @@ final class IndexMemory {
           path[i] = rnd.nextLong();
         }
         for (int h = 0; h < holders; h++) {
-          index.recordRouted(path, g * holders + h, now++);
+          index.recordRouted(path, path.length, g * holders + h, now++);
         }
       }
     }

@@ -1,7 +1,10 @@
 package dev.prefixrouter.api;
 
+import dev.prefixrouter.api.spi.IndexSignal;
+import dev.prefixrouter.api.spi.PrefixIndex;
 import java.util.Map;
 import java.util.Objects;
+import java.util.OptionalLong;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -14,11 +17,10 @@ import org.jspecify.annotations.Nullable;
  * @param pendingPrefillTokens uncached prompt tokens sent and not yet past their first token
  * @param runningDecodes leases past their first token and not yet ended
  * @param lastLoad the last load report, or {@code null}
- * @param loadAgeNanos age of the last load report now, or {@code -1} without one
- * @param lruAgeNanos how long ago the block the prefix index would evict next for this backend was
- *     used ({@link dev.prefixrouter.api.spi.PrefixIndex#lruAgeNanos}: its cache's turnover time,
- *     which the default scorer's cache pressure compares across backends), or {@link
- *     Long#MAX_VALUE} while the index's mirror of it has room or the index does not track recency
+ * @param loadAgeNanos age of the last load report now in nanoseconds, or {@code null} without one
+ * @param indexSignals what the prefix index believes about this backend's cache ({@link
+ *     PrefixIndex#signal}), present signals only, in each signal's unit; empty when the index
+ *     reports none
  * @param routed requests routed here since the backend was added
  * @param promptTokens prompt tokens routed here
  * @param matchedTokens of those, tokens the index believed cached here
@@ -32,8 +34,8 @@ public record BackendSnapshot(
     long pendingPrefillTokens,
     int runningDecodes,
     @Nullable LoadReport lastLoad,
-    long loadAgeNanos,
-    long lruAgeNanos,
+    @Nullable Long loadAgeNanos,
+    Map<IndexSignal, Long> indexSignals,
     long routed,
     long promptTokens,
     long matchedTokens,
@@ -43,6 +45,16 @@ public record BackendSnapshot(
     Objects.requireNonNull(backend, "backend");
     Objects.requireNonNull(health, "health");
     costModel = Map.copyOf(costModel);
+    indexSignals = Map.copyOf(indexSignals);
+  }
+
+  /**
+   * The index's {@link IndexSignal#LRU_AGE_NANOS} for this backend (its cache's turnover time),
+   * empty while the cache has room or the index does not track recency.
+   */
+  public OptionalLong lruAgeNanos() {
+    Long age = indexSignals.get(IndexSignal.LRU_AGE_NANOS);
+    return age == null ? OptionalLong.empty() : OptionalLong.of(age);
   }
 
   public String id() {

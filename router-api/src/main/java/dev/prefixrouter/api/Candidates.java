@@ -1,5 +1,6 @@
 package dev.prefixrouter.api;
 
+import dev.prefixrouter.api.spi.IndexSignal;
 import dev.prefixrouter.api.spi.PrefixIndex;
 import dev.prefixrouter.api.spi.ScoringContext;
 import java.util.Arrays;
@@ -187,10 +188,10 @@ final class Candidates implements ScoringContext {
   }
 
   @Override
-  public long lruAgeNanos(int candidate) {
+  public long signal(int candidate, IndexSignal signal) {
     check(candidate);
     PrefixIndex ix = index;
-    return ix == null ? Long.MAX_VALUE : ix.lruAgeNanos(slots[candidate], now);
+    return ix == null ? IndexSignal.ABSENT : ix.signal(slots[candidate], signal, now);
   }
 
   @Override

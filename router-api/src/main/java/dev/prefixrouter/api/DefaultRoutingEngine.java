@@ -4,6 +4,7 @@ import dev.prefixrouter.api.spi.Admission;
 import dev.prefixrouter.api.spi.BlockHasher;
 import dev.prefixrouter.api.spi.FirstTokenObservation;
 import dev.prefixrouter.api.spi.HealthPolicy;
+import dev.prefixrouter.api.spi.IndexSignal;
 import dev.prefixrouter.api.spi.PrefixIndex;
 import dev.prefixrouter.api.spi.RoutingListener;
 import dev.prefixrouter.api.spi.Scorer;
@@ -21,6 +22,7 @@ import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
@@ -37,6 +39,7 @@ import org.slf4j.LoggerFactory;
 final class DefaultRoutingEngine implements RoutingEngine {
   private static final Logger log = LoggerFactory.getLogger(RoutingEngine.class);
   private static final EligibilityFilter[] FILTERS = EligibilityFilter.values();
+  private static final IndexSignal[] INDEX_SIGNALS = IndexSignal.values();
   private static final int PASS = Integer.MAX_VALUE;
   private static final long WARN_INTERVAL_NANOS = 10_000_000_000L;
 
@@ -278,20 +281,9 @@ final class DefaultRoutingEngine implements RoutingEngine {
     }
     int[] order = c.order();
 
-    Duration budget = request.ttftBudget();
-    if (budget != null && request.sheddable() && scorer.costIsTtftMillis()) {
-      double bestMs = c.cost(order[0]);
-      double budgetMs = budget.toNanos() / 1e6;
-      if (bestMs > budgetMs) {
-        long retryNanos = (long) Math.min(Long.MAX_VALUE / 2, (bestMs - budgetMs) * 1e6);
-        return new Rejected(
-            request,
-            RejectReason.OVERLOADED,
-            Duration.ofNanos(retryNanos),
-            String.format(
-                "best estimated TTFT %.1f ms exceeds the budget of %.1f ms", bestMs, budgetMs),
-            null);
-      }
+    Rejected shed = sloAdmission(request, c, order[0]);
+    if (shed != null) {
+      return shed;
     }
 
     for (int rank = 0; rank < c.size; rank++) {
@@ -353,6 +345,35 @@ final class DefaultRoutingEngine implements RoutingEngine {
         Duration.ZERO,
         "every ranked backend was removed or out of half-open probes",
         EligibilityFilter.HEALTH);
+  }
+
+  /**
+   * SLO admission: a sheddable request with a TTFT budget is shed ({@link RejectReason#OVERLOADED},
+   * retry after the excess) when the scorer's estimate for its best candidate exceeds the budget.
+   * Without a budget, or when the scorer gives no estimate, it is admitted.
+   */
+  private @Nullable Rejected sloAdmission(RouteRequest request, Candidates c, int best) {
+    Duration budget = request.ttftBudget();
+    if (budget == null || !request.sheddable()) {
+      return null;
+    }
+    OptionalLong estimate = scorer.estimatedTtftNanos(c, best);
+    if (estimate.isEmpty()) {
+      return null;
+    }
+    long bestNanos = estimate.getAsLong();
+    long budgetNanos = budget.toNanos();
+    if (bestNanos <= budgetNanos) {
+      return null;
+    }
+    return new Rejected(
+        request,
+        RejectReason.OVERLOADED,
+        Duration.ofNanos(bestNanos - budgetNanos),
+        String.format(
+            "best estimated TTFT %.1f ms exceeds the budget of %.1f ms",
+            bestNanos / 1e6, budgetNanos / 1e6),
+        null);
   }
 
   /** The ids of up to {@code maxFallbacks} candidates ranked after {@code rank}. */
@@ -883,8 +904,8 @@ final class DefaultRoutingEngine implements RoutingEngine {
               e.pendingPrefillTokens(),
               e.runningDecodes(),
               load == null ? null : load.report(),
-              load == null ? -1 : Math.max(0, now - load.measuredAt()),
-              index.lruAgeNanos(e.slot, now),
+              load == null ? null : Math.max(0, now - load.measuredAt()),
+              indexSignals(e.slot, now),
               e.routed(),
               e.promptTokens(),
               e.matchedTokens(),
@@ -900,6 +921,18 @@ final class DefaultRoutingEngine implements RoutingEngine {
         routedRequests(),
         failoverCount.sum(),
         rejected);
+  }
+
+  /** The signals the index reports for a slot, present ones only. */
+  private Map<IndexSignal, Long> indexSignals(int slot, long now) {
+    Map<IndexSignal, Long> signals = new EnumMap<>(IndexSignal.class);
+    for (IndexSignal s : INDEX_SIGNALS) {
+      long v = index.signal(slot, s, now);
+      if (IndexSignal.isPresent(v)) {
+        signals.put(s, v);
+      }
+    }
+    return signals;
   }
 
   /** Requests routed so far: their first placements, summed over current and removed backends. */

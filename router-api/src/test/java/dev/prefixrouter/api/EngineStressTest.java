@@ -48,7 +48,7 @@ class EngineStressTest {
                   }
 
                   @Override
-                  public void recordRouted(long[] keys, int slot, long nowNanos) {
+                  public void recordRouted(long[] keys, int keyCount, int slot, long nowNanos) {
                     if (!live.contains(slot)) {
                       stale.incrementAndGet();
                     }

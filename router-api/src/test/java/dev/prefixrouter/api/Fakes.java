@@ -110,12 +110,12 @@ final class Fakes {
     public void setCapacity(int slot, long capacityBlocks) {}
 
     @Override
-    public void match(long[] keys, int[] slots, int count, int[] matchedOut) {
+    public void match(long[] keys, int keyCount, int[] slots, int count, int[] matchedOut) {
       java.util.Arrays.fill(matchedOut, 0, count, 0);
     }
 
     @Override
-    public void recordRouted(long[] keys, int slot, long nowNanos) {}
+    public void recordRouted(long[] keys, int keyCount, int slot, long nowNanos) {}
 
     @Override
     public void apply(int slot, KvEvent event, BlockHasher hasher, long nowNanos) {}
@@ -144,15 +144,15 @@ final class Fakes {
     }
 
     @Override
-    public void match(long[] keys, int[] slots, int count, int[] matchedOut) {
+    public void match(long[] keys, int keyCount, int[] slots, int count, int[] matchedOut) {
       for (int i = 0; i < count; i++) {
-        matchedOut[i] = Math.min(keys.length, matchBySlot.getOrDefault(slots[i], 0));
+        matchedOut[i] = Math.min(keyCount, matchBySlot.getOrDefault(slots[i], 0));
       }
     }
 
     @Override
-    public void recordRouted(long[] keys, int slot, long nowNanos) {
-      calls.add("routed " + slot + " " + keys.length);
+    public void recordRouted(long[] keys, int keyCount, int slot, long nowNanos) {
+      calls.add("routed " + slot + " " + keyCount);
     }
 
     @Override
@@ -174,19 +174,22 @@ final class Fakes {
   /** One key per 4 tokens of a token prompt (key = running sum), for tests only. */
   static final class SimpleHasher implements BlockHasher {
     @Override
-    public long[] keys(Prompt prompt, long seed) {
+    public int keys(Prompt prompt, long seed, long[] out) {
       if (!(prompt instanceof Prompt.Tokens t)) {
-        return new long[0];
+        return 0;
       }
-      long[] keys = new long[t.length() / 4];
+      int n = t.length() / 4;
+      if (n > out.length) {
+        return n;
+      }
       long k = seed;
-      for (int i = 0; i < keys.length; i++) {
+      for (int i = 0; i < n; i++) {
         for (int j = 0; j < 4; j++) {
           k = k * 31 + t.token(i * 4 + j);
         }
-        keys[i] = k;
+        out[i] = k;
       }
-      return keys;
+      return n;
     }
 
     @Override

@@ -3,6 +3,7 @@ package dev.prefixrouter.api;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.prefixrouter.api.spi.IndexSignal;
 import dev.prefixrouter.api.spi.RoutingListener;
 import dev.prefixrouter.api.spi.Scorer;
 import dev.prefixrouter.api.spi.ScoringContext;
@@ -11,6 +12,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
@@ -83,13 +85,17 @@ class RoutingEngineTest {
   }
 
   @Test
-  void theSnapshotAndTheScorerSeeTheIndexsLruAgeAtTheEnginesClock() {
+  void theSnapshotAndTheScorerSeeTheIndexsSignalsAtTheEnginesClock() {
     long[] seen = new long[2];
     Fakes.NoOpIndex index =
         new Fakes.NoOpIndex() {
           @Override
-          public long lruAgeNanos(int slot, long nowNanos) {
-            return slot == 0 ? Long.MAX_VALUE : nowNanos - 5;
+          public long signal(int slot, IndexSignal signal, long nowNanos) {
+            return switch (signal) {
+              case LRU_AGE_NANOS -> slot == 0 ? IndexSignal.ABSENT : nowNanos - 5;
+              case HELD_BLOCKS -> 10 + slot;
+              default -> IndexSignal.ABSENT;
+            };
           }
         };
     RoutingEngine engine =
@@ -105,7 +111,7 @@ class RoutingEngineTest {
                   @Override
                   public void score(dev.prefixrouter.api.spi.ScoringContext ctx) {
                     for (int i = 0; i < ctx.size(); i++) {
-                      seen[ctx.slot(i)] = ctx.lruAgeNanos(i);
+                      seen[ctx.slot(i)] = ctx.signal(i, IndexSignal.LRU_AGE_NANOS);
                     }
                   }
                 })
@@ -113,10 +119,17 @@ class RoutingEngineTest {
             .backend(Backend.of("b", "m"))
             .build();
     engine.route(req("m"));
-    assertThat(seen).containsExactly(Long.MAX_VALUE, clock.get() - 5);
+    assertThat(seen).containsExactly(IndexSignal.ABSENT, clock.get() - 5);
     RouterSnapshot s = engine.inspect();
-    assertThat(s.backend("a").orElseThrow().lruAgeNanos()).isEqualTo(Long.MAX_VALUE);
-    assertThat(s.backend("b").orElseThrow().lruAgeNanos()).isEqualTo(clock.get() - 5);
+    BackendSnapshot a = s.backend("a").orElseThrow();
+    BackendSnapshot b = s.backend("b").orElseThrow();
+    assertThat(a.lruAgeNanos()).isEmpty();
+    assertThat(a.indexSignals()).containsExactly(Map.entry(IndexSignal.HELD_BLOCKS, 10L));
+    assertThat(b.lruAgeNanos()).hasValue(clock.get() - 5);
+    assertThat(b.indexSignals())
+        .containsOnly(
+            Map.entry(IndexSignal.LRU_AGE_NANOS, clock.get() - 5),
+            Map.entry(IndexSignal.HELD_BLOCKS, 11L));
   }
 
   @Test
@@ -345,7 +358,7 @@ class RoutingEngineTest {
     assertThat(a.loadAgeNanos()).isEqualTo(150_000_000L);
     assertThat(s.backend("b").orElseThrow().draining()).isTrue();
     assertThat(s.backend("b").orElseThrow().lastLoad()).isNull();
-    assertThat(s.backend("b").orElseThrow().loadAgeNanos()).isEqualTo(-1);
+    assertThat(s.backend("b").orElseThrow().loadAgeNanos()).isNull();
     assertThat(s.routed()).isEqualTo(2);
 
     r1.lease().firstToken();
@@ -470,7 +483,7 @@ class RoutingEngineTest {
     Fakes.NoOpIndex blocking =
         new Fakes.NoOpIndex() {
           @Override
-          public void recordRouted(long[] keys, int slot, long nowNanos) {
+          public void recordRouted(long[] keys, int keyCount, int slot, long nowNanos) {
             if (block.get()) { // the route holds its claim on the backend while it waits here
               inWrite.countDown();
               try {
@@ -561,7 +574,7 @@ class RoutingEngineTest {
   }
 
   @Test
-  void sloAdmissionShedsOnlySheddableRequestsWhenCostIsTtft() {
+  void sloAdmissionShedsOnlySheddableRequestsWhenTheScorerEstimatesTtft() {
     Scorer ttft =
         new Scorer() {
           @Override
@@ -578,8 +591,8 @@ class RoutingEngineTest {
           }
 
           @Override
-          public boolean costIsTtftMillis() {
-            return true;
+          public OptionalLong estimatedTtftNanos(ScoringContext ctx, int candidate) {
+            return OptionalLong.of(Duration.ofMillis(500).toNanos());
           }
         };
     RoutingEngine engine = builder().scorer(ttft).backend(Backend.of("a", "m")).build();
@@ -588,8 +601,14 @@ class RoutingEngineTest {
     Rejected shed = rejected(engine.route(tight.toBuilder().sheddable(true).build()));
     assertThat(shed.reason()).isEqualTo(RejectReason.OVERLOADED);
     assertThat(shed.retryAfter()).isEqualTo(Duration.ofMillis(300));
+    assertThat(shed.message())
+        .isEqualTo("best estimated TTFT 500.0 ms exceeds the budget of 200.0 ms");
     routed(
         engine.route(tight.toBuilder().sheddable(true).ttftBudget(Duration.ofMillis(600)).build()));
+    RoutingEngine noEstimate = builder().backend(Backend.of("a", "m")).build();
+    routed(
+        noEstimate.route(
+            tight.toBuilder().sheddable(true).ttftBudget(Duration.ofNanos(1)).build()));
   }
 
   @Test
@@ -635,9 +654,9 @@ class RoutingEngineTest {
     dev.prefixrouter.api.spi.BlockHasher seedRecorder =
         new dev.prefixrouter.api.spi.BlockHasher() {
           @Override
-          public long[] keys(Prompt prompt, long seed) {
+          public int keys(Prompt prompt, long seed, long[] out) {
             seeds.add(seed);
-            return new long[0];
+            return 0;
           }
 
           @Override

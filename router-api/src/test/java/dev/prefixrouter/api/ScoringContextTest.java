@@ -3,6 +3,7 @@ package dev.prefixrouter.api;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.prefixrouter.api.spi.IndexSignal;
 import org.junit.jupiter.api.Test;
 
 class ScoringContextTest {
@@ -48,25 +49,31 @@ class ScoringContextTest {
   }
 
   @Test
-  void lruAgeAsksTheDecisionsIndexForTheCandidatesSlotAtTheDecisionsClock() {
+  void signalsAskTheDecisionsIndexForTheCandidatesSlotAtTheDecisionsClock() {
     Fakes.NoOpIndex index =
         new Fakes.NoOpIndex() {
           @Override
-          public long lruAgeNanos(int slot, long nowNanos) {
-            return 1_000 * slot + nowNanos;
+          public long signal(int slot, IndexSignal signal, long nowNanos) {
+            return signal == IndexSignal.LRU_AGE_NANOS
+                ? 1_000 * slot + nowNanos
+                : IndexSignal.ABSENT;
           }
         };
     Candidates c =
         new Candidates(4).reset(RouteRequest.builder("t", "m").build(), "m", 0, 16, 7, 4, index);
     c.add(new BackendEntry(3, Backend.of("b3", "m")));
     c.add(new BackendEntry(1, Backend.of("b1", "m")));
-    assertThat(c.lruAgeNanos(0)).isEqualTo(3_007);
-    assertThat(c.lruAgeNanos(1)).isEqualTo(1_007);
-    assertThatThrownBy(() -> c.lruAgeNanos(2)).isInstanceOf(IndexOutOfBoundsException.class);
+    assertThat(c.signal(0, IndexSignal.LRU_AGE_NANOS)).isEqualTo(3_007);
+    assertThat(c.signal(1, IndexSignal.LRU_AGE_NANOS)).isEqualTo(1_007);
+    assertThat(c.signal(1, IndexSignal.HELD_BLOCKS)).isEqualTo(IndexSignal.ABSENT);
+    assertThatThrownBy(() -> c.signal(2, IndexSignal.LRU_AGE_NANOS))
+        .isInstanceOf(IndexOutOfBoundsException.class);
     c.clear();
     c.reset(RouteRequest.builder("t", "m").build(), "m", 0, 16, 7, 4, null);
     c.add(new BackendEntry(3, Backend.of("b3", "m")));
-    assertThat(c.lruAgeNanos(0)).as("no index: no information").isEqualTo(Long.MAX_VALUE);
+    assertThat(c.signal(0, IndexSignal.LRU_AGE_NANOS))
+        .as("no index: no information")
+        .isEqualTo(IndexSignal.ABSENT);
   }
 
   @Test

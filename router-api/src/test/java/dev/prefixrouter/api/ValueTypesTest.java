@@ -160,9 +160,9 @@ class ValueTypesTest {
     assertThatThrownBy(() -> Admission.denied(-1, "x")).hasMessageContaining("retryAfterNanos");
     assertThat(TenantLimiter.unlimited().tryAcquire("t", Long.MAX_VALUE, 0).granted()).isTrue();
     assertThat(HealthPolicy.alwaysHealthy().state(0, 0)).isEqualTo(HealthState.CLOSED);
-    assertThat(BlockHasher.none().keys(Prompt.ofTokens(new int[64]), 0)).isEmpty();
+    assertThat(BlockHasher.keysOf(BlockHasher.none(), Prompt.ofTokens(new int[64]), 0)).isEmpty();
     int[] out = {9, 9};
-    PrefixIndex.none().match(new long[] {1}, new int[] {0, 1}, 2, out);
+    PrefixIndex.none().match(new long[] {1}, 1, new int[] {0, 1}, 2, out);
     assertThat(out).containsExactly(0, 0);
     assertThat(BlockHasher.none().seed("a")).isNotEqualTo(BlockHasher.none().seed("b"));
     assertThat(BlockHasher.none().seed("tenant")).isEqualTo(BlockHasher.none().seed("tenant"));
@@ -179,13 +179,14 @@ class ValueTypesTest {
             0,
             0,
             null,
-            -1,
-            Long.MAX_VALUE,
+            null,
+            Map.of(),
             4,
             100,
             25,
             Map.of("beta", 1.0));
     assertThat(b.predictedHitRatio()).isEqualTo(0.25);
+    assertThat(b.lruAgeNanos()).isEmpty();
     RouterSnapshot s =
         new RouterSnapshot(0, List.of(b), List.of(), IndexStats.EMPTY, 4, 0, Map.of());
     assertThat(s.backend("a")).contains(b);

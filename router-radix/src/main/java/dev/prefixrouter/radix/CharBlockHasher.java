@@ -17,19 +17,6 @@ final class CharBlockHasher implements BlockHasher {
   }
 
   @Override
-  public long[] keys(Prompt prompt, long seed) {
-    if (prompt instanceof Prompt.Tokens t) {
-      long[] keys = new long[tokenBlocks(t)];
-      tokenKeys(t, seed, keys, keys.length);
-      return keys;
-    }
-    String text = BlockHashers.textOf(prompt).toString();
-    long[] keys = new long[textBlocks(text)];
-    textKeys(text, seed, keys, keys.length);
-    return keys;
-  }
-
-  @Override
   public int keys(Prompt prompt, long seed, long[] out) {
     if (prompt instanceof Prompt.Tokens t) {
       int blocks = tokenBlocks(t);

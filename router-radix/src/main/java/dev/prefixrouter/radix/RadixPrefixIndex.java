@@ -7,6 +7,7 @@ import dev.prefixrouter.api.IndexStats;
 import dev.prefixrouter.api.KvEvent;
 import dev.prefixrouter.api.Prompt;
 import dev.prefixrouter.api.spi.BlockHasher;
+import dev.prefixrouter.api.spi.IndexSignal;
 import dev.prefixrouter.api.spi.PrefixIndex;
 import java.time.Duration;
 import java.util.Arrays;
@@ -53,8 +54,9 @@ import java.util.concurrent.atomic.LongAdder;
  * the least recently used block goes; a node that no backend holds any more is unlinked at once.
  * Index memory is therefore bounded by the sum of the capacities: at most one entry per (block,
  * backend) pair and one node per distinct block. At the end of every write a full mirror publishes
- * the stamp of the block it would evict next, so {@link #lruAgeNanos} (the cache's turnover time,
- * which the default scorer's cache pressure reads) is one volatile read.
+ * the stamp of the block it would evict next, so {@link #signal} of {@link
+ * IndexSignal#LRU_AGE_NANOS} (the cache's turnover time, which the default scorer's cache pressure
+ * reads) is one volatile read.
  *
  * <h2>Predicted and confirmed blocks</h2>
  *
@@ -256,11 +258,6 @@ public final class RadixPrefixIndex implements PrefixIndex {
   }
 
   // ---------------------------------------------------------------- match
-
-  @Override
-  public void match(long[] keys, int[] slots, int count, int[] matchedOut) {
-    match(keys, keys.length, slots, count, matchedOut);
-  }
 
   @Override
   public void match(long[] keys, int keyCount, int[] slots, int count, int[] matchedOut) {
@@ -586,24 +583,39 @@ public final class RadixPrefixIndex implements PrefixIndex {
   }
 
   /**
-   * The age of the stamp of the entry eviction would take next from the slot's mirror, published at
-   * the end of its last write (a volatile read, no lock). Stamps are the index's clock readings
-   * (made strictly increasing per backend), so with a real clock this is how long ago that block
-   * was last touched; an engine whose ticker stands still gets 0 for every slot.
+   * {@link IndexSignal#LRU_AGE_NANOS}: the age of the stamp of the entry eviction would take next
+   * from the slot's mirror, published at the end of its last write (a volatile read, no lock).
+   * Stamps are the index's clock readings (made strictly increasing per backend), so with a real
+   * clock this is how long ago that block was last touched; an engine whose ticker stands still
+   * gets 0 for every slot. {@link IndexSignal#HELD_BLOCKS} and {@link IndexSignal#CONFIRMED_BLOCKS}
+   * take the slot's lock briefly. {@link IndexSignal#OFFLOADED_BLOCKS} is not tracked.
    */
   @Override
-  public long lruAgeNanos(int slot, long nowNanos) {
+  public long signal(int slot, IndexSignal signal, long nowNanos) {
     BackendCache c = slot < 0 || slot >= maxBackends ? null : caches.get(slot);
-    long s = c == null ? BackendCache.ROOM : c.lruStamp;
-    return s == BackendCache.ROOM ? Long.MAX_VALUE : Math.max(0, nowNanos - s);
+    if (c == null) {
+      return IndexSignal.ABSENT;
+    }
+    return switch (signal) {
+      case LRU_AGE_NANOS -> {
+        long s = c.lruStamp;
+        yield s == BackendCache.ROOM ? IndexSignal.ABSENT : Math.max(0, nowNanos - s);
+      }
+      case HELD_BLOCKS -> {
+        synchronized (c.lock) {
+          yield c.size();
+        }
+      }
+      case CONFIRMED_BLOCKS -> {
+        synchronized (c.lock) {
+          yield c.listSize[BackendCache.CONFIRMED];
+        }
+      }
+      case OFFLOADED_BLOCKS -> IndexSignal.ABSENT;
+    };
   }
 
   // ---------------------------------------------------------------- writes
-
-  @Override
-  public void recordRouted(long[] keys, int slot, long nowNanos) {
-    recordRouted(keys, keys.length, slot, nowNanos);
-  }
 
   @Override
   public void recordRouted(long[] keys, int keyCount, int slot, long nowNanos) {
@@ -854,7 +866,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       }
       parentKey = c.engineToRouter.indexGet(pi);
     }
-    long[] routerKeys = hasher.keys(Prompt.ofTokens(s.tokenIds()), parentKey);
+    long[] routerKeys = BlockHasher.keysOf(hasher, Prompt.ofTokens(s.tokenIds()), parentKey);
     int n = Math.min(routerKeys.length, s.blockCount());
     for (int i = 0; i < n; i++) {
       long engineHash = s.blockHash(i);

@@ -30,16 +30,6 @@ final class TokenBlockHasher implements BlockHasher {
   }
 
   @Override
-  public long[] keys(Prompt prompt, long seed) {
-    if (!(prompt instanceof Prompt.Tokens t)) {
-      return textFallback.keys(prompt, seed);
-    }
-    long[] keys = new long[blocks(t)];
-    hash(t, seed, keys, keys.length);
-    return keys;
-  }
-
-  @Override
   public int keys(Prompt prompt, long seed, long[] out) {
     if (!(prompt instanceof Prompt.Tokens t)) {
       return textFallback.keys(prompt, seed, out);

@@ -27,12 +27,14 @@ class BlockHashersTest {
         .checkAssert(
             (ids, seed) -> {
               int[] a = ints(ids);
-              long[] k1 = TOKENS.keys(Prompt.ofTokens(a), seed);
-              long[] k2 = BlockHashers.tokens(4).keys(Prompt.ofTokens(a.clone()), seed);
+              long[] k1 = BlockHasher.keysOf(TOKENS, Prompt.ofTokens(a), seed);
+              long[] k2 =
+                  BlockHasher.keysOf(BlockHashers.tokens(4), Prompt.ofTokens(a.clone()), seed);
               assertThat(k1).containsExactly(k2).hasSize(a.length / 4);
               if (a.length % 4 != 0) {
                 int[] full = java.util.Arrays.copyOf(a, a.length - a.length % 4);
-                assertThat(TOKENS.keys(Prompt.ofTokens(full), seed)).containsExactly(k1);
+                assertThat(BlockHasher.keysOf(TOKENS, Prompt.ofTokens(full), seed))
+                    .containsExactly(k1);
               }
             });
   }
@@ -51,7 +53,7 @@ class BlockHashersTest {
               StringBuilder text = new StringBuilder();
               ids.forEach(i -> text.append((char) ('a' + i % 26)));
               for (Prompt p : new Prompt[] {Prompt.ofTokens(a), Prompt.ofText(text.toString())}) {
-                long[] expected = h.keys(p, 42);
+                long[] expected = BlockHasher.keysOf(h, p, 42);
                 long[] out = new long[room];
                 Arrays.fill(out, -1);
                 int n = h.keys(p, 42, out);
@@ -78,8 +80,8 @@ class BlockHashersTest {
               int p = pos % (a.length - a.length % 4 == 0 ? 1 : a.length - a.length % 4);
               int[] b = a.clone();
               b[p] += delta;
-              long[] ka = TOKENS.keys(Prompt.ofTokens(a), 0);
-              long[] kb = TOKENS.keys(Prompt.ofTokens(b), 0);
+              long[] ka = BlockHasher.keysOf(TOKENS, Prompt.ofTokens(a), 0);
+              long[] kb = BlockHasher.keysOf(TOKENS, Prompt.ofTokens(b), 0);
               int block = p / 4;
               for (int i = 0; i < ka.length; i++) {
                 if (i < block) {
@@ -101,8 +103,8 @@ class BlockHashersTest {
               Prompt p = Prompt.ofTokens(ints(ids));
               long a = TOKENS.seed("tenant:a");
               long b = TOKENS.seed("tenant:b");
-              long[] ka = TOKENS.keys(p, a);
-              long[] kb = TOKENS.keys(p, b);
+              long[] ka = BlockHasher.keysOf(TOKENS, p, a);
+              long[] kb = BlockHasher.keysOf(TOKENS, p, b);
               for (int i = 0; i < ka.length; i++) {
                 assertThat(ka[i]).isNotEqualTo(kb[i]);
               }
@@ -112,15 +114,17 @@ class BlockHashersTest {
   @Test
   void continuingFromAParentKeyEqualsHashingTheWholePrefix() {
     int[] all = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-    long[] whole = TOKENS.keys(Prompt.ofTokens(all), 0);
-    long[] tail = TOKENS.keys(Prompt.ofTokens(5, 6, 7, 8, 9, 10, 11, 12), whole[0]);
+    long[] whole = BlockHasher.keysOf(TOKENS, Prompt.ofTokens(all), 0);
+    long[] tail = BlockHasher.keysOf(TOKENS, Prompt.ofTokens(5, 6, 7, 8, 9, 10, 11, 12), whole[0]);
     assertThat(tail).containsExactly(whole[1], whole[2]);
   }
 
   @Test
   void maxBlocksCapsTheKeys() {
-    assertThat(BlockHashers.tokens(4, 2).keys(Prompt.ofTokens(new int[40]), 0)).hasSize(2);
-    assertThat(BlockHashers.chars(2, 3).keys(Prompt.ofText("abcdefghij"), 0)).hasSize(3);
+    assertThat(BlockHasher.keysOf(BlockHashers.tokens(4, 2), Prompt.ofTokens(new int[40]), 0))
+        .hasSize(2);
+    assertThat(BlockHasher.keysOf(BlockHashers.chars(2, 3), Prompt.ofText("abcdefghij"), 0))
+        .hasSize(3);
   }
 
   @Test
@@ -128,18 +132,22 @@ class BlockHashersTest {
     BlockHasher chars = BlockHashers.chars(3);
     String s = "a😀b€ü漢字x"; // 😀 is a surrogate pair split across the first block boundary
     assertThat(s.length()).isEqualTo(9);
-    long[] k = chars.keys(Prompt.ofText(s), 0);
-    assertThat(k).hasSize(3).containsExactly(chars.keys(Prompt.ofText(new String(s)), 0));
-    long[] k2 = chars.keys(Prompt.ofText(s.substring(0, 6) + "yyy"), 0);
+    long[] k = BlockHasher.keysOf(chars, Prompt.ofText(s), 0);
+    assertThat(k)
+        .hasSize(3)
+        .containsExactly(BlockHasher.keysOf(chars, Prompt.ofText(new String(s)), 0));
+    long[] k2 = BlockHasher.keysOf(chars, Prompt.ofText(s.substring(0, 6) + "yyy"), 0);
     assertThat(k2[0]).isEqualTo(k[0]);
     assertThat(k2[1]).isEqualTo(k[1]);
     assertThat(k2[2]).isNotEqualTo(k[2]);
     qt().forAll(strings().allPossible().ofLengthBetween(0, 40))
         .checkAssert(
             str ->
-                assertThat(chars.keys(Prompt.ofText(str), 7))
+                assertThat(BlockHasher.keysOf(chars, Prompt.ofText(str), 7))
                     .hasSize(str.length() / 3)
-                    .containsExactly(chars.keys(Prompt.ofText(new String(str.toCharArray())), 7)));
+                    .containsExactly(
+                        BlockHasher.keysOf(
+                            chars, Prompt.ofText(new String(str.toCharArray())), 7)));
   }
 
   @Test
@@ -151,15 +159,16 @@ class BlockHashersTest {
             ChatMessage.of("user", "Summarise the design document please."));
     List<ChatMessage> longer =
         List.of(conv.get(0), conv.get(1), ChatMessage.of("assistant", "Here is a summary."));
-    long[] a = chars.keys(Prompt.ofChat(conv), 0);
-    long[] b = chars.keys(Prompt.ofChat(List.copyOf(conv)), 0);
-    long[] c = chars.keys(Prompt.ofChat(longer), 0);
+    long[] a = BlockHasher.keysOf(chars, Prompt.ofChat(conv), 0);
+    long[] b = BlockHasher.keysOf(chars, Prompt.ofChat(List.copyOf(conv)), 0);
+    long[] c = BlockHasher.keysOf(chars, Prompt.ofChat(longer), 0);
     assertThat(a).containsExactly(b);
     assertThat(c.length).isGreaterThan(a.length);
     assertThat(java.util.Arrays.copyOf(c, a.length)).containsExactly(a);
     // the same words in a different role split give different keys
     long[] swapped =
-        chars.keys(
+        BlockHasher.keysOf(
+            chars,
             Prompt.ofChat(
                 ChatMessage.of("user", "You are a careful assistant."),
                 ChatMessage.of("user", "Summarise the design document please.")),
@@ -170,7 +179,7 @@ class BlockHashersTest {
 
   @Test
   void tokenHasherFallsBackToTextBlocksForTextPrompts() {
-    long[] k = TOKENS.keys(Prompt.ofText("x".repeat(40)), 0);
+    long[] k = BlockHasher.keysOf(TOKENS, Prompt.ofText("x".repeat(40)), 0);
     assertThat(k).hasSize(40 / 16);
     assertThat(TOKENS.tokensPerBlock()).isEqualTo(4);
   }

@@ -36,20 +36,20 @@ public class IndexLincheckTest {
   }
 
   private static long[] keys(int... tokens) {
-    return H.keys(Prompt.ofTokens(tokens), 0);
+    return BlockHasher.keysOf(H, Prompt.ofTokens(tokens), 0);
   }
 
   /** Matched blocks of both slots, encoded as {@code 10 * slot0 + slot1}. */
   @Operation
   public int match(@Param(name = "path") int path) {
     int[] out = new int[2];
-    index.match(PATHS[path], SLOTS, 2, out);
+    index.match(PATHS[path], PATHS[path].length, SLOTS, 2, out);
     return 10 * out[0] + out[1];
   }
 
   @Operation
   public void recordRouted(@Param(name = "path") int path, @Param(name = "slot") int slot) {
-    index.recordRouted(PATHS[path], slot, 0);
+    index.recordRouted(PATHS[path], PATHS[path].length, slot, 0);
   }
 
   private final Object[] membership = {new Object(), new Object()};

@@ -10,6 +10,7 @@ import dev.prefixrouter.api.BlockRemoved;
 import dev.prefixrouter.api.BlockStored;
 import dev.prefixrouter.api.Prompt;
 import dev.prefixrouter.api.spi.BlockHasher;
+import dev.prefixrouter.api.spi.IndexSignal;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -81,7 +82,7 @@ class IndexModelPropertyTest {
     /** The index's LRU age: "room" below capacity, else the age of the oldest block's stamp. */
     void checkLruAge(long age, long now) {
       if (lru.size() < capacity) {
-        assertThat(age).isEqualTo(Long.MAX_VALUE);
+        assertThat(age).isEqualTo(IndexSignal.ABSENT);
       } else {
         long oldest = stampOf.get(lru.keySet().iterator().next());
         assertThat(age).isEqualTo(Math.max(0, now - oldest));
@@ -146,7 +147,7 @@ class IndexModelPropertyTest {
         }
         parentKey = p;
       }
-      long[] keys = H.keys(Prompt.ofTokens(tokens), parentKey);
+      long[] keys = BlockHasher.keysOf(H, Prompt.ofTokens(tokens), parentKey);
       for (int i = 0; i < keys.length; i++) {
         int c = engineCopies.merge(engineHashes[i], 1, Integer::sum);
         if (c == 1) {
@@ -238,13 +239,13 @@ class IndexModelPropertyTest {
                 ModelBackend m = model.get(slot);
                 m.clock = now;
                 int[] tokens = path(op.a(), op.b());
-                long[] keys = H.keys(Prompt.ofTokens(tokens), 0);
+                long[] keys = BlockHasher.keysOf(H, Prompt.ofTokens(tokens), 0);
                 int kind = op.kind();
                 if (!events && kind >= 50 && kind < 83) {
                   kind = kind % 2 == 0 ? 0 : 90; // a route or a match instead of an event
                 }
                 if (kind < 35) {
-                  index.recordRouted(keys, slot, now);
+                  index.recordRouted(keys, keys.length, slot, now);
                   m.touchPath(keys, keys.length, false);
                 } else if (kind < 45) {
                   long cap = 1 + op.a() % 8;
@@ -280,7 +281,7 @@ class IndexModelPropertyTest {
                   model.put(slot, fresh);
                 } else {
                   int[] out = new int[SLOTS.length];
-                  index.match(keys, SLOTS, SLOTS.length, out);
+                  index.match(keys, keys.length, SLOTS, SLOTS.length, out);
                   for (int i = 0; i < SLOTS.length; i++) {
                     assertThat(out[i])
                         .as("step %d, backend slot %d", step, SLOTS[i])
@@ -292,7 +293,7 @@ class IndexModelPropertyTest {
                       .as("held, slot %d", s)
                       .isEqualTo(model.get(s).lru.size());
                   assertThat(index.heldBlocks(s)).isLessThanOrEqualTo(model.get(s).capacity);
-                  model.get(s).checkLruAge(index.lruAgeNanos(s, now), now);
+                  model.get(s).checkLruAge(index.signal(s, IndexSignal.LRU_AGE_NANOS, now), now);
                 }
               }
               for (int s : SLOTS) {

@@ -10,6 +10,8 @@ import dev.prefixrouter.api.EngineHashes;
 import dev.prefixrouter.api.IndexStats;
 import dev.prefixrouter.api.Prompt;
 import dev.prefixrouter.api.spi.BlockHasher;
+import dev.prefixrouter.api.spi.IndexSignal;
+import dev.prefixrouter.api.spi.PrefixIndex;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -18,12 +20,12 @@ class RadixPrefixIndexTest {
   private static final BlockHasher H = BlockHashers.tokens(2);
 
   private static long[] keys(int... tokens) {
-    return H.keys(Prompt.ofTokens(tokens), 0);
+    return BlockHasher.keysOf(H, Prompt.ofTokens(tokens), 0);
   }
 
   private static int[] match(RadixPrefixIndex index, long[] keys, int... slots) {
     int[] out = new int[slots.length];
-    index.match(keys, slots, slots.length, out);
+    index.match(keys, keys.length, slots, slots.length, out);
     return out;
   }
 
@@ -39,9 +41,9 @@ class RadixPrefixIndexTest {
   @Test
   void matchReturnsTheLongestLeadingRunPerBackend() {
     RadixPrefixIndex index = index(100, 100, 100);
-    index.recordRouted(keys(1, 2, 3, 4, 5, 6), 0, 1);
-    index.recordRouted(keys(1, 2, 3, 4), 1, 2);
-    index.recordRouted(keys(9, 9), 2, 3);
+    recordAll(index, keys(1, 2, 3, 4, 5, 6), 0, 1);
+    recordAll(index, keys(1, 2, 3, 4), 1, 2);
+    recordAll(index, keys(9, 9), 2, 3);
     assertThat(match(index, keys(1, 2, 3, 4, 5, 6, 7, 8), 0, 1, 2)).containsExactly(3, 2, 0);
     assertThat(match(index, keys(1, 2, 3, 4, 5, 6), 2, 0)).containsExactly(0, 3);
     assertThat(match(index, keys(), 0)).containsExactly(0);
@@ -54,7 +56,7 @@ class RadixPrefixIndexTest {
     long[] buffer = keys(1, 2, 3, 4, 5, 6, 7, 8); // 4 keys; only the first 2 are "the prompt"
     index.recordRouted(buffer, 2, 0, 1);
     assertThat(match(index, keys(1, 2, 3, 4, 5, 6, 7, 8), 0)).containsExactly(2);
-    index.recordRouted(keys(1, 2, 3, 4, 5, 6, 7, 8), 1, 1);
+    recordAll(index, keys(1, 2, 3, 4, 5, 6, 7, 8), 1, 1);
     int[] out = new int[2];
     index.match(buffer, 3, new int[] {0, 1}, 2, out);
     assertThat(out).containsExactly(2, 3);
@@ -73,28 +75,28 @@ class RadixPrefixIndexTest {
     index.addBackend(0, 10);
     index.addBackend(129, 10);
     index.addBackend(299, 10);
-    index.recordRouted(keys(1, 2, 3, 4), 129, 1);
-    index.recordRouted(keys(1, 2), 299, 1);
+    recordAll(index, keys(1, 2, 3, 4), 129, 1);
+    recordAll(index, keys(1, 2), 299, 1);
     assertThat(match(index, keys(1, 2, 3, 4), 0, 129, 299)).containsExactly(0, 2, 1);
   }
 
   @Test
   void leastRecentlyUsedBlocksGoFirstAndLeavesBeforeAncestors() {
     RadixPrefixIndex index = index(4);
-    index.recordRouted(keys(1, 1, 2, 2, 3, 3), 0, 1); // path A of 3 blocks
-    index.recordRouted(keys(7, 7), 0, 2); // path B of 1 block: 4 blocks held
-    index.recordRouted(keys(8, 8), 0, 3); // over capacity: A's leaf goes, not its root
+    recordAll(index, keys(1, 1, 2, 2, 3, 3), 0, 1); // path A of 3 blocks
+    recordAll(index, keys(7, 7), 0, 2); // path B of 1 block: 4 blocks held
+    recordAll(index, keys(8, 8), 0, 3); // over capacity: A's leaf goes, not its root
     assertThat(match(index, keys(1, 1, 2, 2, 3, 3), 0)).containsExactly(2);
     assertThat(match(index, keys(7, 7), 0)).containsExactly(1);
     // re-routing A needs one block: it must not evict A's own head, but B (least recent)
-    index.recordRouted(keys(1, 1, 2, 2, 3, 3), 0, 4);
+    recordAll(index, keys(1, 1, 2, 2, 3, 3), 0, 4);
     assertThat(match(index, keys(7, 7), 0)).containsExactly(0);
     assertThat(match(index, keys(8, 8), 0)).containsExactly(1);
     assertThat(match(index, keys(1, 1, 2, 2, 3, 3), 0)).containsExactly(3);
     assertThat(index.heldBlocks(0)).isEqualTo(4);
     assertThat(index.stats().counters().get("evictions")).isEqualTo(2);
     // a path longer than the capacity keeps its head
-    index.recordRouted(keys(5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 1, 1), 0, 5);
+    recordAll(index, keys(5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 1, 1), 0, 5);
     assertThat(match(index, keys(5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 1, 1), 0)).containsExactly(4);
   }
 
@@ -104,36 +106,37 @@ class RadixPrefixIndexTest {
     RadixPrefixIndex index = index(6);
     long[] a = {11, 12, 13};
     long[] b = {11, 12, 21}; // shares a's first two blocks: a is now two runs in the LRU list
-    index.recordRouted(a, 0, 1);
-    index.recordRouted(b, 0, 2);
-    index.recordRouted(a, 0, 3); // held: the spliced fast path; b's leaf is now least recent
-    index.recordRouted(new long[] {31, 32}, 0, 4); // 6 held
-    index.recordRouted(new long[] {41}, 0, 5); // evicts b's leaf 21, nothing of a
+    index.recordRouted(a, a.length, 0, 1);
+    index.recordRouted(b, b.length, 0, 2);
+    index.recordRouted(
+        a, a.length, 0, 3); // held: the spliced fast path; b's leaf is now least recent
+    recordAll(index, new long[] {31, 32}, 0, 4); // 6 held
+    recordAll(index, new long[] {41}, 0, 5); // evicts b's leaf 21, nothing of a
     assertThat(match(index, a, 0)).containsExactly(3);
     assertThat(match(index, b, 0)).containsExactly(2);
     // a path whose keys repeat (a hash collision): never spliced twice, state stays consistent
     long[] cycle = {11, 12, 13, 11, 12, 13};
-    index.recordRouted(cycle, 0, 6);
-    index.recordRouted(cycle, 0, 7);
+    index.recordRouted(cycle, cycle.length, 0, 6);
+    index.recordRouted(cycle, cycle.length, 0, 7);
     assertThat(index.heldBlocks(0)).isEqualTo(6);
     assertThat(match(index, a, 0)).containsExactly(3);
-    index.recordRouted(new long[] {51, 52, 53}, 0, 8); // evicts the three least recent: 41, 31, 32
+    recordAll(index, new long[] {51, 52, 53}, 0, 8); // evicts the three least recent: 41, 31, 32
     assertThat(match(index, a, 0)).containsExactly(3);
     assertThat(match(index, new long[] {31}, 0)).containsExactly(0);
     assertThat(match(index, new long[] {41}, 0)).containsExactly(0);
     assertThat(match(index, new long[] {51, 52, 53}, 0)).containsExactly(3);
     // overlapping repeats: splicing {12, 13} and then {11, 12, 13} would tie 12 and 13 in a loop
-    index.recordRouted(new long[] {11, 12, 13, 12, 13}, 0, 9);
+    recordAll(index, new long[] {11, 12, 13, 12, 13}, 0, 9);
     assertThat(match(index, a, 0)).containsExactly(3);
     // a repeat that overlaps an earlier run in one entry only (its stamp range is a single point)
-    index.recordRouted(new long[] {11, 12, 13, 11}, 0, 9);
-    index.recordRouted(new long[] {13, 11, 12, 13}, 0, 9);
+    recordAll(index, new long[] {11, 12, 13, 11}, 0, 9);
+    recordAll(index, new long[] {13, 11, 12, 13}, 0, 9);
     assertThat(match(index, a, 0)).containsExactly(3);
-    index.recordRouted(new long[] {61, 62, 63, 64, 65, 66}, 0, 10); // evicts everything else
+    recordAll(index, new long[] {61, 62, 63, 64, 65, 66}, 0, 10); // evicts everything else
     assertThat(index.heldBlocks(0)).isEqualTo(6);
     assertThat(match(index, a, 0)).containsExactly(0);
     assertThat(match(index, new long[] {61, 62, 63, 64, 65, 66}, 0)).containsExactly(6);
-    index.recordRouted(new long[] {71, 72, 73, 74, 75, 76}, 0, 11);
+    recordAll(index, new long[] {71, 72, 73, 74, 75, 76}, 0, 11);
     assertThat(match(index, new long[] {61}, 0)).containsExactly(0);
     assertThat(index.heldBlocks(0)).isEqualTo(6);
   }
@@ -141,30 +144,49 @@ class RadixPrefixIndexTest {
   @Test
   void lruAgeIsHowLongAgoTheNextVictimWasTouchedOnceTheMirrorIsFull() {
     RadixPrefixIndex index = index(4, 4);
-    assertThat(index.lruAgeNanos(0, 100)).as("empty: room").isEqualTo(Long.MAX_VALUE);
-    index.recordRouted(keys(1, 1, 2, 2, 3, 3), 0, 1_000); // stamps 1000 (leaf) .. 1002 (root)
-    assertThat(index.lruAgeNanos(0, 5_000)).as("3 of 4: room").isEqualTo(Long.MAX_VALUE);
-    index.recordRouted(keys(5, 5), 0, 2_000);
-    assertThat(index.lruAgeNanos(0, 5_000)).as("full: path A's leaf goes next").isEqualTo(4_000);
-    index.recordRouted(keys(1, 1, 2, 2, 3, 3), 0, 3_000);
-    assertThat(index.lruAgeNanos(0, 5_000)).as("A re-touched: B goes next").isEqualTo(3_000);
-    assertThat(index.lruAgeNanos(0, 0)).as("a clock behind the stamps").isZero();
-    assertThat(index.lruAgeNanos(1, 5_000)).isEqualTo(Long.MAX_VALUE);
-    assertThat(index.lruAgeNanos(7, 5_000)).as("unused slot").isEqualTo(Long.MAX_VALUE);
-    assertThat(index.lruAgeNanos(-1, 5_000)).as("no such slot").isEqualTo(Long.MAX_VALUE);
+    assertThat(index.signal(0, IndexSignal.LRU_AGE_NANOS, 100))
+        .as("empty: room")
+        .isEqualTo(IndexSignal.ABSENT);
+    recordAll(index, keys(1, 1, 2, 2, 3, 3), 0, 1_000); // stamps 1000 (leaf) .. 1002 (root)
+    assertThat(index.signal(0, IndexSignal.LRU_AGE_NANOS, 5_000))
+        .as("3 of 4: room")
+        .isEqualTo(IndexSignal.ABSENT);
+    recordAll(index, keys(5, 5), 0, 2_000);
+    assertThat(index.signal(0, IndexSignal.HELD_BLOCKS, 5_000)).isEqualTo(4);
+    assertThat(index.signal(0, IndexSignal.CONFIRMED_BLOCKS, 5_000)).isZero();
+    assertThat(index.signal(0, IndexSignal.OFFLOADED_BLOCKS, 5_000)).isEqualTo(IndexSignal.ABSENT);
+    assertThat(index.signal(0, IndexSignal.LRU_AGE_NANOS, 5_000))
+        .as("full: path A's leaf goes next")
+        .isEqualTo(4_000);
+    recordAll(index, keys(1, 1, 2, 2, 3, 3), 0, 3_000);
+    assertThat(index.signal(0, IndexSignal.LRU_AGE_NANOS, 5_000))
+        .as("A re-touched: B goes next")
+        .isEqualTo(3_000);
+    assertThat(index.signal(0, IndexSignal.LRU_AGE_NANOS, 0))
+        .as("a clock behind the stamps")
+        .isZero();
+    assertThat(index.signal(1, IndexSignal.LRU_AGE_NANOS, 5_000)).isEqualTo(IndexSignal.ABSENT);
+    assertThat(index.signal(7, IndexSignal.LRU_AGE_NANOS, 5_000))
+        .as("unused slot")
+        .isEqualTo(IndexSignal.ABSENT);
+    assertThat(index.signal(-1, IndexSignal.LRU_AGE_NANOS, 5_000))
+        .as("no such slot")
+        .isEqualTo(IndexSignal.ABSENT);
     index.setCapacity(0, 8);
-    assertThat(index.lruAgeNanos(0, 5_000)).as("capacity raised: room").isEqualTo(Long.MAX_VALUE);
+    assertThat(index.signal(0, IndexSignal.LRU_AGE_NANOS, 5_000))
+        .as("capacity raised: room")
+        .isEqualTo(IndexSignal.ABSENT);
     index.setCapacity(0, 4);
-    assertThat(index.lruAgeNanos(0, 5_000)).isEqualTo(3_000);
+    assertThat(index.signal(0, IndexSignal.LRU_AGE_NANOS, 5_000)).isEqualTo(3_000);
     index.removeBackend(0);
-    assertThat(index.lruAgeNanos(0, 5_000)).isEqualTo(Long.MAX_VALUE);
+    assertThat(index.signal(0, IndexSignal.LRU_AGE_NANOS, 5_000)).isEqualTo(IndexSignal.ABSENT);
   }
 
   @Test
   void shrinkingCapacityEvictsAtOnceAndNodesAreReclaimed() {
     RadixPrefixIndex index = index(100, 100);
-    index.recordRouted(keys(1, 2, 3, 4, 5, 6, 7, 8), 0, 1);
-    index.recordRouted(keys(1, 2, 3, 4), 1, 1);
+    recordAll(index, keys(1, 2, 3, 4, 5, 6, 7, 8), 0, 1);
+    recordAll(index, keys(1, 2, 3, 4), 1, 1);
     assertThat(index.stats().nodes()).isEqualTo(4);
     index.setCapacity(0, 1);
     assertThat(index.heldBlocks(0)).isEqualTo(1);
@@ -179,7 +201,7 @@ class RadixPrefixIndexTest {
     index.addBackend(0, 100);
     index.addBackend(1, 100);
     for (int i = 0; i < 2_000; i++) {
-      index.recordRouted(keys(i, i, i + 1, i + 1), i % 2, i);
+      recordAll(index, keys(i, i, i + 1, i + 1), i % 2, i);
     }
     assertThat(index.stats().approximateBytes()).isGreaterThan(baseline);
     index.removeBackend(0);
@@ -215,7 +237,7 @@ class RadixPrefixIndexTest {
   @Test
   void routedPredictionsAreConfirmedByMatchingEvents() {
     RadixPrefixIndex index = index(100);
-    index.recordRouted(keys(1, 2, 3, 4), 0, 1);
+    recordAll(index, keys(1, 2, 3, 4), 0, 1);
     assertThat(index.stats().predictedBlocks()).isEqualTo(2);
     index.apply(
         0, new BlockStored(new long[] {10, 11}, null, new int[] {1, 2, 3, 4}, 2, "GPU"), H, 2);
@@ -239,7 +261,7 @@ class RadixPrefixIndexTest {
   @Test
   void anomaliesAreCountedAndChangeNothing() {
     RadixPrefixIndex index = index(100);
-    index.recordRouted(keys(1, 2), 0, 1);
+    recordAll(index, keys(1, 2), 0, 1);
     long nodes = index.stats().nodes();
     index.apply(0, new BlockStored(new long[] {5}, 999L, new int[] {3, 4}, 2, "GPU"), H, 2);
     index.apply(0, BlockRemoved.of(12345), H, 3);
@@ -268,11 +290,11 @@ class RadixPrefixIndexTest {
   void predictionsExpireOnlyOnceTheBackendSendsEvents() {
     RadixPrefixIndex index = index(100, 100);
     long second = 1_000_000_000L;
-    index.recordRouted(keys(1, 2), 0, 0);
-    index.recordRouted(keys(1, 2), 1, 0);
+    recordAll(index, keys(1, 2), 0, 0);
+    recordAll(index, keys(1, 2), 1, 0);
     index.apply(1, new BlockStored(new long[] {10}, null, new int[] {7, 7}, 2, "GPU"), H, 0);
-    index.recordRouted(keys(3, 4), 0, 5 * second);
-    index.recordRouted(keys(3, 4), 1, 5 * second); // sweeps backend 1's old predictions
+    recordAll(index, keys(3, 4), 0, 5 * second);
+    recordAll(index, keys(3, 4), 1, 5 * second); // sweeps backend 1's old predictions
     assertThat(match(index, keys(1, 2), 0, 1)).containsExactly(1, 0);
     assertThat(match(index, keys(7, 7), 1)).containsExactly(1); // confirmed blocks stay
     assertThat(index.stats().counters().get("expiredPredictions")).isEqualTo(1);
@@ -292,7 +314,7 @@ class RadixPrefixIndexTest {
   @Test
   void zeroKeyIsStoredLikeAnyOther() {
     RadixPrefixIndex index = index(10);
-    index.recordRouted(new long[] {0L, 5L}, 0, 1);
+    recordAll(index, new long[] {0L, 5L}, 0, 1);
     assertThat(match(index, new long[] {0L, 5L}, 0)).containsExactly(2);
   }
 
@@ -304,5 +326,10 @@ class RadixPrefixIndexTest {
     assertThatThrownBy(() -> RadixPrefixIndex.builder().predictionTtl(Duration.ofSeconds(-1)))
         .hasMessageContaining("predictionTtl");
     assertThatThrownBy(() -> index(1).addBackend(1, -1)).hasMessageContaining("capacityBlocks");
+  }
+
+  /** Records every key of {@code keys} as routed to {@code slot}. */
+  private static void recordAll(PrefixIndex index, long[] keys, int slot, long nowNanos) {
+    index.recordRouted(keys, keys.length, slot, nowNanos);
   }
 }

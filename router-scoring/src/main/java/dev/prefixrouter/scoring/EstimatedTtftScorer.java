@@ -5,6 +5,7 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.prefixrouter.api.LoadReport;
 import dev.prefixrouter.api.RouteRequest;
 import dev.prefixrouter.api.spi.FirstTokenObservation;
+import dev.prefixrouter.api.spi.IndexSignal;
 import dev.prefixrouter.api.spi.Scorer;
 import dev.prefixrouter.api.spi.ScoringContext;
 import java.time.Duration;
@@ -12,6 +13,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.jspecify.annotations.Nullable;
 
@@ -52,7 +54,7 @@ import org.jspecify.annotations.Nullable;
  * backend ({@link Builder#balanceReplicaInterval}).
  *
  * <p><b>Cache pressure.</b> A candidate whose cache turns over much faster than the slowest
- * candidate's (its LRU age, {@link ScoringContext#lruAgeNanos}, below a quarter of the largest by
+ * candidate's (its LRU age, {@link IndexSignal#LRU_AGE_NANOS}, below a quarter of the largest by
  * default) pays for the re-prefill its insert will cause, up to the request's own uncached prefill
  * ({@link Builder#cachePressure}): cold prefixes go where the evicted blocks are stale.
  *
@@ -153,13 +155,13 @@ public final class EstimatedTtftScorer implements Scorer {
   }
 
   /**
-   * True: the cost is in TTFT milliseconds, so the engine's SLO admission may compare it with a
-   * request's TTFT budget. The cost includes the balance and congestion terms, so under load it can
-   * exceed the pure TTFT estimate and admission errs on the side of shedding.
+   * The candidate's cost, converted from milliseconds to nanoseconds (rounded up). The cost
+   * includes the balance and congestion terms, so under load it can exceed the pure TTFT estimate
+   * and the engine's SLO admission errs on the side of shedding.
    */
   @Override
-  public boolean costIsTtftMillis() {
-    return true;
+  public OptionalLong estimatedTtftNanos(ScoringContext ctx, int candidate) {
+    return OptionalLong.of((long) Math.ceil(ctx.cost(candidate) * 1e6));
   }
 
   /** The coefficients in use for a slot (fitted, or the defaults). */
@@ -396,7 +398,8 @@ public final class EstimatedTtftScorer implements Scorer {
     long largest = 0;
     boolean full = false;
     for (int i = 0; i < n; i++) {
-      long age = Math.max(0, ctx.lruAgeNanos(i));
+      long signal = ctx.signal(i, IndexSignal.LRU_AGE_NANOS);
+      long age = IndexSignal.isPresent(signal) ? Math.max(0, signal) : Long.MAX_VALUE;
       buf[i] = age;
       largest = Math.max(largest, age);
       full |= age != Long.MAX_VALUE;
@@ -758,7 +761,7 @@ public final class EstimatedTtftScorer implements Scorer {
 
     /**
      * Cache pressure. Each candidate whose cache is full has an LRU age ({@link
-     * ScoringContext#lruAgeNanos}: how long ago the block it would evict next was used). Content
+     * IndexSignal#LRU_AGE_NANOS}: how long ago the block it would evict next was used). Content
      * reused within a cache's LRU age survives there, content reused less often does not, so a
      * cache whose LRU age is far below the others' is thrashing: what an insert pushes out there is
      * still in use and will be prefilled again. A candidate whose LRU age is below {@code 1 /

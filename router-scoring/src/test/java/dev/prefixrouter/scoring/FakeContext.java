@@ -3,6 +3,7 @@ package dev.prefixrouter.scoring;
 import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.LoadReport;
 import dev.prefixrouter.api.RouteRequest;
+import dev.prefixrouter.api.spi.IndexSignal;
 import dev.prefixrouter.api.spi.ScoringContext;
 import org.jspecify.annotations.Nullable;
 
@@ -40,7 +41,7 @@ final class FakeContext implements ScoringContext {
     loadAge = new long[n];
     java.util.Arrays.fill(loadAge, -1);
     lruAge = new long[n];
-    java.util.Arrays.fill(lruAge, Long.MAX_VALUE); // room everywhere: no cache pressure
+    java.util.Arrays.fill(lruAge, IndexSignal.ABSENT); // room everywhere: no cache pressure
     costs = new double[n];
     order = new int[n];
     for (int i = 0; i < n; i++) {
@@ -53,8 +54,8 @@ final class FakeContext implements ScoringContext {
   }
 
   @Override
-  public long lruAgeNanos(int candidate) {
-    return lruAge[candidate];
+  public long signal(int candidate, IndexSignal signal) {
+    return signal == IndexSignal.LRU_AGE_NANOS ? lruAge[candidate] : IndexSignal.ABSENT;
   }
 
   @Override

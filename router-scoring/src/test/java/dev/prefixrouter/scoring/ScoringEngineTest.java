@@ -126,17 +126,20 @@ class ScoringEngineTest {
   /** One key per 16 tokens. */
   static final class SimpleHasher implements BlockHasher {
     @Override
-    public long[] keys(Prompt prompt, long seed) {
+    public int keys(Prompt prompt, long seed, long[] out) {
       Prompt.Tokens t = (Prompt.Tokens) prompt;
-      long[] k = new long[t.length() / 16];
+      int n = t.length() / 16;
+      if (n > out.length) {
+        return n;
+      }
       long h = seed;
-      for (int i = 0; i < k.length; i++) {
+      for (int i = 0; i < n; i++) {
         for (int j = 0; j < 16; j++) {
           h = h * 1_000_003 + t.token(i * 16 + j);
         }
-        k[i] = h;
+        out[i] = h;
       }
-      return k;
+      return n;
     }
 
     @Override
@@ -159,11 +162,11 @@ class ScoringEngineTest {
     public void setCapacity(int slot, long capacityBlocks) {}
 
     @Override
-    public void match(long[] keys, int[] slots, int count, int[] out) {
+    public void match(long[] keys, int keyCount, int[] slots, int count, int[] out) {
       for (int c = 0; c < count; c++) {
         java.util.Set<Long> s = held.getOrDefault(slots[c], java.util.Set.of());
         int d = 0;
-        while (d < keys.length && s.contains(keys[d])) {
+        while (d < keyCount && s.contains(keys[d])) {
           d++;
         }
         out[c] = d;
@@ -171,9 +174,9 @@ class ScoringEngineTest {
     }
 
     @Override
-    public void recordRouted(long[] keys, int slot, long nowNanos) {
-      for (long k : keys) {
-        held.get(slot).add(k);
+    public void recordRouted(long[] keys, int keyCount, int slot, long nowNanos) {
+      for (int i = 0; i < keyCount; i++) {
+        held.get(slot).add(keys[i]);
       }
     }
 

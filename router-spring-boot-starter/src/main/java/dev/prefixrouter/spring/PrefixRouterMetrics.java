@@ -21,6 +21,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.ToDoubleFunction;
 import org.jspecify.annotations.Nullable;
@@ -77,7 +78,10 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
                   r,
                   "prefixrouter.backend.lru.age",
                   id,
-                  b -> b.lruAgeNanos() == Long.MAX_VALUE ? Double.NaN : b.lruAgeNanos() / 1e9));
+                  b -> {
+                    OptionalLong age = b.lruAgeNanos();
+                    return age.isPresent() ? age.getAsLong() / 1e9 : Double.NaN;
+                  }));
           ms.add(
               gauge(
                   r,

@@ -54,8 +54,8 @@ final class IndexFixture {
         ids[i] = rnd.nextInt(150_000);
       }
       Prompt prompt = Prompt.ofTokens(ids);
-      long[] keys = HASHER.keys(prompt, 0);
-      index.recordRouted(keys, (int) (p % backends), now++);
+      long[] keys = BlockHasher.keysOf(HASHER, prompt, 0);
+      index.recordRouted(keys, keys.length, (int) (p % backends), now++);
       long fromEnd = needed - p;
       if (fromEnd <= keep) {
         int k = (int) (keep - fromEnd);

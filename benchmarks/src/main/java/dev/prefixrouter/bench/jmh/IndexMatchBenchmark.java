@@ -1,6 +1,7 @@
 package dev.prefixrouter.bench.jmh;
 
 import dev.prefixrouter.api.Prompt;
+import dev.prefixrouter.api.spi.BlockHasher;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -48,15 +49,15 @@ public class IndexMatchBenchmark {
   @Benchmark
   public int[] match() {
     long[] keys = fx.prompts[next++ & 255];
-    fx.index.match(keys, fx.slots, fx.slots.length, out);
+    fx.index.match(keys, keys.length, fx.slots, fx.slots.length, out);
     return out;
   }
 
   @Benchmark
   public int[] hashAndMatch() {
     Prompt p = fx.rawPrompts[next++ & 255];
-    long[] keys = IndexFixture.HASHER.keys(p, 0);
-    fx.index.match(keys, fx.slots, fx.slots.length, out);
+    long[] keys = BlockHasher.keysOf(IndexFixture.HASHER, p, 0);
+    fx.index.match(keys, keys.length, fx.slots, fx.slots.length, out);
     return out;
   }
 }

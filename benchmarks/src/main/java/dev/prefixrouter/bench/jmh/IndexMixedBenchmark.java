@@ -58,7 +58,8 @@ public class IndexMixedBenchmark {
   @Group("mix")
   @GroupThreads(1)
   public int[] read(Cursor c) {
-    fx.index.match(fx.prompts[c.next++ & 255], fx.slots, 16, c.out);
+    long[] keys = fx.prompts[c.next++ & 255];
+    fx.index.match(keys, keys.length, fx.slots, 16, c.out);
     return c.out;
   }
 
@@ -68,6 +69,6 @@ public class IndexMixedBenchmark {
   public void write(Cursor c) {
     long[] w = writes[c.next & 1023];
     w[0] ^= c.now;
-    fx.index.recordRouted(w, c.next++ & 15, c.now++);
+    fx.index.recordRouted(w, w.length, c.next++ & 15, c.now++);
   }
 }

@@ -54,9 +54,9 @@ public class IndexWriteBenchmark {
     }
     held = fresh[0].clone();
     for (int i = 0; i < 100_000 / PATH + 1; i++) {
-      index.recordRouted(fresh[i % fresh.length], 0, now++);
+      index.recordRouted(fresh[i % fresh.length], fresh[i % fresh.length].length, 0, now++);
     }
-    index.recordRouted(held, 1, now++);
+    index.recordRouted(held, held.length, 1, now++);
   }
 
   /** New paths on a full backend: each block is an insert plus an eviction. */
@@ -65,13 +65,13 @@ public class IndexWriteBenchmark {
   public void insertAndEvict() {
     long[] p = fresh[next++ & 4095];
     p[0] ^= now; // make the path new every time
-    index.recordRouted(p, 0, now++);
+    index.recordRouted(p, p.length, 0, now++);
   }
 
   /** A path the backend already holds: each block is a recency touch. */
   @Benchmark
   @OperationsPerInvocation(PATH)
   public void touchHeld() {
-    index.recordRouted(held, 1, now++);
+    index.recordRouted(held, held.length, 1, now++);
   }
 }

@@ -66,7 +66,7 @@ final class FleetSimulator {
     this.progress = progress;
     this.keys = new long[requests.size()][];
     for (int i = 0; i < requests.size(); i++) {
-      keys[i] = HASHER.keys(Prompt.ofTokens(requests.get(i).tokens()), 0);
+      keys[i] = BlockHasher.keysOf(HASHER, Prompt.ofTokens(requests.get(i).tokens()), 0);
     }
   }
 

@@ -227,7 +227,7 @@ final class GatewayHitRateSim {
       Routed r = (Routed) d;
       int b = Integer.parseInt(r.backendId().substring(1));
       perBackend[b]++;
-      long[] keys = hasher.keys(prompt, 0);
+      long[] keys = BlockHasher.keysOf(hasher, prompt, 0);
       hits += process(truth[b], keys);
       blocks += keys.length;
       r.lease().firstToken(); // no clock: prefill is instant next to the 48-request window

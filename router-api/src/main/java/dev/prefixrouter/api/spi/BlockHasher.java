@@ -18,26 +18,38 @@ import dev.prefixrouter.api.Prompt;
 public interface BlockHasher {
 
   /**
-   * The keys of every full block of {@code prompt}, chained from {@code seed}. The array is fresh
-   * and owned by the caller; it may be empty (prompt shorter than one block, or a hasher that does
-   * not hash).
+   * Writes the keys of every full block of {@code prompt}, chained from {@code seed}, into a
+   * caller's buffer and returns their number {@code n}: if {@code n <= out.length} they are in
+   * {@code out[0..n)}; otherwise {@code out} holds nothing useful and the caller retries with an
+   * array of at least {@code n}. Implementations return {@code n} without hashing when it does not
+   * fit, and allocate nothing per block. {@code n} may be 0 (a prompt shorter than one block, or a
+   * hasher that does not hash).
    */
-  long[] keys(Prompt prompt, long seed);
+  int keys(Prompt prompt, long seed, long[] out);
 
   /**
-   * The keys of {@link #keys(Prompt, long)} written into a caller's buffer, for callers that hash
-   * once per request and want no allocation: returns the number of keys {@code n}; if {@code n <=
-   * out.length} they are in {@code out[0..n)}, otherwise {@code out} holds nothing useful and the
-   * caller retries with an array of at least {@code n}. The default hashes into a fresh array and
-   * copies; implementations should override it to hash in place and to return {@code n} without
-   * hashing when it does not fit.
+   * The keys of {@link #keys(Prompt, long, long[])} in a fresh array of exactly their number, for
+   * callers off the routing hot path (KV events, tools, tests). Hashes once to count and once to
+   * fill.
+   *
+   * @throws IllegalStateException if the hasher reports a negative or changing count
    */
-  default int keys(Prompt prompt, long seed, long[] out) {
-    long[] keys = keys(prompt, seed);
-    if (keys.length <= out.length) {
-      System.arraycopy(keys, 0, out, 0, keys.length);
+  static long[] keysOf(BlockHasher hasher, Prompt prompt, long seed) {
+    long[] none = new long[0];
+    int n = hasher.keys(prompt, seed, none);
+    if (n == 0) {
+      return none;
     }
-    return keys.length;
+    if (n < 0) {
+      throw new IllegalStateException("hasher " + hasher + " returned " + n + " keys");
+    }
+    long[] keys = new long[n];
+    int again = hasher.keys(prompt, seed, keys);
+    if (again != n) {
+      throw new IllegalStateException(
+          "hasher " + hasher + " returned " + n + " then " + again + " keys");
+    }
+    return keys;
   }
 
   /** Prompt tokens one block stands for (exact for token blocks, estimated for text blocks). */

@@ -5,11 +5,9 @@ import dev.prefixrouter.api.Prompt;
 enum NoBlockHasher implements BlockHasher {
   INSTANCE;
 
-  private static final long[] NONE = new long[0];
-
   @Override
-  public long[] keys(Prompt prompt, long seed) {
-    return NONE;
+  public int keys(Prompt prompt, long seed, long[] out) {
+    return 0;
   }
 
   @Override

@@ -14,12 +14,15 @@ enum NoPrefixIndex implements PrefixIndex {
   public void setCapacity(int slot, long capacityBlocks) {}
 
   @Override
-  public void match(long[] keys, int[] slots, int count, int[] matchedOut) {
+  public void match(long[] keys, int keyCount, int[] slots, int count, int[] matchedOut) {
+    PrefixIndex.checkKeyCount(keys, keyCount);
     Arrays.fill(matchedOut, 0, count, 0);
   }
 
   @Override
-  public void recordRouted(long[] keys, int slot, long nowNanos) {}
+  public void recordRouted(long[] keys, int keyCount, int slot, long nowNanos) {
+    PrefixIndex.checkKeyCount(keys, keyCount);
+  }
 
   @Override
   public void apply(int slot, KvEvent event, BlockHasher hasher, long nowNanos) {}

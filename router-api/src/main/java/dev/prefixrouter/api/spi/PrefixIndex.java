@@ -2,19 +2,20 @@ package dev.prefixrouter.api.spi;
 
 import dev.prefixrouter.api.IndexStats;
 import dev.prefixrouter.api.KvEvent;
-import java.util.Arrays;
 
 /**
  * Believes which backends hold which prompt prefixes, keyed by chained block keys (see {@link
  * BlockHasher}).
  *
  * <p><b>Call sites:</b> {@link #match} and {@link #recordRouted} once per {@code route()} on the
- * caller's thread, concurrently from many threads; {@link #apply} from the host's event thread(s);
- * membership methods rarely. <b>Budget:</b> {@code match} a few µs for a 4k-token prompt against a
- * million blocks; it must not block behind writes to unrelated prefixes. Thread-safe.
+ * caller's thread, concurrently from many threads; {@link #signal} for each signal a scorer reads,
+ * per candidate per {@code route()}; {@link #apply} from the host's event thread(s); membership
+ * methods rarely. <b>Budget:</b> {@code match} a few µs for a 4k-token prompt against a million
+ * blocks; it must not block behind writes to unrelated prefixes. Thread-safe.
  *
- * <p>Backends are dense slots (see the package documentation). Index memory must be bounded by the
- * sum of the backends' capacities.
+ * <p>Keys arrive as the first {@code keyCount} entries of a buffer the caller reuses: the index
+ * must not keep a reference to it. Backends are dense slots (see the package documentation). Index
+ * memory must be bounded by the sum of the backends' capacities.
  */
 public interface PrefixIndex {
 
@@ -28,33 +29,24 @@ public interface PrefixIndex {
 
   /**
    * For each of the first {@code count} entries of {@code slots}, writes into {@code matchedOut} at
-   * the same position the number of leading blocks of {@code keys} believed held by that slot (the
-   * longest contiguous run from block 0).
+   * the same position the number of leading blocks of {@code keys[0..keyCount)} believed held by
+   * that slot (the longest contiguous run from block 0). Allocates nothing per call.
+   *
+   * @throws IllegalArgumentException if {@code keyCount} is not in {@code [0, keys.length]} (see
+   *     {@link #checkKeyCount})
    */
-  void match(long[] keys, int[] slots, int count, int[] matchedOut);
+  void match(long[] keys, int keyCount, int[] slots, int count, int[] matchedOut);
 
   /**
-   * {@link #match(long[], int[], int, int[])} over the first {@code keyCount} entries of {@code
-   * keys} (a reused buffer). The default copies them into an exact array; implementations on the
-   * routing hot path override it.
+   * Records that the prompt with keys {@code keys[0..keyCount)} was just routed to {@code slot}
+   * (predicted blocks).
+   *
+   * @throws IllegalArgumentException if {@code keyCount} is not in {@code [0, keys.length]}
    */
-  default void match(long[] keys, int keyCount, int[] slots, int count, int[] matchedOut) {
-    match(exact(keys, keyCount), slots, count, matchedOut);
-  }
-
-  /** Records that the prompt with these keys was just routed to {@code slot} (predicted blocks). */
-  void recordRouted(long[] keys, int slot, long nowNanos);
+  void recordRouted(long[] keys, int keyCount, int slot, long nowNanos);
 
   /**
-   * {@link #recordRouted(long[], int, long)} for the first {@code keyCount} entries of {@code
-   * keys}; the index must not keep a reference to {@code keys}. The default copies.
-   */
-  default void recordRouted(long[] keys, int keyCount, int slot, long nowNanos) {
-    recordRouted(exact(keys, keyCount), slot, nowNanos);
-  }
-
-  /**
-   * Checks a key count against its buffer, for implementations of the counted methods.
+   * Checks a key count against its buffer, for implementations of the methods above.
    *
    * @throws IllegalArgumentException if {@code keyCount} is not in {@code [0, keys.length]}
    */
@@ -65,20 +57,14 @@ public interface PrefixIndex {
     }
   }
 
-  private static long[] exact(long[] keys, int keyCount) {
-    checkKeyCount(keys, keyCount);
-    return keyCount == keys.length ? keys : Arrays.copyOf(keys, keyCount);
-  }
-
   /**
-   * How long before {@code nowNanos} the block this index would evict next from {@code slot}'s
-   * mirror was last touched, at least 0: the turnover time of that backend's cache, since content
-   * reused less often than this does not survive there. {@link Long#MAX_VALUE} when an insert would
-   * evict nothing (the mirror has room), for an unknown slot, or when the index does not track
-   * recency (the default). Read for every candidate of every route: lock-free and O(1).
+   * What the index believes about {@code slot}'s cache at {@code nowNanos}, in the unit {@code
+   * signal} documents, or {@link IndexSignal#ABSENT} when it does not know (an unknown slot, a
+   * signal it does not track: the default for every signal). Read per candidate on the routing hot
+   * path: O(1), no allocation, and for {@link IndexSignal#LRU_AGE_NANOS} lock-free.
    */
-  default long lruAgeNanos(int slot, long nowNanos) {
-    return Long.MAX_VALUE;
+  default long signal(int slot, IndexSignal signal, long nowNanos) {
+    return IndexSignal.ABSENT;
   }
 
   /** Applies one engine KV event of {@code slot}, recomputing router keys with {@code hasher}. */

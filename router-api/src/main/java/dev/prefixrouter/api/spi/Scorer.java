@@ -1,6 +1,7 @@
 package dev.prefixrouter.api.spi;
 
 import java.util.Map;
+import java.util.OptionalLong;
 
 /**
  * Ranks the eligible candidates of a request. Affinity, saturation and tie-breaking policies live
@@ -19,11 +20,15 @@ public interface Scorer {
   void score(ScoringContext ctx);
 
   /**
-   * Whether costs are estimated times to first token in milliseconds. Only then does the engine
-   * apply SLO admission ({@link dev.prefixrouter.api.RouteRequest#ttftBudget()}).
+   * The scorer's estimate of the time to first token of the request on {@code candidate}, in
+   * nanoseconds, right after {@link #score} ranked {@code ctx}; empty when the scorer does not
+   * estimate TTFT (the default). The engine's SLO admission asks it for the top-ranked candidate of
+   * a sheddable request with a {@link dev.prefixrouter.api.RouteRequest#ttftBudget() TTFT budget}
+   * and sheds the request when the estimate exceeds the budget; with no estimate it admits. Called
+   * on the routing thread, at most once per decision; O(1).
    */
-  default boolean costIsTtftMillis() {
-    return false;
+  default OptionalLong estimatedTtftNanos(ScoringContext ctx, int candidate) {
+    return OptionalLong.empty();
   }
 
   /** The candidate at rank 0 that the engine actually routed to; called before route returns. */

@@ -71,12 +71,12 @@ public interface ScoringContext {
   long loadAgeNanos(int candidate);
 
   /**
-   * The prefix index's {@link PrefixIndex#lruAgeNanos} for the candidate now: how recently the
-   * block its cache would evict next was used, or {@link Long#MAX_VALUE} when an insert there
-   * evicts nothing or the index cannot tell.
+   * The prefix index's {@link PrefixIndex#signal} for the candidate's backend now, in the unit the
+   * signal documents, or {@link IndexSignal#ABSENT} when the index does not know. O(1), no
+   * allocation.
    */
-  default long lruAgeNanos(int candidate) {
-    return Long.MAX_VALUE;
+  default long signal(int candidate, IndexSignal signal) {
+    return IndexSignal.ABSENT;
   }
 
   /** Sets the cost of a candidate (lower wins). */
