@@ -27,7 +27,7 @@ public record Quota(
       throw new IllegalArgumentException("refillTokens must be in [1, 2^40], was " + refillTokens);
     }
     Objects.requireNonNull(period, "period");
-    if (period.toMillis() < 1 || period.compareTo(Duration.ofDays(366)) > 0) {
+    if (period.compareTo(Duration.ofMillis(1)) < 0 || period.compareTo(Duration.ofDays(366)) > 0) {
       throw new IllegalArgumentException("period must be in [1 ms, 366 days], was " + period);
     }
     if (maxRequestsPerPeriod < 0 || maxRequestsPerPeriod > MAX_TOKENS) {

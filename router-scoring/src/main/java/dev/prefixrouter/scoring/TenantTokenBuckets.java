@@ -2,6 +2,8 @@ package dev.prefixrouter.scoring;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.Expiry;
+import com.github.benmanes.caffeine.cache.Ticker;
 import dev.prefixrouter.api.TenantSnapshot;
 import dev.prefixrouter.api.spi.Admission;
 import dev.prefixrouter.api.spi.TenantLimiter;
@@ -12,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.LongAdder;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Per-tenant token buckets: each request is charged {@code promptTokens + reservedOutputTokens} at
@@ -26,13 +29,19 @@ import java.util.concurrent.atomic.LongAdder;
  * }</pre>
  *
  * <p>A request larger than its tenant's whole bucket is answered {@code TOO_LARGE} (never an
- * endless retry-after). A denial's retry-after is exact: the time until the bucket holds the
- * request's tokens, given the refill rate and the carried remainder.
+ * endless retry-after). A denial's retry-after is exact: the time until both buckets hold the
+ * request (its tokens, and one request when there is a request limit), given the refill rates and
+ * the carried remainders; retrying then succeeds if nothing else was charged meanwhile.
+ *
+ * <p><b>Debt.</b> A true-up beyond the reservation leaves the bucket in debt (down to 2^62 tokens,
+ * where it saturates). Debt is repaid only by refill at the quota's rate: idle time never forgives
+ * it, and a tenant is never expired for idleness before its buckets would be full again.
  *
  * <p><b>Bounds.</b> Tenants live in a Caffeine cache of at most {@link Builder#maxTenants} entries
- * (default 100,000) that expires tenants idle for {@link Builder#expireAfterIdle} (default 1 h,
- * longer than any refill period). A tenant evicted by size or idleness comes back with a full
- * bucket; size the cache above the number of active tenants. About 200 bytes per tenant.
+ * (default 100,000) that expires a tenant idle for {@link Builder#expireAfterIdle} (default 1 h) or
+ * until its buckets are full again, whichever is later. A tenant evicted by size (more tenants than
+ * {@code maxTenants}) comes back with a full bucket, debt included: size the cache above the number
+ * of active tenants. About 200 bytes per tenant.
  *
  * <p><b>Concurrency.</b> Lock-free: each bucket is an immutable state swapped by CAS; integer
  * arithmetic in nanoseconds. Thread-safe; {@code tryAcquire} costs one cache lookup and one CAS.
@@ -62,12 +71,53 @@ public final class TenantTokenBuckets implements TenantLimiter {
   private TenantTokenBuckets(Builder b) {
     this.defaultQuota = b.defaultQuota;
     this.overrides = Map.copyOf(b.overrides);
-    this.tenants =
+    Caffeine<Object, Object> caffeine =
         Caffeine.newBuilder()
             .maximumSize(b.maxTenants)
-            .expireAfterAccess(b.expireAfterIdle)
-            .executor(Runnable::run) // maintenance on the routing threads, amortized
-            .build();
+            .executor(Runnable::run); // maintenance on the routing threads, amortized
+    if (b.ticker != null) {
+      caffeine.ticker(b.ticker);
+    }
+    Caffeine<String, Tenant> typed =
+        caffeine.expireAfter(new IdleUntilFull(b.expireAfterIdle.toNanos()));
+    this.tenants = typed.build();
+  }
+
+  /**
+   * Expires a tenant after {@code idleNanos} without access, but never before its buckets are full
+   * again: dropping a tenant in debt (or below full) would hand it a full bucket early. The expiry
+   * is computed at each access, before the access's own take, so it allows for one more take of a
+   * whole burst; a true-up re-reads it after charging.
+   */
+  private static final class IdleUntilFull implements Expiry<String, Tenant> {
+    private final long idleNanos;
+
+    IdleUntilFull(long idleNanos) {
+      this.idleNanos = idleNanos;
+    }
+
+    private long expiry(Tenant t) {
+      long untilFull = t.tokens.nanosUntilFullAfter(t.tokens.capacity);
+      if (t.requests != null) {
+        untilFull = Math.max(untilFull, t.requests.nanosUntilFullAfter(1));
+      }
+      return Math.min(Long.MAX_VALUE / 2, Math.max(idleNanos, untilFull));
+    }
+
+    @Override
+    public long expireAfterCreate(String key, Tenant t, long currentTime) {
+      return expiry(t);
+    }
+
+    @Override
+    public long expireAfterUpdate(String key, Tenant t, long currentTime, long currentDuration) {
+      return expiry(t);
+    }
+
+    @Override
+    public long expireAfterRead(String key, Tenant t, long currentTime, long currentDuration) {
+      return expiry(t);
+    }
   }
 
   /** Every tenant gets {@code tokensPerMinute}, with a one-minute burst. */
@@ -110,7 +160,7 @@ public final class TenantTokenBuckets implements TenantLimiter {
       if (wait > 0) {
         t.rejected.increment();
         return Admission.denied(
-            wait,
+            Math.max(wait, t.tokens.waitFor(tokens, nowNanos)),
             "tenant '" + tenant + "' is over its " + t.requests.capacity + " requests per period");
       }
     }
@@ -126,6 +176,9 @@ public final class TenantTokenBuckets implements TenantLimiter {
     return Admission.GRANTED;
   }
 
+  /**
+   * Trues up a tenant's charge; a positive delta may leave it in debt, which only refill repays.
+   */
   @Override
   public void adjust(String tenant, long deltaTokens, long nowNanos) {
     Objects.requireNonNull(tenant, "tenant");
@@ -133,6 +186,9 @@ public final class TenantTokenBuckets implements TenantLimiter {
       return;
     }
     tenant(tenant, nowNanos).tokens.adjust(deltaTokens, nowNanos);
+    if (deltaTokens > 0) {
+      tenants.getIfPresent(tenant); // re-reads the expiry: a tenant in debt outlives its idle TTL
+    }
   }
 
   /** Tokens in a tenant's bucket now (negative while in debt). */
@@ -171,6 +227,7 @@ public final class TenantTokenBuckets implements TenantLimiter {
     private final Map<String, Quota> overrides = new HashMap<>();
     private long maxTenants = 100_000;
     private Duration expireAfterIdle = Duration.ofHours(1);
+    private @Nullable Ticker ticker;
 
     private Builder() {}
 
@@ -197,13 +254,23 @@ public final class TenantTokenBuckets implements TenantLimiter {
       return this;
     }
 
-    /** Idle time after which a tenant's state is dropped (it returns full); at least 1 s. */
+    /**
+     * Idle time after which a tenant's state is dropped once its buckets are full again, in [1 s,
+     * 3650 days].
+     */
     public Builder expireAfterIdle(Duration idle) {
       Objects.requireNonNull(idle, "expireAfterIdle");
-      if (idle.compareTo(Duration.ofSeconds(1)) < 0) {
-        throw new IllegalArgumentException("expireAfterIdle must be >= 1 s, was " + idle);
+      if (idle.compareTo(Duration.ofSeconds(1)) < 0 || idle.compareTo(Duration.ofDays(3650)) > 0) {
+        throw new IllegalArgumentException(
+            "expireAfterIdle must be in [1 s, 3650 days], was " + idle);
       }
       this.expireAfterIdle = idle;
+      return this;
+    }
+
+    /** The clock Caffeine expires tenants by (tests: the same fake clock as {@code nowNanos}). */
+    Builder ticker(Ticker ticker) {
+      this.ticker = Objects.requireNonNull(ticker, "ticker");
       return this;
     }
 

@@ -1,0 +1,209 @@
+package dev.prefixrouter.scoring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.quicktheories.QuickTheory.qt;
+import static org.quicktheories.generators.SourceDSL.integers;
+import static org.quicktheories.generators.SourceDSL.lists;
+import static org.quicktheories.generators.SourceDSL.longs;
+
+import dev.prefixrouter.api.spi.Admission;
+import java.math.BigInteger;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/** Debt from true-ups is repaid only by refill: never by idle time, nor by idle expiry. */
+class TokenBucketDebtTest {
+  private static final long SECOND = 1_000_000_000L;
+  private static final long MINUTE = 60 * SECOND;
+
+  /** The reproduction: 19M tokens completed against a 60k/min quota. */
+  @Test
+  void debtIsNotForgivenAfterTwoIdleMinutes() {
+    TenantTokenBuckets b = TenantTokenBuckets.perMinute(60_000);
+    assertThat(b.tryAcquire("t", 256, 0).granted()).isTrue();
+    b.adjust("t", 19_000_000 - 256, 0); // completed 19M tokens
+    assertThat(b.available("t", 0)).isEqualTo(60_000 - 19_000_000);
+
+    assertThat(b.tryAcquire("t", 256, 2 * MINUTE).granted()).isFalse();
+    assertThat(b.available("t", 2 * MINUTE)).isEqualTo(60_000 - 19_000_000 + 120_000);
+    Admission denied = b.tryAcquire("t", 256, 3 * MINUTE);
+    assertThat(denied.outcome()).isEqualTo(Admission.Outcome.DENIED);
+    // 18,940,256 - 180,000 tokens still missing at 1,000 tokens/s
+    assertThat(denied.retryAfterNanos()).isEqualTo(18_760_256_000_000L);
+    long at = 3 * MINUTE + denied.retryAfterNanos();
+    assertThat(b.tryAcquire("t", 256, at - 1).granted()).isFalse();
+    assertThat(b.tryAcquire("t", 256, at).granted()).isTrue();
+  }
+
+  @Test
+  void aTenantInDebtOutlivesItsIdleExpiry() {
+    AtomicLong clock = new AtomicLong();
+    TenantTokenBuckets b =
+        TenantTokenBuckets.builder()
+            .defaultQuota(Quota.perMinute(60_000))
+            .expireAfterIdle(Duration.ofSeconds(1))
+            .ticker(clock::get)
+            .build();
+    b.tryAcquire("t", 256, 0);
+    b.adjust("t", 10_000_000, 0);
+    long later = 2 * 3600 * SECOND; // two idle hours: 7.2M tokens of the ~10M repaid
+    clock.set(later);
+    b.tenantCount(); // lets Caffeine run its maintenance
+    assertThat(b.available("t", later)).isEqualTo(60_000 - 256 - 10_000_000 + 7_200_000);
+  }
+
+  @Test
+  void fullTenantsStillExpireAfterTheirIdleTime() {
+    AtomicLong clock = new AtomicLong();
+    TenantTokenBuckets b =
+        TenantTokenBuckets.builder()
+            .defaultQuota(Quota.perSecond(100))
+            .expireAfterIdle(Duration.ofSeconds(5))
+            .ticker(clock::get)
+            .build();
+    b.tryAcquire("t", 1, 0);
+    clock.set(10 * SECOND);
+    b.tryAcquire("other", 1, 10 * SECOND);
+    assertThat(b.snapshot(10, 10 * SECOND)).extracting(s -> s.tenant()).containsOnly("other");
+  }
+
+  @Test
+  void retryAfterCoversTheRequestBucketAndTheTokenBucket() {
+    TenantTokenBuckets b =
+        TenantTokenBuckets.builder().defaultQuota(Quota.perSecond(100).withMaxRequests(1)).build();
+    assertThat(b.tryAcquire("t", 1, 0).granted()).isTrue();
+    b.adjust("t", 299, 0); // used 300: 200 in debt
+    Admission denied = b.tryAcquire("t", 1, 0); // over the request limit and in debt
+    assertThat(denied.granted()).isFalse();
+    assertThat(denied.retryAfterNanos()).isEqualTo(2_010_000_000L); // 201 tokens at 100/s
+    assertThat(b.tryAcquire("t", 1, denied.retryAfterNanos() - 1).granted()).isFalse();
+    assertThat(b.tryAcquire("t", 1, denied.retryAfterNanos()).granted()).isTrue();
+  }
+
+  @Test
+  void hugeDebtAndHugeTimesStayExact() {
+    TokenBucket t = new TokenBucket(Quota.MAX_TOKENS, 1, Duration.ofDays(366).toNanos(), 0);
+    t.adjust(Long.MAX_VALUE, 0);
+    assertThat(t.available(0)).isEqualTo(-TokenBucket.MAX_DEBT);
+    assertThat(t.tryTake(1, 0)).isEqualTo(Long.MAX_VALUE); // saturated, never "now"
+    assertThat(t.available(Long.MAX_VALUE)).isNegative();
+    TokenBucket fast = new TokenBucket(10, Quota.MAX_TOKENS, 1_000_000, 0);
+    fast.adjust(TokenBucket.MAX_DEBT, 0);
+    // 2^62 + 10 tokens at 2^40 per ms: about 4.2M ms
+    long wait = fast.tryTake(10, 0);
+    assertThat(fast.tryTake(10, wait - 1)).isPositive();
+    assertThat(fast.tryTake(10, wait)).isZero();
+  }
+
+  /**
+   * Arbitrary reserve / complete (true-up, up to 10^7 tokens beyond the reservation) / idle (up to
+   * ten hours) sequences on an injected clock, with a 1 s idle expiry: the limiter matches an exact
+   * rational model of the bucket at every step (so debt is never forgiven and every retry-after is
+   * the exact wait), and the net charge between any step and a later admission is at most {@code
+   * burst + rate × window}.
+   */
+  @Test
+  void limiterMatchesTheExactModelAndBoundsEveryWindow() {
+    qt().withExamples(300)
+        .forAll(
+            integers().between(1, 100_000),
+            integers().between(1, 100_000),
+            integers().between(1, 120_000),
+            lists().of(longs().all()).ofSizeBetween(1, 80))
+        .checkAssert(this::replay);
+  }
+
+  private void replay(int capacity, int refill, int periodMs, List<Long> ops) {
+    long period = periodMs * 1_000_000L;
+    BigInteger p = BigInteger.valueOf(period);
+    BigInteger cap = BigInteger.valueOf(capacity).multiply(p);
+    AtomicLong clock = new AtomicLong(1_000);
+    TenantTokenBuckets b =
+        TenantTokenBuckets.builder()
+            .defaultQuota(new Quota(capacity, refill, Duration.ofMillis(periodMs), 0))
+            .expireAfterIdle(Duration.ofSeconds(1))
+            .ticker(clock::get)
+            .build();
+    BigInteger level = cap; // model: tokens × period + remainder
+    long now = clock.get();
+    long modelLast = now;
+    ArrayDeque<Long> open = new ArrayDeque<>();
+    List<long[]> charges = new ArrayList<>(); // {time, tokens charged (negative: refunded)}
+    List<BigInteger> levelBefore = new ArrayList<>();
+    for (long v : ops) {
+      int kind = (int) (v & 3);
+      long amount = (v >>> 2) & 0xFFFFF;
+      long gap =
+          switch ((int) ((v >>> 22) & 3)) {
+            case 0 -> 0;
+            case 1 -> (v >>> 24) % 1_000_000L;
+            case 2 -> (v >>> 24) % MINUTE;
+            default -> (v >>> 24) % (10 * 3600 * SECOND);
+          };
+      now += gap;
+      clock.set(now);
+      level =
+          level
+              .add(BigInteger.valueOf(now - modelLast).multiply(BigInteger.valueOf(refill)))
+              .min(cap);
+      modelLast = now;
+      assertThat(b.available("t", now)).isEqualTo(floorDiv(level, p));
+      levelBefore.add(level);
+      if (kind == 1 && !open.isEmpty()) { // complete the oldest: actual usage, maybe far more
+        long reserved = open.poll();
+        long actual = (v >>> 40) % 2 == 0 ? amount % (reserved + 1) : amount * 10;
+        long delta = actual - reserved;
+        b.adjust("t", delta, now);
+        level = level.subtract(BigInteger.valueOf(delta).multiply(p)).min(cap);
+        charges.add(new long[] {now, delta});
+      } else if (kind == 2) {
+        charges.add(new long[] {now, 0}); // idle only
+      } else {
+        long n = amount % (capacity + 1);
+        Admission a = b.tryAcquire("t", n, now);
+        BigInteger need = BigInteger.valueOf(n).multiply(p);
+        if (level.compareTo(need) >= 0) {
+          assertThat(a.granted()).as("granted when the model holds %d", n).isTrue();
+          level = level.subtract(need);
+          open.add(n);
+          charges.add(new long[] {now, n});
+          checkWindowsEndingHere(charges, levelBefore, capacity, refill, period);
+        } else {
+          assertThat(a.outcome()).isEqualTo(Admission.Outcome.DENIED);
+          BigInteger[] qr = need.subtract(level).divideAndRemainder(BigInteger.valueOf(refill));
+          long exact = qr[0].longValueExact() + (qr[1].signum() > 0 ? 1 : 0);
+          assertThat(a.retryAfterNanos()).as("exact retry-after").isEqualTo(exact);
+          charges.add(new long[] {now, 0});
+        }
+      }
+    }
+  }
+
+  /** Net charge of steps i..last (the last an admission) ≤ burst + rate × window, exactly. */
+  private static void checkWindowsEndingHere(
+      List<long[]> charges, List<BigInteger> levelBefore, int capacity, int refill, long period) {
+    int j = charges.size() - 1;
+    long end = charges.get(j)[0];
+    BigInteger charged = BigInteger.ZERO;
+    for (int i = j; i >= 0; i--) {
+      charged = charged.add(BigInteger.valueOf(charges.get(i)[1]));
+      BigInteger allowed =
+          BigInteger.valueOf(capacity)
+              .multiply(BigInteger.valueOf(period))
+              .add(
+                  BigInteger.valueOf(refill).multiply(BigInteger.valueOf(end - charges.get(i)[0])));
+      assertThat(charged.multiply(BigInteger.valueOf(period)))
+          .as("net charge from step %d to admission %d", i, j)
+          .isLessThanOrEqualTo(allowed);
+    }
+  }
+
+  private static long floorDiv(BigInteger a, BigInteger b) {
+    BigInteger[] qr = a.divideAndRemainder(b);
+    return qr[1].signum() < 0 ? qr[0].longValueExact() - 1 : qr[0].longValueExact();
+  }
+}
