@@ -265,12 +265,9 @@ public final class CircuitBreakers implements HealthPolicy {
       return this;
     }
 
+    /** Time an open breaker waits before half-open probes, in (0, 1 day]. */
     public Builder cooldown(Duration cooldown) {
-      Objects.requireNonNull(cooldown, "cooldown");
-      if (cooldown.isNegative() || cooldown.isZero()) {
-        throw new IllegalArgumentException("cooldown must be positive, was " + cooldown);
-      }
-      this.cooldown = cooldown;
+      this.cooldown = Durations.positiveAtMost("cooldown", cooldown, Duration.ofDays(1));
       return this;
     }
 

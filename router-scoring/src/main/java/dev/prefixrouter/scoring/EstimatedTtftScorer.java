@@ -460,9 +460,13 @@ public final class EstimatedTtftScorer implements Scorer {
     return "est-ttft, fewest open leases in a band of " + tied;
   }
 
-  private static @Nullable String sessionKey(RouteRequest r) {
+  /**
+   * The pin key of a request's session: the tenant's length, a colon, the tenant, the session id.
+   * The length prefix makes it injective over (tenant, session), whatever characters either holds.
+   */
+  static @Nullable String sessionKey(RouteRequest r) {
     String s = r.sessionId();
-    return s == null ? null : r.tenant() + '\u0000' + s;
+    return s == null ? null : r.tenant().length() + ":" + r.tenant() + s;
   }
 
   /** The prefix group of a request: its block key at depth 8 (or its last one), 0 if none. */
@@ -616,13 +620,9 @@ public final class EstimatedTtftScorer implements Scorer {
       return this;
     }
 
-    /** Age at which a load report no longer counts (linear fade before). */
+    /** Age at which a load report no longer counts (linear fade before), in (0, 1 day]. */
     public Builder staleAfter(Duration staleAfter) {
-      Objects.requireNonNull(staleAfter, "staleAfter");
-      if (staleAfter.isNegative() || staleAfter.isZero()) {
-        throw new IllegalArgumentException("staleAfter must be positive, was " + staleAfter);
-      }
-      this.staleAfter = staleAfter;
+      this.staleAfter = Durations.positiveAtMost("staleAfter", staleAfter, Duration.ofDays(1));
       return this;
     }
 
@@ -790,15 +790,14 @@ public final class EstimatedTtftScorer implements Scorer {
       return this;
     }
 
-    /** Session pins: idle TTL and the most held (0 turns session affinity off). */
+    /**
+     * Session pins: idle TTL in (0, 365 days] and the most held in [0, 1e8] (0 turns session
+     * affinity off).
+     */
     public Builder sessions(Duration ttl, long maxSessions) {
-      Objects.requireNonNull(ttl, "ttl");
-      if (ttl.isNegative() || ttl.isZero() || maxSessions < 0 || maxSessions > 100_000_000) {
-        throw new IllegalArgumentException(
-            "sessions: ttl must be positive and maxSessions in [0, 1e8], was "
-                + ttl
-                + ", "
-                + maxSessions);
+      Durations.positiveAtMost("sessionTtl", ttl, Duration.ofDays(365));
+      if (maxSessions < 0 || maxSessions > 100_000_000) {
+        throw new IllegalArgumentException("maxSessions must be in [0, 1e8], was " + maxSessions);
       }
       this.sessionTtl = ttl;
       this.maxSessions = maxSessions;
