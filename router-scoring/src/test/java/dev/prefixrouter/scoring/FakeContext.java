@@ -7,27 +7,29 @@ import dev.prefixrouter.api.spi.IndexSignal;
 import dev.prefixrouter.api.spi.ScoringContext;
 import org.jspecify.annotations.Nullable;
 
-/** A hand-built scoring context: candidate arrays set by the test. */
-final class FakeContext implements ScoringContext {
-  RouteRequest request = RouteRequest.builder("t", "m").build();
-  int promptTokens = 1024;
-  int tokensPerBlock = 16;
-  long now;
-  long[] keys = new long[0];
-  final Backend[] backends;
-  final int[] matchedBlocks;
-  final int[] inFlight;
-  final long[] pending;
-  final long[] active;
-  final int[] decodes;
-  final LoadReport[] loads;
-  final long[] loadAge;
-  final long[] lruAge;
-  final double[] costs;
-  final int[] order;
-  String reason = "";
+/**
+ * A hand-built scoring context: candidate arrays set by the test (public for the anchors' tests).
+ */
+public final class FakeContext implements ScoringContext {
+  public RouteRequest request = RouteRequest.builder("t", "m").build();
+  public int promptTokens = 1024;
+  public int tokensPerBlock = 16;
+  public long now;
+  public long[] keys = new long[0];
+  public final Backend[] backends;
+  public final int[] matchedBlocks;
+  public final int[] inFlight;
+  public final long[] pending;
+  public final long[] active;
+  public final int[] decodes;
+  public final LoadReport[] loads;
+  public final long[] loadAge;
+  public final long[] lruAge;
+  public final double[] costs;
+  public final int[] order;
+  public String reason = "";
 
-  FakeContext(int n) {
+  public FakeContext(int n) {
     backends = new Backend[n];
     for (int i = 0; i < n; i++) {
       backends[i] = Backend.of("b" + i, "m");
@@ -49,7 +51,7 @@ final class FakeContext implements ScoringContext {
     }
   }
 
-  int best() {
+  public int best() {
     return order[0];
   }
 
