@@ -25,9 +25,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * ({@link #calibrated()}: 0.05, 1, 24, 2).
  *
  * <p>Costs are the estimates in ms ({@code +∞} for a skipped backend; in-flight counts when every
- * backend is skipped), but this scorer does not declare them TTFT for SLO admission. Name and
- * reason: the name given. Thread-safe (one atomic counter); O(n log n) per {@code score},
- * allocating one {@code int[n]}.
+ * backend is skipped), but this scorer gives no {@code estimatedTtftNanos}, so SLO admission admits
+ * whatever it ranks first. Name and reason: the name given. Thread-safe (one atomic counter); O(n
+ * log n) per {@code score}, allocating one {@code int[n]}.
  */
 public final class GatewayEstTtft implements Scorer {
   private final String name;
