@@ -14,8 +14,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Lincheck linearizability check of {@code match} / {@code recordRouted} / {@code removeBackend}
  * (followed by re-adding the slot) on a small index: two backends of capacity 2 (evictions on most
- * writes), paths that share prefixes, and a single lock stripe so that writers and readers really
- * interfere.
+ * writes) and paths that share prefixes and diverge inside runs, so writes split nodes and evict
+ * runs while matches walk them.
  */
 @Param(name = "path", gen = IntGen.class, conf = "0:5")
 @Param(name = "slot", gen = IntGen.class, conf = "0:1")
@@ -28,7 +28,7 @@ public class IndexLincheckTest {
   private static final int[] SLOTS = {0, 1};
 
   private final RadixPrefixIndex index =
-      RadixPrefixIndex.builder().maxBackends(2).stripes(1).predictionTtl(Duration.ZERO).build();
+      RadixPrefixIndex.builder().maxBackends(2).predictionTtl(Duration.ZERO).build();
 
   public IndexLincheckTest() {
     index.addBackend(0, 2);

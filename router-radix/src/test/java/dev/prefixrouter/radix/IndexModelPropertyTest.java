@@ -12,19 +12,19 @@ import dev.prefixrouter.api.Prompt;
 import dev.prefixrouter.api.spi.BlockHasher;
 import dev.prefixrouter.api.spi.IndexSignal;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.quicktheories.core.Gen;
 
 /**
  * Model-based test: random sequences of recordRouted / match / capacity change / removeBackend / KV
- * events applied to the index and to a naive reference model (per backend a recency-ordered map
- * block key → confirmed flag, plus the engine-hash map); every match must agree.
+ * events applied to the index and to a naive reference model (per backend a map block key → (stamp,
+ * depth) with confirmed flags, plus the engine-hash map); every match, held count, LRU age and
+ * predicted/confirmed count must agree.
  */
 class IndexModelPropertyTest {
   private static final BlockHasher H = BlockHashers.tokens(2);
@@ -51,88 +51,93 @@ class IndexModelPropertyTest {
     return 1_000L * (b % 2) + 100L * (a % 4) + i;
   }
 
-  /** Reference model of one backend. */
+  /**
+   * Reference model of one backend, block by block: each held block has the stamp of the last write
+   * that touched it (one stamp per write, the clock made strictly increasing) and its depth in that
+   * write's path. The victim is the block with the oldest stamp, the deepest among equal stamps:
+   * the index's run-granular mirror takes blocks from the tail of its least recently used entry,
+   * and a write touches its entries deepest first. A write holds the first {@code capacity} blocks
+   * of its path, touches those it holds already, then evicts others, then inserts the rest. Engine
+   * hashes map to router keys with copy counts; a removal takes a block out once no copy of any
+   * hash mapped to its key is left.
+   */
   static final class ModelBackend {
     long capacity;
-    final LinkedHashMap<Long, Boolean> lru = new LinkedHashMap<>(); // oldest first
-    final Map<Long, Integer> copies = new HashMap<>();
+    final Map<Long, long[]> held = new HashMap<>(); // key -> {stamp, depth}
+    final Set<Long> confirmed = new HashSet<>();
     final Map<Long, Long> engineToRouter = new HashMap<>();
     final Map<Long, Integer> engineCopies = new HashMap<>();
-    final Map<Long, Long> stampOf =
-        new HashMap<>(); // last touch of each block, as the index stamps
+    final Map<Long, Integer> refs = new HashMap<>();
     long clock;
     long lastStamp = Long.MIN_VALUE;
-
-    /** The index's stamps: the clock, made strictly increasing per backend. */
-    long nextStamp() {
-      lastStamp = clock > lastStamp ? clock : lastStamp + 1;
-      return lastStamp;
-    }
 
     ModelBackend(long capacity) {
       this.capacity = capacity;
     }
 
-    void touch(long k, boolean confirmed) {
-      Boolean was = lru.remove(k);
-      lru.put(k, confirmed || (was != null && was));
-      stampOf.put(k, nextStamp());
+    long nextStamp() {
+      lastStamp = clock > lastStamp ? clock : lastStamp + 1;
+      return lastStamp;
     }
 
-    /** The index's LRU age: "room" below capacity, else the age of the oldest block's stamp. */
-    void checkLruAge(long age, long now) {
-      if (lru.size() < capacity) {
-        assertThat(age).isEqualTo(IndexSignal.ABSENT);
-      } else {
-        long oldest = stampOf.get(lru.keySet().iterator().next());
-        assertThat(age).isEqualTo(Math.max(0, now - oldest));
+    long victim() {
+      long best = 0;
+      long[] bestAt = null;
+      for (Map.Entry<Long, long[]> e : held.entrySet()) {
+        long[] v = e.getValue();
+        if (bestAt == null || v[0] < bestAt[0] || (v[0] == bestAt[0] && v[1] > bestAt[1])) {
+          best = e.getKey();
+          bestAt = v;
+        }
       }
+      return best;
     }
 
     void evictOldest() {
-      Iterator<Long> it = lru.keySet().iterator();
-      long k = it.next();
-      it.remove();
-      copies.remove(k);
+      long k = victim();
+      held.remove(k);
+      confirmed.remove(k);
+    }
+
+    /** The index's LRU age: "room" below capacity, else the age of the victim's stamp. */
+    void checkLruAge(long age, long now) {
+      if (held.size() < capacity) {
+        assertThat(age).isEqualTo(IndexSignal.ABSENT);
+      } else {
+        assertThat(age).isEqualTo(Math.max(0, now - held.get(victim())[0]));
+      }
     }
 
     void touchPath(long[] keys, int n, boolean confirm) {
-      List<Long> present = new ArrayList<>();
-      int missing = 0;
-      for (int i = n - 1; i >= 0; i--) {
-        if (lru.containsKey(keys[i])) {
-          touch(keys[i], confirm);
-          present.add(keys[i]);
-        } else {
-          missing++;
+      long stamp = nextStamp();
+      int hold = (int) Math.min(n, capacity);
+      int present = 0;
+      for (int i = 0; i < hold; i++) {
+        if (held.containsKey(keys[i])) {
+          held.put(keys[i], new long[] {stamp, i});
+          if (confirm) {
+            confirmed.add(keys[i]);
+          }
+          present++;
         }
       }
-      if (missing == 0) {
-        return;
-      }
-      while (lru.size() + missing > capacity && !lru.isEmpty()) {
-        long oldest = lru.keySet().iterator().next();
-        if (present.contains(oldest)) {
-          break;
-        }
+      int missing = hold - present;
+      while (held.size() + missing > capacity) {
         evictOldest();
       }
-      for (int i = n - 1; i >= 0; i--) {
-        if (lru.containsKey(keys[i])) {
-          touch(keys[i], confirm);
-        } else {
-          while (lru.size() >= capacity) {
-            evictOldest();
+      for (int i = 0; i < hold; i++) {
+        if (!held.containsKey(keys[i])) {
+          held.put(keys[i], new long[] {stamp, i});
+          if (confirm) {
+            confirmed.add(keys[i]);
           }
-          lru.put(keys[i], confirm);
-          stampOf.put(keys[i], nextStamp());
         }
       }
     }
 
     int match(long[] keys) {
       int d = 0;
-      while (d < keys.length && lru.containsKey(keys[d])) {
+      while (d < keys.length && held.containsKey(keys[d])) {
         d++;
       }
       return d;
@@ -148,17 +153,13 @@ class IndexModelPropertyTest {
         parentKey = p;
       }
       long[] keys = BlockHasher.keysOf(H, Prompt.ofTokens(tokens), parentKey);
+      touchPath(keys, keys.length, true);
       for (int i = 0; i < keys.length; i++) {
         int c = engineCopies.merge(engineHashes[i], 1, Integer::sum);
         if (c == 1) {
           engineToRouter.put(engineHashes[i], keys[i]);
         }
-      }
-      touchPath(keys, keys.length, true);
-      for (long k : keys) {
-        if (lru.containsKey(k)) {
-          copies.merge(k, 1, Integer::sum);
-        }
+        refs.merge(engineToRouter.get(engineHashes[i]), 1, Integer::sum);
       }
     }
 
@@ -174,14 +175,13 @@ class IndexModelPropertyTest {
       } else {
         engineCopies.put(engineHash, c - 1);
       }
-      if (lru.containsKey(k)) {
-        int left = copies.getOrDefault(k, 0) - 1;
-        if (left <= 0) {
-          lru.remove(k);
-          copies.remove(k);
-        } else {
-          copies.put(k, left);
-        }
+      int left = refs.getOrDefault(k, 0) - 1;
+      if (left <= 0) {
+        refs.remove(k);
+        held.remove(k);
+        confirmed.remove(k);
+      } else {
+        refs.put(k, left);
       }
     }
   }
@@ -203,7 +203,7 @@ class IndexModelPropertyTest {
     check(true);
   }
 
-  /** Without KV events every mirror stays prefix-closed, so matches take the bisection path. */
+  /** Without KV events what each backend holds is prefix-closed (no gaps). */
   @Test
   void prefixClosedMirrorsAgreeWithTheReferenceModel() {
     check(false);
@@ -215,11 +215,7 @@ class IndexModelPropertyTest {
         .checkAssert(
             ops -> {
               RadixPrefixIndex index =
-                  RadixPrefixIndex.builder()
-                      .maxBackends(130)
-                      .stripes(4)
-                      .predictionTtl(Duration.ZERO)
-                      .build();
+                  RadixPrefixIndex.builder().maxBackends(130).predictionTtl(Duration.ZERO).build();
               Map<Integer, ModelBackend> model = new HashMap<>();
               for (int s : SLOTS) {
                 index.addBackend(s, 6);
@@ -251,7 +247,7 @@ class IndexModelPropertyTest {
                   long cap = 1 + op.a() % 8;
                   index.setCapacity(slot, cap);
                   m.capacity = cap;
-                  while (m.lru.size() > cap) {
+                  while (m.held.size() > cap) {
                     m.evictOldest();
                   }
                 } else if (kind < 50) {
@@ -288,13 +284,18 @@ class IndexModelPropertyTest {
                         .isEqualTo(model.get(SLOTS[i]).match(keys));
                   }
                 }
+                long predicted = 0;
+                long confirmed = 0;
                 for (int s : SLOTS) {
-                  assertThat(index.heldBlocks(s))
-                      .as("held, slot %d", s)
-                      .isEqualTo(model.get(s).lru.size());
-                  assertThat(index.heldBlocks(s)).isLessThanOrEqualTo(model.get(s).capacity);
-                  model.get(s).checkLruAge(index.signal(s, IndexSignal.LRU_AGE_NANOS, now), now);
+                  ModelBackend b = model.get(s);
+                  assertThat(index.heldBlocks(s)).as("held, slot %d", s).isEqualTo(b.held.size());
+                  assertThat(index.heldBlocks(s)).isLessThanOrEqualTo(b.capacity);
+                  b.checkLruAge(index.signal(s, IndexSignal.LRU_AGE_NANOS, now), now);
+                  predicted += b.held.size() - b.confirmed.size();
+                  confirmed += b.confirmed.size();
                 }
+                assertThat(index.stats().confirmedBlocks()).as("confirmed").isEqualTo(confirmed);
+                assertThat(index.stats().predictedBlocks()).as("predicted").isEqualTo(predicted);
               }
               for (int s : SLOTS) {
                 index.removeBackend(s);

@@ -106,32 +106,25 @@ class RadixPrefixIndexTest {
     RadixPrefixIndex index = index(6);
     long[] a = {11, 12, 13};
     long[] b = {11, 12, 21}; // shares a's first two blocks: a is now two runs in the LRU list
-    index.recordRouted(a, a.length, 0, 1);
-    index.recordRouted(b, b.length, 0, 2);
-    index.recordRouted(
-        a, a.length, 0, 3); // held: the spliced fast path; b's leaf is now least recent
+    recordAll(index, a, 0, 1);
+    recordAll(index, b, 0, 2);
+    recordAll(index, a, 0, 3); // held: the spliced fast path; b's leaf is now least recent
     recordAll(index, new long[] {31, 32}, 0, 4); // 6 held
     recordAll(index, new long[] {41}, 0, 5); // evicts b's leaf 21, nothing of a
     assertThat(match(index, a, 0)).containsExactly(3);
     assertThat(match(index, b, 0)).containsExactly(2);
-    // a path whose keys repeat (a hash collision): never spliced twice, state stays consistent
+    // a path whose keys repeat (a hash collision) is six positions of the tree, not three
     long[] cycle = {11, 12, 13, 11, 12, 13};
-    index.recordRouted(cycle, cycle.length, 0, 6);
-    index.recordRouted(cycle, cycle.length, 0, 7);
+    recordAll(index, cycle, 0, 6); // evicts 31, 32 and 41, keeps a (touched first)
+    recordAll(index, cycle, 0, 7);
     assertThat(index.heldBlocks(0)).isEqualTo(6);
     assertThat(match(index, a, 0)).containsExactly(3);
-    recordAll(index, new long[] {51, 52, 53}, 0, 8); // evicts the three least recent: 41, 31, 32
+    assertThat(match(index, cycle, 0)).containsExactly(6);
+    recordAll(index, new long[] {51, 52, 53}, 0, 8); // evicts the cycle's tail, deepest first
     assertThat(match(index, a, 0)).containsExactly(3);
     assertThat(match(index, new long[] {31}, 0)).containsExactly(0);
     assertThat(match(index, new long[] {41}, 0)).containsExactly(0);
     assertThat(match(index, new long[] {51, 52, 53}, 0)).containsExactly(3);
-    // overlapping repeats: splicing {12, 13} and then {11, 12, 13} would tie 12 and 13 in a loop
-    recordAll(index, new long[] {11, 12, 13, 12, 13}, 0, 9);
-    assertThat(match(index, a, 0)).containsExactly(3);
-    // a repeat that overlaps an earlier run in one entry only (its stamp range is a single point)
-    recordAll(index, new long[] {11, 12, 13, 11}, 0, 9);
-    recordAll(index, new long[] {13, 11, 12, 13}, 0, 9);
-    assertThat(match(index, a, 0)).containsExactly(3);
     recordAll(index, new long[] {61, 62, 63, 64, 65, 66}, 0, 10); // evicts everything else
     assertThat(index.heldBlocks(0)).isEqualTo(6);
     assertThat(match(index, a, 0)).containsExactly(0);
@@ -187,11 +180,11 @@ class RadixPrefixIndexTest {
     RadixPrefixIndex index = index(100, 100);
     recordAll(index, keys(1, 2, 3, 4, 5, 6, 7, 8), 0, 1);
     recordAll(index, keys(1, 2, 3, 4), 1, 1);
-    assertThat(index.stats().nodes()).isEqualTo(4);
+    assertThat(index.stats().nodes()).as("one run split where backend 1's path ends").isEqualTo(2);
     index.setCapacity(0, 1);
     assertThat(index.heldBlocks(0)).isEqualTo(1);
     assertThat(match(index, keys(1, 2, 3, 4, 5, 6, 7, 8), 0, 1)).containsExactly(1, 2);
-    assertThat(index.stats().nodes()).as("nodes only backend 0 held are unlinked").isEqualTo(2);
+    assertThat(index.stats().nodes()).as("the run only backend 0 held is unlinked").isEqualTo(1);
   }
 
   @Test
@@ -307,8 +300,73 @@ class RadixPrefixIndexTest {
       index.apply(0, new BlockStored(new long[] {i}, null, new int[] {i, i}, 2, "GPU"), H, i);
     }
     assertThat(index.heldBlocks(0)).isEqualTo(4);
-    assertThat(index.stats().counters().get("kv.engineMapPrunes")).isPositive();
+    assertThat(index.stats().counters().get("kv.mappingsEvicted")).isPositive();
     assertThat(index.stats().approximateBytes()).isLessThan(200_000);
+  }
+
+  @Test
+  void badSlotsAreCountedNeverThrown() {
+    RadixPrefixIndex index = index(100);
+    recordAll(index, keys(1, 2), 0, 1);
+    assertThat(match(index, keys(1, 2), -1, 0, 500, 7)).containsExactly(0, 1, 0, 0);
+    recordAll(index, keys(1, 2), 500, 1);
+    recordAll(index, keys(1, 2), 7, 1); // in range, not in use
+    index.apply(7, BlockRemoved.of(1), H, 1);
+    index.apply(-3, AllBlocksCleared.INSTANCE, H, 1);
+    index.setCapacity(9, 5);
+    index.removeBackend(70_000);
+    assertThat(index.stats().counters().get("unknownSlot")).isEqualTo(8);
+    assertThat(index.signal(500, IndexSignal.LRU_AGE_NANOS, 1)).isEqualTo(IndexSignal.ABSENT);
+    index.removeBackend(0);
+    index.apply(0, BlockRemoved.of(1), H, 2); // an event racing the backend's removal
+    assertThat(index.stats().counters().get("unknownSlot")).isEqualTo(9);
+  }
+
+  @Test
+  void aRemovedBlockInsideARunLeavesAGapThatAStoreFills() {
+    RadixPrefixIndex index = index(100);
+    index.apply(
+        0,
+        new BlockStored(
+            new long[] {10, 11, 12, 13}, null, new int[] {1, 1, 2, 2, 3, 3, 4, 4}, 2, null),
+        H,
+        1);
+    long[] path = keys(1, 1, 2, 2, 3, 3, 4, 4);
+    assertThat(match(index, path, 0)).containsExactly(4);
+    index.apply(0, BlockRemoved.of(11), H, 2);
+    assertThat(match(index, path, 0)).as("match stops at the gap").containsExactly(1);
+    assertThat(index.heldBlocks(0)).as("the blocks after the gap stay").isEqualTo(3);
+    index.apply(0, new BlockStored(new long[] {11}, 10L, new int[] {2, 2}, 2, null), H, 3);
+    assertThat(match(index, path, 0)).containsExactly(4);
+    assertThat(index.stats().confirmedBlocks()).isEqualTo(4);
+    assertThat(index.listsConsistent(0)).isTrue();
+  }
+
+  @Test
+  void aStoreBelowAParentTheMirrorEvictedIsPlacedOnItsPath() {
+    RadixPrefixIndex index = index(2, 100);
+    index.apply(0, new BlockStored(new long[] {10}, null, new int[] {1, 1}, 2, null), H, 1);
+    recordAll(index, keys(5, 5, 6, 6), 0, 2); // evicts block (1, 1): its node is unlinked
+    assertThat(match(index, keys(1, 1), 0)).containsExactly(0);
+    index.apply(0, new BlockStored(new long[] {20}, 10L, new int[] {2, 2}, 2, null), H, 3);
+    assertThat(index.stats().counters()).containsEntry("kv.unknownParent", 0L);
+    assertThat(match(index, keys(1, 1, 2, 2), 0)).as("held after a gap").containsExactly(0);
+    recordAll(index, keys(1, 1), 1, 4);
+    assertThat(match(index, keys(1, 1, 2, 2), 0, 1)).containsExactly(0, 1);
+    recordAll(index, keys(1, 1), 0, 5);
+    assertThat(match(index, keys(1, 1, 2, 2), 0)).as("the gap filled").containsExactly(2);
+    assertThat(index.listsConsistent(0)).isTrue();
+  }
+
+  @Test
+  void engineMappingsAreBoundedPerBackend() {
+    RadixPrefixIndex index = index(1);
+    for (int i = 0; i < 10_000; i++) { // distinct hashes for the same tokens (salts, restarts)
+      index.apply(0, new BlockStored(new long[] {i}, null, new int[] {1, 1}, 2, null), H, i);
+    }
+    assertThat(index.heldBlocks(0)).isEqualTo(1);
+    assertThat(index.stats().counters().get("kv.mappingsEvicted")).isEqualTo(10_000 - 1026);
+    assertThat(index.stats().counters().get("kv.duplicate")).isZero();
   }
 
   @Test
@@ -320,15 +378,18 @@ class RadixPrefixIndexTest {
 
   @Test
   void builderValidates() {
-    assertThatThrownBy(() -> RadixPrefixIndex.builder().stripes(3)).hasMessageContaining("stripes");
     assertThatThrownBy(() -> RadixPrefixIndex.builder().maxBackends(0))
         .hasMessageContaining("maxBackends");
     assertThatThrownBy(() -> RadixPrefixIndex.builder().predictionTtl(Duration.ofSeconds(-1)))
         .hasMessageContaining("predictionTtl");
     assertThatThrownBy(() -> index(1).addBackend(1, -1)).hasMessageContaining("capacityBlocks");
+    assertThatThrownBy(() -> RadixPrefixIndex.builder().predictionTtl(Duration.ofDays(365L * 300)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("predictionTtl must be at most");
+    assertThat(RadixPrefixIndex.builder().predictionTtl(Duration.ofNanos(Long.MAX_VALUE)).build())
+        .isNotNull();
   }
 
-  /** Records every key of {@code keys} as routed to {@code slot}. */
   private static void recordAll(PrefixIndex index, long[] keys, int slot, long nowNanos) {
     index.recordRouted(keys, keys.length, slot, nowNanos);
   }

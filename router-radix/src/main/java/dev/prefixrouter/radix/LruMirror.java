@@ -1,0 +1,363 @@
+package dev.prefixrouter.radix;
+
+import java.util.Arrays;
+
+/**
+ * The LRU mirror of one backend's KV cache, run-granular: one <em>entry</em> per (node, backend)
+ * holding, for the node's run, how many leading blocks the backend holds ({@code held}) and how
+ * many of those are confirmed by KV events ({@code confirmed <= held}, always a prefix). Entries
+ * live in parallel primitive arrays indexed by entry id, linked into two intrusive lists ordered by
+ * the same stamps: the recency list of every entry, and the list of entries with predicted
+ * (unconfirmed) blocks, which TTL expiry sweeps from its old end.
+ *
+ * <p>The capacity is exact in blocks: {@link #size()} is the sum of {@code held} over entries.
+ * Eviction takes blocks from the tail of the least recently used entry (the engine frees a
+ * sequence's tail before its head); the index shortens that entry's {@code held} and drops it at
+ * zero.
+ *
+ * <p>Stamps are the clock made strictly increasing per mirror; all entries a write touches get the
+ * same stamp, and the write touches them deepest first, so along a path ancestors are always more
+ * recent than descendants.
+ *
+ * <p>Not thread-safe: only the index's writer (holding its write lock) calls it, except {@link
+ * #lruAgeNanos}, which reads one volatile field.
+ */
+final class LruMirror {
+  private static final int NONE = -1;
+  private static final int OFF_LIST = -2;
+
+  /** {@link #lruStamp} while an insert would evict nothing. */
+  private static final long ROOM = Long.MIN_VALUE;
+
+  final int slot;
+  private long capacity;
+  private long size;
+  private long confirmedTotal;
+  private long lastStamp = Long.MIN_VALUE;
+
+  /** Whether the backend has sent a KV event (its predictions then expire). */
+  boolean eventsSeen;
+
+  /** Stamp of the next victim while the mirror is full, else {@link #ROOM}; read without lock. */
+  private volatile long lruStamp = ROOM;
+
+  private Node[] node = new Node[0];
+  private int[] held = new int[0];
+  private int[] confirmed = new int[0];
+  private long[] stamp = new long[0];
+  private int[] prev = new int[0];
+  private int[] next = new int[0];
+  private int[] pprev = new int[0];
+  private int[] pnext = new int[0];
+  private int allocated;
+  private int live;
+  private int freeHead = NONE;
+  private int head = NONE; // most recent
+  private int tail = NONE; // least recent
+  private int phead = NONE;
+  private int ptail = NONE;
+
+  LruMirror(int slot, long capacity) {
+    this.slot = slot;
+    this.capacity = capacity;
+  }
+
+  long capacity() {
+    return capacity;
+  }
+
+  void capacity(long capacity) {
+    this.capacity = capacity;
+  }
+
+  /** Blocks held (sum over entries). */
+  long size() {
+    return size;
+  }
+
+  long confirmedBlocks() {
+    return confirmedTotal;
+  }
+
+  long predictedBlocks() {
+    return size - confirmedTotal;
+  }
+
+  int entries() {
+    return live;
+  }
+
+  /** The stamp for a write at {@code now}: the clock, made strictly increasing. */
+  long nextStamp(long now) {
+    lastStamp = now > lastStamp ? now : lastStamp + 1;
+    return lastStamp;
+  }
+
+  Node node(int e) {
+    return node[e];
+  }
+
+  int held(int e) {
+    return held[e];
+  }
+
+  int confirmed(int e) {
+    return confirmed[e];
+  }
+
+  long stamp(int e) {
+    return stamp[e];
+  }
+
+  /** The least recently used entry, or -1. */
+  int lruTail() {
+    return tail;
+  }
+
+  /** The least recently used entry with predicted blocks, or -1. */
+  int predictedTail() {
+    return ptail;
+  }
+
+  /** A new entry at the most recent end (the caller keeps {@code size <= capacity}). */
+  int add(Node n, int heldBlocks, int confirmedBlocks, long s) {
+    int e = allocate(n, heldBlocks, confirmedBlocks, s);
+    linkHead(e);
+    if (heldBlocks > confirmedBlocks) {
+      linkPredictedHead(e);
+    }
+    return e;
+  }
+
+  /**
+   * A new entry with {@code e}'s stamp placed just less recent than {@code e} in both lists (the
+   * tail part of a split node, taken before the head part). Call before changing {@code e}.
+   */
+  int addBelow(int e, Node n, int heldBlocks, int confirmedBlocks) {
+    int t = allocate(n, heldBlocks, confirmedBlocks, stamp[e]);
+    int after = next[e];
+    prev[t] = e;
+    next[t] = after;
+    next[e] = t;
+    if (after == NONE) {
+      tail = t;
+    } else {
+      prev[after] = t;
+    }
+    if (heldBlocks > confirmedBlocks && pnext[e] != OFF_LIST) {
+      int pafter = pnext[e];
+      pprev[t] = e;
+      pnext[t] = pafter;
+      pnext[e] = t;
+      if (pafter == NONE) {
+        ptail = t;
+      } else {
+        pprev[pafter] = t;
+      }
+    }
+    return t;
+  }
+
+  private int allocate(Node n, int heldBlocks, int confirmedBlocks, long s) {
+    int e;
+    if (freeHead != NONE) {
+      e = freeHead;
+      freeHead = next[e];
+    } else {
+      if (allocated == node.length) {
+        grow();
+      }
+      e = allocated++;
+    }
+    node[e] = n;
+    held[e] = heldBlocks;
+    confirmed[e] = confirmedBlocks;
+    stamp[e] = s;
+    pprev[e] = OFF_LIST;
+    pnext[e] = OFF_LIST;
+    size += heldBlocks;
+    confirmedTotal += confirmedBlocks;
+    live++;
+    return e;
+  }
+
+  private void grow() {
+    int n = Math.max(16, 2 * node.length);
+    node = Arrays.copyOf(node, n);
+    held = Arrays.copyOf(held, n);
+    confirmed = Arrays.copyOf(confirmed, n);
+    stamp = Arrays.copyOf(stamp, n);
+    prev = Arrays.copyOf(prev, n);
+    next = Arrays.copyOf(next, n);
+    pprev = Arrays.copyOf(pprev, n);
+    pnext = Arrays.copyOf(pnext, n);
+  }
+
+  /** Points an entry at another node (the head part after a split). */
+  void repoint(int e, Node n) {
+    node[e] = n;
+  }
+
+  /**
+   * Sets an entry's held and confirmed blocks ({@code 1 <= held}, {@code confirmed <= held}). An
+   * entry that gains predicted blocks joins the predicted list at its recent end: the caller
+   * touches it in the same write.
+   */
+  void set(int e, int heldBlocks, int confirmedBlocks) {
+    size += heldBlocks - held[e];
+    confirmedTotal += confirmedBlocks - confirmed[e];
+    held[e] = heldBlocks;
+    confirmed[e] = confirmedBlocks;
+    boolean predicted = heldBlocks > confirmedBlocks;
+    boolean listed = pnext[e] != OFF_LIST;
+    if (predicted && !listed) {
+      linkPredictedHead(e);
+    } else if (!predicted && listed) {
+      unlinkPredicted(e);
+    }
+  }
+
+  /** Makes an entry the most recent, with stamp {@code s}. */
+  void touch(int e, long s) {
+    stamp[e] = s;
+    if (head != e) {
+      unlink(e);
+      linkHead(e);
+    }
+    if (pnext[e] != OFF_LIST && phead != e) {
+      unlinkPredicted(e);
+      linkPredictedHead(e);
+    }
+  }
+
+  /** Forgets an entry. */
+  void remove(int e) {
+    unlink(e);
+    if (pnext[e] != OFF_LIST) {
+      unlinkPredicted(e);
+    }
+    size -= held[e];
+    confirmedTotal -= confirmed[e];
+    node[e] = null;
+    held[e] = 0;
+    confirmed[e] = 0;
+    next[e] = freeHead;
+    freeHead = e;
+    live--;
+  }
+
+  /** Calls {@code action} for every entry, least recent first (entries may be removed). */
+  void forEachEntry(java.util.function.IntConsumer action) {
+    for (int e = tail; e != NONE; ) {
+      int p = prev[e];
+      action.accept(e);
+      e = p;
+    }
+  }
+
+  private void linkHead(int e) {
+    prev[e] = NONE;
+    next[e] = head;
+    if (head != NONE) {
+      prev[head] = e;
+    }
+    head = e;
+    if (tail == NONE) {
+      tail = e;
+    }
+  }
+
+  private void unlink(int e) {
+    int p = prev[e];
+    int n = next[e];
+    if (p == NONE) {
+      head = n;
+    } else {
+      next[p] = n;
+    }
+    if (n == NONE) {
+      tail = p;
+    } else {
+      prev[n] = p;
+    }
+  }
+
+  private void linkPredictedHead(int e) {
+    pprev[e] = NONE;
+    pnext[e] = phead;
+    if (phead != NONE) {
+      pprev[phead] = e;
+    }
+    phead = e;
+    if (ptail == NONE) {
+      ptail = e;
+    }
+  }
+
+  private void unlinkPredicted(int e) {
+    int p = pprev[e];
+    int n = pnext[e];
+    if (p == NONE) {
+      phead = n;
+    } else {
+      pnext[p] = n;
+    }
+    if (n == NONE) {
+      ptail = p;
+    } else {
+      pprev[n] = p;
+    }
+    pprev[e] = OFF_LIST;
+    pnext[e] = OFF_LIST;
+  }
+
+  /** Publishes the stamp of the next victim (end of every write). */
+  void publishLru() {
+    lruStamp = size >= capacity && tail != NONE ? stamp[tail] : ROOM;
+  }
+
+  /**
+   * How long before {@code now} the blocks this mirror would evict next were last touched (at least
+   * 0), or {@link Long#MAX_VALUE} while an insert would evict nothing. Lock-free: one volatile
+   * read.
+   */
+  long lruAgeNanos(long now) {
+    long s = lruStamp;
+    return s == ROOM ? Long.MAX_VALUE : Math.max(0, now - s);
+  }
+
+  /** Whether the lists are well formed and the totals add up (tests). */
+  boolean consistent() {
+    long sum = 0;
+    long conf = 0;
+    int count = 0;
+    long last = Long.MAX_VALUE;
+    for (int e = head, p = NONE; e != NONE; p = e, e = next[e]) {
+      if (prev[e] != p || stamp[e] > last || held[e] < 1 || confirmed[e] > held[e]) {
+        return false;
+      }
+      if ((held[e] > confirmed[e]) != (pnext[e] != OFF_LIST)) {
+        return false;
+      }
+      last = stamp[e];
+      sum += held[e];
+      conf += confirmed[e];
+      if (++count > live) {
+        return false;
+      }
+    }
+    int pcount = 0;
+    last = Long.MAX_VALUE;
+    for (int e = phead, p = NONE; e != NONE; p = e, e = pnext[e]) {
+      if (pprev[e] != p || stamp[e] > last || held[e] <= confirmed[e] || ++pcount > live) {
+        return false;
+      }
+      last = stamp[e];
+    }
+    return count == live && sum == size && conf == confirmedTotal;
+  }
+
+  long approximateBytes() {
+    return 96L + node.length * (4L + 4 + 4 + 8 + 4 + 4 + 4 + 4);
+  }
+}
