@@ -34,8 +34,10 @@ import org.springframework.context.annotation.Configuration;
  * block hashing, {@link RadixPrefixIndex}, {@link EstimatedTtftScorer}, {@link TenantTokenBuckets},
  * {@link CircuitBreakers} — each a {@code @ConditionalOnMissingBean} so an application can replace
  * any one, plus {@link RoutingEngineBuilderCustomizer}s and {@link RoutingListener} beans. A user's
- * own {@code RoutingEngine} bean replaces the whole engine. Invalid properties fail startup with
- * the property path in the message.
+ * own {@code RoutingEngine} bean replaces the whole engine. Invalid properties fail startup with a
+ * {@link PrefixRouterPropertyException} naming the property path (reported by {@link
+ * PrefixRouterFailureAnalyzer}); so does an alias or a split to a model no backend serves, once the
+ * engine has backends at startup.
  */
 @AutoConfiguration
 @EnableConfigurationProperties(PrefixRouterProperties.class)
@@ -56,8 +58,9 @@ public class PrefixRouterAutoConfiguration {
       case "chars" ->
           guard("prefix-router.hashing.block-chars", () -> BlockHashers.chars(h.getBlockChars()));
       default ->
-          throw new IllegalStateException(
-              "prefix-router.hashing.kind must be 'tokens' or 'chars', was '" + h.getKind() + "'");
+          throw new PrefixRouterPropertyException(
+              "prefix-router.hashing.kind",
+              "must be 'tokens' or 'chars', was '" + h.getKind() + "'");
     };
   }
 
@@ -79,15 +82,23 @@ public class PrefixRouterAutoConfiguration {
   public Scorer prefixRouterScorer(PrefixRouterProperties p) {
     PrefixRouterProperties.Scorer s = p.getScorer();
     if (s.getPolicy().equals("est-ttft")) {
-      return guard(
-          "prefix-router.scorer",
-          () ->
-              EstimatedTtftScorer.builder()
-                  .calibrate(s.isCalibrate())
-                  .sessions(s.getSessionTtl(), s.getMaxSessions())
-                  .prefixAffinity(s.getPrefixAffinityRatio(), s.getPrefixAffinityMaxWaiting())
-                  .cachePressure(s.getCachePressure(), s.getCacheTurnoverRatio())
-                  .build());
+      EstimatedTtftScorer.Builder b = EstimatedTtftScorer.builder().calibrate(s.isCalibrate());
+      guard("prefix-router.scorer", () -> b.sessions(s.getSessionTtl(), s.getMaxSessions()));
+      renaming(
+          "prefix-router.scorer.prefix-affinity-ratio, prefix-router.scorer.prefix-affinity-max-waiting",
+          () -> b.prefixAffinity(s.getPrefixAffinityRatio(), s.getPrefixAffinityMaxWaiting()),
+          "prefixAffinity ratio",
+          "prefix-affinity-ratio",
+          "maxWaiting",
+          "prefix-affinity-max-waiting");
+      renaming(
+          "prefix-router.scorer.cache-pressure, prefix-router.scorer.cache-turnover-ratio",
+          () -> b.cachePressure(s.getCachePressure(), s.getCacheTurnoverRatio()),
+          "cachePressure: weight",
+          "cache-pressure",
+          "turnoverRatio",
+          "cache-turnover-ratio");
+      return guard("prefix-router.scorer", b::build);
     }
     return guard("prefix-router.scorer.policy", () -> Policies.byName(s.getPolicy()));
   }
@@ -99,20 +110,20 @@ public class PrefixRouterAutoConfiguration {
     if (l.getTokensPerMinute() == 0 && l.getTenants().isEmpty()) {
       return TenantLimiter.unlimited();
     }
-    return guard(
-        "prefix-router.limiter",
-        () -> {
-          TenantTokenBuckets.Builder b =
-              TenantTokenBuckets.builder()
-                  .maxTenants(l.getMaxTenants())
-                  .defaultQuota(
-                      Quota.perMinute(
-                          l.getTokensPerMinute() == 0 ? Quota.MAX_TOKENS : l.getTokensPerMinute()));
-          for (Map.Entry<String, Long> e : l.getTenants().entrySet()) {
-            b.quota(e.getKey(), Quota.perMinute(e.getValue()));
-          }
-          return b.build();
-        });
+    TenantTokenBuckets.Builder b = TenantTokenBuckets.builder();
+    guard("prefix-router.limiter", () -> b.maxTenants(l.getMaxTenants()));
+    guard(
+        "prefix-router.limiter.tokens-per-minute",
+        () ->
+            b.defaultQuota(
+                Quota.perMinute(
+                    l.getTokensPerMinute() == 0 ? Quota.MAX_TOKENS : l.getTokensPerMinute())));
+    for (Map.Entry<String, Long> e : l.getTenants().entrySet()) {
+      guard(
+          "prefix-router.limiter.tenants." + e.getKey(),
+          () -> b.quota(e.getKey(), Quota.perMinute(e.getValue())));
+    }
+    return b.build();
   }
 
   @Bean
@@ -141,14 +152,9 @@ public class PrefixRouterAutoConfiguration {
       HealthPolicy health,
       ObjectProvider<RoutingEngineBuilderCustomizer> customizers,
       ObjectProvider<RoutingListener> listeners) {
-    RoutingEngineBuilder b =
-        guard(
-            "prefix-router",
-            () ->
-                RoutingEngine.builder()
-                    .maxBackends(p.getMaxBackends())
-                    .retryBudget(p.getRetryBudget())
-                    .prefixIsolation(p.isPrefixIsolation()));
+    RoutingEngineBuilder b = RoutingEngine.builder().prefixIsolation(p.isPrefixIsolation());
+    guard("prefix-router.max-backends", () -> b.maxBackends(p.getMaxBackends()));
+    guard("prefix-router.retry-budget", () -> b.retryBudget(p.getRetryBudget()));
     b.hasher(hasher).prefixIndex(index).scorer(scorer).limiter(limiter).health(health);
     List<PrefixRouterProperties.BackendProperties> backends = p.getBackends();
     Set<String> ids = new HashSet<>();
@@ -156,10 +162,10 @@ public class PrefixRouterAutoConfiguration {
       PrefixRouterProperties.BackendProperties bp = backends.get(i);
       String path = "prefix-router.backends[" + i + "]";
       if (bp.getId() == null) {
-        throw new IllegalStateException(path + ".id is required");
+        throw new PrefixRouterPropertyException(path + ".id", "is required");
       }
       if (!ids.add(bp.getId())) {
-        throw new IllegalStateException(path + ".id '" + bp.getId() + "' is used twice");
+        throw new PrefixRouterPropertyException(path + ".id", "'" + bp.getId() + "' is used twice");
       }
       Backend backend =
           guard(
@@ -177,12 +183,56 @@ public class PrefixRouterAutoConfiguration {
     p.getModelAliases()
         .forEach(
             (alias, target) ->
-                guard("prefix-router.model-aliases", () -> b.modelAlias(alias, target)));
+                guard("prefix-router.model-aliases." + alias, () -> b.modelAlias(alias, target)));
     p.getModelSplits()
-        .forEach((model, w) -> guard("prefix-router.model-splits", () -> b.modelSplit(model, w)));
+        .forEach(
+            (model, w) ->
+                guard("prefix-router.model-splits." + model, () -> b.modelSplit(model, w)));
     listeners.orderedStream().forEach(b::listener);
     customizers.orderedStream().forEach(c -> c.customize(b));
-    return guard("prefix-router", b::build);
+    RoutingEngine engine = guard("prefix-router", b::build);
+    checkModelsAreServed(p, engine);
+    return engine;
+  }
+
+  /**
+   * Fails startup when an alias or a split points at a model no backend serves, once the engine has
+   * backends (an application that adds every backend at runtime is not checked).
+   */
+  static void checkModelsAreServed(PrefixRouterProperties p, RoutingEngine engine) {
+    Set<String> served = new java.util.TreeSet<>();
+    engine.backends().all().forEach(be -> served.addAll(be.models()));
+    if (served.isEmpty()) {
+      return;
+    }
+    p.getModelSplits()
+        .forEach(
+            (model, weights) ->
+                weights.forEach(
+                    (target, w) -> {
+                      if (w != null && w > 0 && !served.contains(target)) {
+                        throw new PrefixRouterPropertyException(
+                            "prefix-router.model-splits." + model + "." + target,
+                            "model '"
+                                + target
+                                + "' is served by no backend (backends serve "
+                                + served
+                                + ")");
+                      }
+                    }));
+    p.getModelAliases()
+        .forEach(
+            (alias, target) -> {
+              if (!served.contains(target) && !p.getModelSplits().containsKey(target)) {
+                throw new PrefixRouterPropertyException(
+                    "prefix-router.model-aliases." + alias,
+                    "target model '"
+                        + target
+                        + "' is served by no backend (backends serve "
+                        + served
+                        + ")");
+              }
+            });
   }
 
   @Bean
@@ -240,12 +290,73 @@ public class PrefixRouterAutoConfiguration {
     }
   }
 
-  /** Runs a builder step, turning a validation error into one naming the property. */
-  private static <T> T guard(String property, java.util.function.Supplier<T> step) {
+  /**
+   * Runs a builder step, turning a validation error into a {@link PrefixRouterPropertyException}
+   * naming the property: when the message starts with a builder field's Java name that belongs to
+   * {@code section}, the property is that field's (e.g. {@code retryBudget} → {@code
+   * prefix-router.retry-budget}) and the name in the reason is written the same way.
+   */
+  private static <T> T guard(String section, java.util.function.Supplier<T> step) {
+    try {
+      return step.get();
+    } catch (IllegalArgumentException | IllegalStateException e) {
+      if (e instanceof PrefixRouterPropertyException pe) {
+        throw pe;
+      }
+      String message = String.valueOf(e.getMessage());
+      java.util.regex.Matcher m = LEADING_JAVA_NAME.matcher(message);
+      if (m.lookingAt()) {
+        String kebab = kebab(m.group(1));
+        for (String property :
+            new String[] {section, section + "." + kebab, "prefix-router." + kebab}) {
+          if (property.endsWith("." + kebab) && KNOWN.contains(property)) {
+            throw new PrefixRouterPropertyException(
+                property, kebab + message.substring(m.end(1)), e);
+          }
+        }
+      }
+      throw new PrefixRouterPropertyException(section, message, e);
+    }
+  }
+
+  /**
+   * Runs a builder step that validates several properties at once; a validation error becomes a
+   * {@link PrefixRouterPropertyException} naming them, with each {@code javaName, kebabName} pair
+   * of {@code renames} rewritten in the reason.
+   */
+  private static <T> T renaming(
+      String properties, java.util.function.Supplier<T> step, String... renames) {
     try {
       return step.get();
     } catch (IllegalArgumentException e) {
-      throw new IllegalStateException(property + ": " + e.getMessage(), e);
+      String reason = String.valueOf(e.getMessage());
+      for (int i = 0; i + 1 < renames.length; i += 2) {
+        reason = reason.replace(renames[i], renames[i + 1]);
+      }
+      throw new PrefixRouterPropertyException(properties, reason, e);
     }
+  }
+
+  private static final java.util.regex.Pattern LEADING_JAVA_NAME =
+      java.util.regex.Pattern.compile("([a-z]+(?:[A-Z][a-z0-9]*)*)\\b");
+
+  /** Properties a builder's field name may map to (see {@link #guard}). */
+  private static final Set<String> KNOWN =
+      Set.of(
+          "prefix-router.max-backends",
+          "prefix-router.retry-budget",
+          "prefix-router.hashing.block-size",
+          "prefix-router.hashing.block-chars",
+          "prefix-router.index.default-capacity-blocks",
+          "prefix-router.index.prediction-ttl",
+          "prefix-router.scorer.session-ttl",
+          "prefix-router.scorer.max-sessions",
+          "prefix-router.limiter.max-tenants",
+          "prefix-router.breaker.consecutive-failures",
+          "prefix-router.breaker.cooldown",
+          "prefix-router.breaker.half-open-probes");
+
+  private static String kebab(String javaName) {
+    return javaName.replaceAll("([a-z0-9])([A-Z])", "$1-$2").toLowerCase(java.util.Locale.ROOT);
   }
 }

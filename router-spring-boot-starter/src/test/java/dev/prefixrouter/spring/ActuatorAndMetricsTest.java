@@ -1,7 +1,6 @@
 package dev.prefixrouter.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.prefixrouter.api.Failure;
 import dev.prefixrouter.api.Prompt;
@@ -10,7 +9,6 @@ import dev.prefixrouter.api.Routed;
 import dev.prefixrouter.api.RoutingEngine;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
@@ -43,18 +41,22 @@ class ActuatorAndMetricsTest {
           assertThat(ep.snapshot().backends()).hasSize(2);
           assertThat(ep.backend("b0")).isNotNull();
           assertThat(ep.backend("nope")).isNull();
-          assertThat(ep.change("b1", "drain", null, null)).containsEntry("result", "draining");
+          assertThat(ep.change("b1", "drain", null, null).getBody())
+              .containsEntry("result", "draining");
           for (int i = 0; i < 5; i++) {
             assertThat(route(engine).backendId()).isEqualTo("b0");
           }
           ep.change("b1", "undrain", null, null);
-          ep.change("b2", "add", List.of("m"), 500L);
+          ep.change("b2", "add", "m", 500L);
           assertThat(engine.backends().get("b2").orElseThrow().capacityBlocks()).isEqualTo(500);
-          assertThat(ep.change("b2", "remove", null, null)).containsEntry("result", "removed");
-          assertThatThrownBy(() -> ep.change("b0", "explode", null, null))
-              .hasMessageContaining("action must be");
-          assertThatThrownBy(() -> ep.change("b3", "add", null, null))
-              .hasMessageContaining("add needs models");
+          assertThat(ep.change("b2", "remove", null, null).getBody())
+              .containsEntry("result", "removed");
+          var explode = ep.change("b0", "explode", null, null);
+          assertThat(explode.getStatus()).isEqualTo(400);
+          assertThat(explode.getBody().get("error").toString()).contains("action must be");
+          var noModels = ep.change("b3", "add", null, null);
+          assertThat(noModels.getStatus()).isEqualTo(400);
+          assertThat(noModels.getBody().get("error").toString()).contains("add needs models");
         });
   }
 

@@ -103,7 +103,7 @@ class PrefixRouterAutoConfigurationTest {
             ctx ->
                 assertThat(ctx)
                     .getFailure()
-                    .hasStackTraceContaining("prefix-router.backends[1].id 'b0' is used twice"));
+                    .hasStackTraceContaining("prefix-router.backends[1].id: 'b0' is used twice"));
     runner
         .withPropertyValues("prefix-router.hashing.kind=bytes")
         .run(
@@ -111,7 +111,7 @@ class PrefixRouterAutoConfigurationTest {
                 assertThat(ctx)
                     .getFailure()
                     .hasStackTraceContaining(
-                        "prefix-router.hashing.kind must be 'tokens' or 'chars'"));
+                        "prefix-router.hashing.kind: must be 'tokens' or 'chars'"));
     runner
         .withPropertyValues("prefix-router.scorer.policy=magic")
         .run(
@@ -126,17 +126,17 @@ class PrefixRouterAutoConfigurationTest {
             ctx ->
                 assertThat(ctx)
                     .getFailure()
-                    .hasStackTraceContaining("prefix-router.scorer")
+                    .hasStackTraceContaining("prefix-router.scorer.prefix-affinity-ratio")
                     .hasStackTraceContaining(
-                        "prefixAffinity ratio must be 0 (off) or in [1, 100]"));
+                        "prefix-affinity-ratio must be 0 (off) or in [1, 100]"));
     runner
         .withPropertyValues("prefix-router.scorer.cache-turnover-ratio=0.5")
         .run(
             ctx ->
                 assertThat(ctx)
                     .getFailure()
-                    .hasStackTraceContaining("prefix-router.scorer")
-                    .hasStackTraceContaining("turnoverRatio in [1, 1000]"));
+                    .hasStackTraceContaining("prefix-router.scorer.cache-turnover-ratio")
+                    .hasStackTraceContaining("cache-turnover-ratio in [1, 1000]"));
     runner
         .withPropertyValues("prefix-router.hashing.block-size=0")
         .run(
@@ -144,7 +144,7 @@ class PrefixRouterAutoConfigurationTest {
                 assertThat(ctx)
                     .getFailure()
                     .hasStackTraceContaining(
-                        "prefix-router.hashing.block-size: blockSize must be"));
+                        "prefix-router.hashing.block-size: block-size must be"));
   }
 
   @Test

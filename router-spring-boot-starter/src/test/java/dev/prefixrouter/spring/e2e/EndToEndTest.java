@@ -40,6 +40,7 @@ class EndToEndTest {
     props.add("server.port=0");
     props.add("server.address=127.0.0.1");
     props.add("management.endpoints.web.exposure.include=prefixrouter,health");
+    props.add("management.endpoint.prefixrouter.access=unrestricted");
     props.add("prefix-router.backends[0].id=b0");
     props.add("prefix-router.backends[0].url=" + b0.url());
     props.add("prefix-router.backends[0].models=m");
