@@ -43,7 +43,7 @@ class EngineStressTest {
                   final Set<Integer> live = ConcurrentHashMap.newKeySet();
 
                   @Override
-                  public void addBackend(int slot, long capacityBlocks) {
+                  public void addBackend(int slot, Backend backend) {
                     assertThat(live.add(slot)).as("slot %d reused before removal", slot).isTrue();
                   }
 

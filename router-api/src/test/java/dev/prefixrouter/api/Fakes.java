@@ -54,7 +54,7 @@ final class Fakes {
   }
 
   /** Opens a slot after {@code threshold} failures; closes on success. */
-  static final class SimpleBreaker implements HealthPolicy {
+  static class SimpleBreaker implements HealthPolicy {
     final Map<Integer, AtomicLong> failures = new ConcurrentHashMap<>();
     final int threshold;
 
@@ -63,7 +63,7 @@ final class Fakes {
     }
 
     @Override
-    public void addBackend(int slot) {
+    public void addBackend(int slot, Backend backend) {
       failures.put(slot, new AtomicLong());
     }
 
@@ -104,10 +104,10 @@ final class Fakes {
   /** An index that holds nothing; tests override the calls they observe. Thread-safe. */
   static class NoOpIndex implements PrefixIndex {
     @Override
-    public void addBackend(int slot, long capacityBlocks) {}
+    public void addBackend(int slot, Backend backend) {}
 
     @Override
-    public void setCapacity(int slot, long capacityBlocks) {}
+    public void updateBackend(int slot, Backend before, Backend after) {}
 
     @Override
     public void match(long[] keys, int keyCount, int[] slots, int count, int[] matchedOut) {
@@ -129,18 +129,20 @@ final class Fakes {
     }
   }
 
-  static final class RecordingIndex implements PrefixIndex {
+  static class RecordingIndex implements PrefixIndex {
     final List<String> calls = Collections.synchronizedList(new ArrayList<>());
     final Map<Integer, Integer> matchBySlot = new ConcurrentHashMap<>();
 
     @Override
-    public void addBackend(int slot, long capacityBlocks) {
-      calls.add("add " + slot + " " + capacityBlocks);
+    public void addBackend(int slot, Backend backend) {
+      calls.add("add " + slot + " " + backend.capacityBlocks());
     }
 
     @Override
-    public void setCapacity(int slot, long capacityBlocks) {
-      calls.add("capacity " + slot + " " + capacityBlocks);
+    public void updateBackend(int slot, Backend before, Backend after) {
+      if (before.capacityBlocks() != after.capacityBlocks()) {
+        calls.add("capacity " + slot + " " + after.capacityBlocks());
+      }
     }
 
     @Override

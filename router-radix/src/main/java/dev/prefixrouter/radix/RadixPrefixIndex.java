@@ -1,6 +1,7 @@
 package dev.prefixrouter.radix;
 
 import dev.prefixrouter.api.AllBlocksCleared;
+import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.BlockRemoved;
 import dev.prefixrouter.api.BlockStored;
 import dev.prefixrouter.api.IndexStats;
@@ -102,19 +103,22 @@ public final class RadixPrefixIndex implements PrefixIndex {
   /** Optimistic match attempts before a match walks under the write lock. */
   static final int OPTIMISTIC_ATTEMPTS = 8;
 
-  private final int maxBackends;
+  // the slot space: sized by start(), which the engine calls in its constructor before it publishes
+  // itself (and this index through its final fields); never changed once a backend is added
+  private int maxBackends;
+  private final boolean maxBackendsExplicit;
   private final long defaultCapacity;
   private final long ttlNanos;
   private final Object lock = new Object();
   private final Node root = new Node(new long[0], null);
-  private final AtomicLongArray versions;
-  private final AtomicReferenceArray<LruMirror> mirrors;
-  private final EventTranslator[] translators; // lock held
+  private AtomicLongArray versions;
+  private AtomicReferenceArray<LruMirror> mirrors;
+  private EventTranslator[] translators; // lock held
   private long nodeCount; // lock held
 
   // one write's backends whose version is odd (lock held)
-  private final int[] changedSlots;
-  private final boolean[] changing;
+  private int[] changedSlots;
+  private boolean[] changing;
   private int changedCount;
 
   // the path of the last touchPath (lock held)
@@ -142,18 +146,26 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private final LongAdder lockedMatches = new LongAdder();
 
   private RadixPrefixIndex(Builder b) {
-    this.maxBackends = b.maxBackends;
+    this.maxBackendsExplicit = b.maxBackendsExplicit;
     this.defaultCapacity = b.defaultCapacityBlocks;
     this.ttlNanos = b.predictionTtl.toNanos();
-    this.versions = new AtomicLongArray(b.maxBackends);
-    this.mirrors = new AtomicReferenceArray<>(b.maxBackends);
-    this.translators = new EventTranslator[b.maxBackends];
-    this.changedSlots = new int[b.maxBackends];
-    this.changing = new boolean[b.maxBackends];
+    slots(b.maxBackends);
     root.linked = true;
   }
 
-  /** An index with the defaults (256 backends, 100k blocks when unknown, 30 s prediction TTL). */
+  private void slots(int n) {
+    this.maxBackends = n;
+    this.versions = new AtomicLongArray(n);
+    this.mirrors = new AtomicReferenceArray<>(n);
+    this.translators = new EventTranslator[n];
+    this.changedSlots = new int[n];
+    this.changing = new boolean[n];
+  }
+
+  /**
+   * An index with the defaults (256 backends until an engine hands down its maxBackends, 100k
+   * blocks when unknown, 30 s prediction TTL).
+   */
   public static RadixPrefixIndex create() {
     return builder().build();
   }
@@ -187,7 +199,53 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   // ---------------------------------------------------------------- membership
 
+  /**
+   * Adopts the engine's {@code maxBackends}, unless {@link Builder#maxBackends} was set explicitly
+   * (then it must cover the engine's).
+   *
+   * @throws IllegalArgumentException if the builder's explicit {@code maxBackends} is smaller
+   * @throws IllegalStateException if the size would change while a backend is tracked
+   */
   @Override
+  public void start(int maxBackends) {
+    synchronized (lock) {
+      if (maxBackends == this.maxBackends
+          || (maxBackendsExplicit && maxBackends < this.maxBackends)) {
+        return;
+      }
+      if (maxBackendsExplicit) {
+        throw new IllegalArgumentException(
+            "prefixIndex: RadixPrefixIndex built with maxBackends "
+                + this.maxBackends
+                + " cannot serve an engine with maxBackends "
+                + maxBackends
+                + "; leave RadixPrefixIndex.Builder.maxBackends unset to adopt the engine's");
+      }
+      for (int i = 0; i < this.maxBackends; i++) {
+        if (mirrors.get(i) != null) {
+          throw new IllegalStateException(
+              "prefixIndex: cannot resize to maxBackends " + maxBackends + " while in use");
+        }
+      }
+      slots(maxBackends);
+    }
+  }
+
+  @Override
+  public void addBackend(int slot, Backend backend) {
+    addBackend(slot, backend.capacityBlocks());
+  }
+
+  @Override
+  public void updateBackend(int slot, Backend before, Backend after) {
+    if (before.capacityBlocks() != after.capacityBlocks()) {
+      setCapacity(slot, after.capacityBlocks());
+    }
+  }
+
+  /**
+   * Starts tracking a slot. {@code capacityBlocks == 0} means unknown: the index uses its default.
+   */
   public void addBackend(int slot, long capacityBlocks) {
     checkSlot(slot);
     checkCapacity(capacityBlocks);
@@ -201,7 +259,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     }
   }
 
-  @Override
+  /** Changes a slot's capacity ({@code 0}: the default); shrinking evicts at once. */
   public void setCapacity(int slot, long capacityBlocks) {
     checkCapacity(capacityBlocks);
     if (!inRange(slot)) {
@@ -933,17 +991,22 @@ public final class RadixPrefixIndex implements PrefixIndex {
   /** Builder for {@link RadixPrefixIndex}; setters validate at once. */
   public static final class Builder {
     private int maxBackends = 256;
+    private boolean maxBackendsExplicit;
     private long defaultCapacityBlocks = 100_000;
     private Duration predictionTtl = Duration.ofSeconds(30);
 
     private Builder() {}
 
-    /** Slots the index accepts, {@code [1, 65536]}; must be at least the engine's. */
+    /**
+     * Slots the index accepts, {@code [1, 65536]}; when set, at least the engine's {@code
+     * maxBackends}. Unset, the index adopts the engine's (256 when used without an engine).
+     */
     public Builder maxBackends(int maxBackends) {
       if (maxBackends < 1 || maxBackends > 65_536) {
         throw new IllegalArgumentException("maxBackends must be in [1, 65536], was " + maxBackends);
       }
       this.maxBackends = maxBackends;
+      this.maxBackendsExplicit = true;
       return this;
     }
 

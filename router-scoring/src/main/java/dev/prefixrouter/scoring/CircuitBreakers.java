@@ -1,5 +1,6 @@
 package dev.prefixrouter.scoring;
 
+import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.Failure;
 import dev.prefixrouter.api.HealthState;
 import dev.prefixrouter.api.spi.HealthPolicy;
@@ -74,8 +75,25 @@ public final class CircuitBreakers implements HealthPolicy {
     return new Builder();
   }
 
+  /**
+   * Checks that the breakers cover the engine's slots.
+   *
+   * @throws IllegalArgumentException if {@code maxBackends} exceeds {@link Builder#maxBackends}
+   */
   @Override
-  public void addBackend(int slot) {
+  public void start(int maxBackends) {
+    if (maxBackends > states.length()) {
+      throw new IllegalArgumentException(
+          "health: CircuitBreakers built for maxBackends "
+              + states.length()
+              + " cannot serve an engine with maxBackends "
+              + maxBackends
+              + "; leave CircuitBreakers.Builder.maxBackends unset or raise it");
+    }
+  }
+
+  @Override
+  public void addBackend(int slot, Backend backend) {
     states.set(slot, State.CLOSED);
   }
 
@@ -279,7 +297,10 @@ public final class CircuitBreakers implements HealthPolicy {
       return this;
     }
 
-    /** Slots tracked; must cover the engine's maxBackends. */
+    /**
+     * Slots tracked (default 65536, every slot an engine can have); an engine with a larger
+     * maxBackends refuses to build.
+     */
     public Builder maxBackends(int n) {
       if (n < 1 || n > 65_536) {
         throw new IllegalArgumentException("maxBackends must be in [1, 65536], was " + n);

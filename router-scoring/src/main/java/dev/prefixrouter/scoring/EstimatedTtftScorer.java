@@ -501,7 +501,7 @@ public final class EstimatedTtftScorer implements Scorer {
   }
 
   @Override
-  public void onBackendRemoved(int slot) {
+  public void removeBackend(int slot) {
     synchronized (modelsLock) {
       CostModel[] ms = models;
       if (slot < ms.length && ms[slot] != null) {

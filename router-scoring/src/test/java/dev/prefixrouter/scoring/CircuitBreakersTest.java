@@ -13,6 +13,8 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class CircuitBreakersTest {
+  private static final dev.prefixrouter.api.Backend B = dev.prefixrouter.api.Backend.of("b", "m");
+
   private static final Failure CONNECT = Failure.of(Failure.Kind.CONNECT);
   private static final long SECOND = 1_000_000_000L;
 
@@ -30,7 +32,7 @@ class CircuitBreakersTest {
   @Test
   void opensAfterConsecutiveFailuresAndHalfOpensAfterCooldown() {
     CircuitBreakers b = breakers();
-    b.addBackend(0);
+    b.addBackend(0, B);
     b.onFailure(0, CONNECT, 0);
     b.onFailure(0, CONNECT, 0);
     assertThat(b.state(0, 0)).isEqualTo(HealthState.CLOSED);
@@ -50,7 +52,7 @@ class CircuitBreakersTest {
   @Test
   void halfOpenFailureReopens() {
     CircuitBreakers b = breakers();
-    b.addBackend(0);
+    b.addBackend(0, B);
     for (int i = 0; i < 3; i++) {
       b.onFailure(0, CONNECT, 0);
     }
@@ -64,7 +66,7 @@ class CircuitBreakersTest {
   @Test
   void failureRateOverTheWindowOpens() {
     CircuitBreakers b = breakers();
-    b.addBackend(0);
+    b.addBackend(0, B);
     // alternate: never 3 in a row, but 50 % of the window once 6 calls are in
     for (int i = 0; i < 3; i++) {
       b.onSuccess(0, 0);
@@ -76,7 +78,7 @@ class CircuitBreakersTest {
   @Test
   void clientErrorsAndCancellationsDoNotCount() {
     CircuitBreakers b = breakers();
-    b.addBackend(0);
+    b.addBackend(0, B);
     for (int i = 0; i < 10; i++) {
       b.onFailure(0, Failure.httpStatus(404), 0);
       b.onFailure(0, Failure.of(Failure.Kind.CANCELLED), 0);
@@ -87,7 +89,7 @@ class CircuitBreakersTest {
   @Test
   void lostProbesAreReissuedAfterAnotherCooldown() {
     CircuitBreakers b = breakers();
-    b.addBackend(0);
+    b.addBackend(0, B);
     for (int i = 0; i < 3; i++) {
       b.onFailure(0, CONNECT, 0);
     }
@@ -113,7 +115,7 @@ class CircuitBreakersTest {
         .checkAssert(
             ops -> {
               CircuitBreakers b = breakers();
-              b.addBackend(0);
+              b.addBackend(0, B);
               long now = 0;
               HealthState prev = b.state(0, now);
               for (int op : ops) {
@@ -134,7 +136,7 @@ class CircuitBreakersTest {
   @Test
   void aHealthyBreakerIsNotRewrittenBySuccesses() {
     CircuitBreakers b = breakers();
-    b.addBackend(0);
+    b.addBackend(0, B);
     for (int i = 0; i < 10; i++) { // window size 10: the window fills
       b.onSuccess(0, i);
     }
@@ -161,7 +163,7 @@ class CircuitBreakersTest {
         .checkAssert(
             ops -> {
               CircuitBreakers b = breakers();
-              b.addBackend(0);
+              b.addBackend(0, B);
               java.util.ArrayDeque<Boolean> window = new java.util.ArrayDeque<>();
               int consecutive = 0;
               long now = 0;

@@ -17,6 +17,7 @@ import org.junit.jupiter.api.Test;
  */
 @Tag("stress")
 class ConcurrencyLincheckTest {
+  private static final dev.prefixrouter.api.Backend B = dev.prefixrouter.api.Backend.of("b", "m");
 
   /**
    * The lock-free bucket itself: 10 tokens refilling 1 token per ms; operations at fixed times
@@ -84,7 +85,7 @@ class ConcurrencyLincheckTest {
             .build();
 
     public BreakerTest() {
-      breakers.addBackend(0);
+      breakers.addBackend(0, B);
     }
 
     @Operation

@@ -154,12 +154,13 @@ class ScoringEngineTest {
         new java.util.concurrent.ConcurrentHashMap<>();
 
     @Override
-    public void addBackend(int slot, long capacityBlocks) {
+    public void addBackend(int slot, dev.prefixrouter.api.Backend backend) {
       held.put(slot, java.util.concurrent.ConcurrentHashMap.newKeySet());
     }
 
     @Override
-    public void setCapacity(int slot, long capacityBlocks) {}
+    public void updateBackend(
+        int slot, dev.prefixrouter.api.Backend before, dev.prefixrouter.api.Backend after) {}
 
     @Override
     public void match(long[] keys, int keyCount, int[] slots, int count, int[] out) {

@@ -70,8 +70,7 @@ public class PrefixRouterAutoConfiguration {
     return guard(
         "prefix-router.index",
         () ->
-            RadixPrefixIndex.builder()
-                .maxBackends(p.getMaxBackends())
+            RadixPrefixIndex.builder() // maxBackends: the engine hands its own down
                 .defaultCapacityBlocks(p.getIndex().getDefaultCapacityBlocks())
                 .predictionTtl(p.getIndex().getPredictionTtl())
                 .build());
@@ -133,8 +132,7 @@ public class PrefixRouterAutoConfiguration {
     return guard(
         "prefix-router.breaker",
         () ->
-            CircuitBreakers.builder()
-                .maxBackends(Math.max(1, p.getMaxBackends()))
+            CircuitBreakers.builder() // covers every slot; the engine checks its maxBackends
                 .consecutiveFailures(b.getConsecutiveFailures())
                 .cooldown(b.getCooldown())
                 .halfOpenProbes(b.getHalfOpenProbes())

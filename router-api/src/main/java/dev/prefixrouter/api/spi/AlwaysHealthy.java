@@ -1,5 +1,6 @@
 package dev.prefixrouter.api.spi;
 
+import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.Failure;
 import dev.prefixrouter.api.HealthState;
 
@@ -7,7 +8,7 @@ enum AlwaysHealthy implements HealthPolicy {
   INSTANCE;
 
   @Override
-  public void addBackend(int slot) {}
+  public void addBackend(int slot, Backend backend) {}
 
   @Override
   public void removeBackend(int slot) {}

@@ -1,5 +1,6 @@
 package dev.prefixrouter.api.spi;
 
+import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.Failure;
 import dev.prefixrouter.api.HealthState;
 
@@ -11,12 +12,14 @@ import dev.prefixrouter.api.HealthState;
  * <p><b>Call site:</b> {@code state} for every candidate of every {@code route()}, the rest once
  * per decision or lease end; concurrently. <b>Budget:</b> O(1), lock-free on the read path.
  */
-public interface HealthPolicy {
+public interface HealthPolicy extends SlotLifecycle {
 
   /** Starts tracking a slot as {@link HealthState#CLOSED}. */
-  void addBackend(int slot);
+  @Override
+  void addBackend(int slot, Backend backend);
 
   /** Forgets a slot. */
+  @Override
   void removeBackend(int slot);
 
   /** The state now (an open breaker whose cooldown is over reads {@code HALF_OPEN}). */

@@ -1,5 +1,6 @@
 package dev.prefixrouter.api.spi;
 
+import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.IndexStats;
 import dev.prefixrouter.api.KvEvent;
 import java.util.Arrays;
@@ -8,10 +9,10 @@ enum NoPrefixIndex implements PrefixIndex {
   INSTANCE;
 
   @Override
-  public void addBackend(int slot, long capacityBlocks) {}
+  public void addBackend(int slot, Backend backend) {}
 
   @Override
-  public void setCapacity(int slot, long capacityBlocks) {}
+  public void updateBackend(int slot, Backend before, Backend after) {}
 
   @Override
   public void match(long[] keys, int keyCount, int[] slots, int count, int[] matchedOut) {

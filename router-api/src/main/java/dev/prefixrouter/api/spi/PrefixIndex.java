@@ -1,5 +1,6 @@
 package dev.prefixrouter.api.spi;
 
+import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.IndexStats;
 import dev.prefixrouter.api.KvEvent;
 
@@ -17,15 +18,18 @@ import dev.prefixrouter.api.KvEvent;
  * must not keep a reference to it. Backends are dense slots (see the package documentation). Index
  * memory must be bounded by the sum of the backends' capacities.
  */
-public interface PrefixIndex {
+public interface PrefixIndex extends SlotLifecycle {
 
   /**
-   * Starts tracking a slot. {@code capacityBlocks == 0} means unknown: the index uses its default.
+   * Starts tracking a slot with the backend's {@link Backend#capacityBlocks()} ({@code 0} means
+   * unknown: the index uses its default).
    */
-  void addBackend(int slot, long capacityBlocks);
+  @Override
+  void addBackend(int slot, Backend backend);
 
-  /** Changes a slot's capacity; shrinking evicts at once. */
-  void setCapacity(int slot, long capacityBlocks);
+  /** Follows a change of {@link Backend#capacityBlocks()}; shrinking evicts at once. */
+  @Override
+  void updateBackend(int slot, Backend before, Backend after);
 
   /**
    * For each of the first {@code count} entries of {@code slots}, writes into {@code matchedOut} at
@@ -71,6 +75,7 @@ public interface PrefixIndex {
   void apply(int slot, KvEvent event, BlockHasher hasher, long nowNanos);
 
   /** Forgets everything about a slot; the slot may be reused after this returns. */
+  @Override
   void removeBackend(int slot);
 
   /**

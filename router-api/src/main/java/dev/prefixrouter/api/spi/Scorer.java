@@ -1,5 +1,6 @@
 package dev.prefixrouter.api.spi;
 
+import dev.prefixrouter.api.Backend;
 import java.util.Map;
 import java.util.OptionalLong;
 
@@ -11,7 +12,7 @@ import java.util.OptionalLong;
  * thread, concurrently; feedback methods from whichever thread ends a lease. <b>Budget:</b> O(n) in
  * the number of candidates, a few µs for 64 candidates. Thread-safe.
  */
-public interface Scorer {
+public interface Scorer extends SlotLifecycle {
 
   /** A short stable name for logs and the simulator ({@code least-in-flight}, {@code est-ttft}). */
   String name();
@@ -40,8 +41,13 @@ public interface Scorer {
   /** A lease on {@code slot} ended (completed or failed), whether or not it saw a first token. */
   default void onEnded(int slot) {}
 
+  /** A backend joined the engine; the default keeps no per-backend state. */
+  @Override
+  default void addBackend(int slot, Backend backend) {}
+
   /** A backend left the engine; forget its state. */
-  default void onBackendRemoved(int slot) {}
+  @Override
+  default void removeBackend(int slot) {}
 
   /**
    * Parameters of this scorer for a slot, shown in {@code inspect()} (e.g. fitted coefficients).

@@ -1,0 +1,268 @@
+package dev.prefixrouter.api;
+
+import dev.prefixrouter.api.spi.FirstTokenObservation;
+import dev.prefixrouter.api.spi.HealthPolicy;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The lease of one placement: a state machine {@code OPEN → STREAMING → COMPLETED / FAILED_*} (or
+ * {@code OPEN → FAILED_BEFORE_FIRST_TOKEN}) moved by CAS, so each transition's effects happen
+ * exactly once. It owns the backend's counts for the request (in flight, pending prefill, running
+ * decodes, active tokens) and the tenant's true-up when it ends. Thread-safe; O(1) per call.
+ */
+final class DefaultLease implements Lease {
+  private static final Logger log = LoggerFactory.getLogger(RoutingEngine.class);
+
+  private static final int OPEN = 0;
+  private static final int STREAMING = 1;
+  private static final int COMPLETED = 2;
+  private static final int FAILED_BEFORE_FIRST_TOKEN = 3;
+  private static final int FAILED_AFTER_FIRST_TOKEN = 4;
+
+  private static final VarHandle STATE;
+  private static final VarHandle FAILOVER_TAKEN;
+
+  static {
+    try {
+      MethodHandles.Lookup l = MethodHandles.lookup();
+      STATE = l.findVarHandle(DefaultLease.class, "state", int.class);
+      FAILOVER_TAKEN = l.findVarHandle(DefaultLease.class, "failoverTaken", boolean.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  private final RoutePipeline pipeline;
+  private final RoutePipeline.Attempt attempt;
+  private final BackendEntry entry;
+  private final List<BackendEntry> excluded;
+  private final int attemptNo;
+  private final int matchedTokens;
+  private final int uncachedTokens;
+  private final long startNanos;
+  private final long queuedBefore;
+  private final int decodesBefore;
+  private final double estimatedCost;
+  // plain fields behind VarHandles: a lease is allocated per route, two atomics would double it
+  private volatile int state = OPEN;
+  private volatile boolean failoverTaken;
+  private @Nullable Routed routed;
+
+  DefaultLease(
+      RoutePipeline pipeline,
+      RoutePipeline.Attempt attempt,
+      BackendEntry entry,
+      List<BackendEntry> excluded,
+      int attemptNo,
+      int matchedTokens,
+      int uncachedTokens,
+      long startNanos,
+      long queuedBefore,
+      int decodesBefore,
+      double estimatedCost) {
+    this.pipeline = pipeline;
+    this.attempt = attempt;
+    this.entry = entry;
+    this.excluded = excluded;
+    this.attemptNo = attemptNo;
+    this.matchedTokens = matchedTokens;
+    this.uncachedTokens = uncachedTokens;
+    this.startNanos = startNanos;
+    this.queuedBefore = queuedBefore;
+    this.decodesBefore = decodesBefore;
+    this.estimatedCost = estimatedCost;
+  }
+
+  /** Binds the decision this lease belongs to; returns it. */
+  Routed open(Routed routed) {
+    this.routed = routed;
+    return routed;
+  }
+
+  RoutePipeline.Attempt attempt() {
+    return attempt;
+  }
+
+  int attemptNo() {
+    return attemptNo;
+  }
+
+  /** The backends a failover of this lease must avoid: the ones before and this one. */
+  List<BackendEntry> excludedWithOwnBackend() {
+    List<BackendEntry> next = new ArrayList<>(excluded.size() + 1);
+    next.addAll(excluded);
+    next.add(entry);
+    return next;
+  }
+
+  private Routed routed() {
+    return Objects.requireNonNull(routed, "routed");
+  }
+
+  @Override
+  public void firstToken() {
+    if (!STATE.compareAndSet(this, OPEN, STREAMING)) {
+      return;
+    }
+    long now = pipeline.ticker().getAsLong();
+    entry.addPendingPrefillTokens(-uncachedTokens);
+    entry.addRunningDecodes(1);
+    long ttft = Math.max(0, now - startNanos);
+    if (entry.claim()) {
+      try {
+        healthFeedback(now, null);
+        pipeline
+            .scorer()
+            .onFirstToken(
+                new FirstTokenObservation(
+                    entry.slot,
+                    ttft,
+                    attempt.promptTokens(),
+                    matchedTokens,
+                    queuedBefore,
+                    decodesBefore,
+                    estimatedCost));
+      } finally {
+        entry.release();
+      }
+    }
+    Routed r = routed();
+    Listeners listeners = pipeline.listeners();
+    if (listeners.any()) {
+      listeners.notify(l -> l.onFirstToken(r, ttft));
+    }
+  }
+
+  @Override
+  public void complete(Usage usage) {
+    Objects.requireNonNull(usage, "usage");
+    int s = end(COMPLETED, COMPLETED);
+    if (s < 0) {
+      return;
+    }
+    long now = pipeline.ticker().getAsLong();
+    long trueUp = usage.totalTokens() - attempt.reservedTokens();
+    if (trueUp != 0) { // the reservation was exact: nothing to write to the tenant's bucket
+      pipeline.limiter().adjust(attempt.request().tenant(), trueUp, now);
+    }
+    if (s == OPEN && entry.claim()) {
+      try {
+        healthFeedback(now, null);
+      } finally {
+        entry.release();
+      }
+    }
+    Routed r = routed();
+    long duration = Math.max(0, now - startNanos);
+    Listeners listeners = pipeline.listeners();
+    if (listeners.any()) {
+      listeners.notify(l -> l.onCompleted(r, usage, duration));
+    }
+  }
+
+  @Override
+  public void fail(Failure failure) {
+    Objects.requireNonNull(failure, "failure");
+    int s = end(FAILED_BEFORE_FIRST_TOKEN, FAILED_AFTER_FIRST_TOKEN);
+    if (s < 0) {
+      return;
+    }
+    long now = pipeline.ticker().getAsLong();
+    // Before the first token the backend did no useful work: refund the whole reservation.
+    // After it, the prompt was processed: charge it, refund the unknown output reservation.
+    long charged = s == OPEN ? 0 : attempt.promptTokens();
+    pipeline.limiter().adjust(attempt.request().tenant(), charged - attempt.reservedTokens(), now);
+    if (failure.countsAgainstBackend() && entry.claim()) {
+      try {
+        healthFeedback(now, failure);
+      } finally {
+        entry.release();
+      }
+    }
+    Routed r = routed();
+    boolean before = s == OPEN;
+    Listeners listeners = pipeline.listeners();
+    if (listeners.any()) {
+      listeners.notify(l -> l.onFailed(r, failure, before));
+    }
+  }
+
+  /** CAS to an end state and undo this lease's counts; the previous state, or -1 if ended. */
+  private int end(int ifOpen, int ifStreaming) {
+    while (true) {
+      int s = state;
+      if (s >= COMPLETED) {
+        return -1;
+      }
+      if (STATE.compareAndSet(this, s, s == OPEN ? ifOpen : ifStreaming)) {
+        if (s == OPEN) {
+          entry.addPendingPrefillTokens(-uncachedTokens);
+        } else {
+          entry.addRunningDecodes(-1);
+        }
+        entry.addInFlight(-1);
+        entry.addActiveTokens(-attempt.reservedTokens());
+        if (entry.claim()) {
+          try {
+            pipeline.scorer().onEnded(entry.slot);
+          } finally {
+            entry.release();
+          }
+        }
+        return s;
+      }
+    }
+  }
+
+  @Override
+  public RouteDecision failover() {
+    if (state != FAILED_BEFORE_FIRST_TOKEN || !FAILOVER_TAKEN.compareAndSet(this, false, true)) {
+      return pipeline.reject(
+          new Rejected(
+              attempt.request(),
+              RejectReason.NOT_RETRYABLE,
+              Duration.ZERO,
+              "failover needs a lease that failed before its first token and was not failed over"
+                  + " yet (state "
+                  + state
+                  + ")",
+              null));
+    }
+    return pipeline.failover(this);
+  }
+
+  @Override
+  public boolean isEnded() {
+    return state >= COMPLETED;
+  }
+
+  /** Feeds the breaker (claim held by the caller) and reports a state change. */
+  private void healthFeedback(long now, @Nullable Failure failure) {
+    HealthPolicy health = pipeline.health();
+    HealthState before = health.state(entry.slot, now);
+    if (failure == null) {
+      health.onSuccess(entry.slot, now);
+    } else {
+      health.onFailure(entry.slot, failure, now);
+    }
+    HealthState after = health.state(entry.slot, now);
+    if (before != after) {
+      Backend b = entry.backend;
+      log.info("backend {} health {} -> {}", b.id(), before, after);
+      pipeline.listeners().notify(l -> l.onHealthChanged(b, before, after));
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "Lease[backend=" + entry.backend.id() + ", state=" + state + "]";
+  }
+}

@@ -1,0 +1,494 @@
+package dev.prefixrouter.api;
+
+import dev.prefixrouter.api.spi.Admission;
+import dev.prefixrouter.api.spi.BlockHasher;
+import dev.prefixrouter.api.spi.HealthPolicy;
+import dev.prefixrouter.api.spi.PrefixIndex;
+import dev.prefixrouter.api.spi.Scorer;
+import dev.prefixrouter.api.spi.TenantLimiter;
+import java.time.Duration;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.OptionalLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One {@code route()}, stage by stage: {@link #validate} → {@link #admit} → {@link #eligible} →
+ * {@link #hash} → {@link #match} → {@link #score} → {@link #sloAdmission} → {@link #record}. A
+ * failover re-enters at {@link #place} with the backends that failed excluded. The tenant is
+ * charged once per attempt and refunded on one path ({@link #placeCharged}) whatever ends the
+ * attempt: a rejection or a throw.
+ *
+ * <p>Thread-safe. Per-thread buffers keep a decision free of per-candidate allocation.
+ */
+final class RoutePipeline {
+  private static final Logger log = LoggerFactory.getLogger(RoutingEngine.class);
+  private static final EligibilityFilter[] BEFORE_SCORING = {
+    EligibilityFilter.MODEL,
+    EligibilityFilter.DRAINING,
+    EligibilityFilter.HEALTH,
+    EligibilityFilter.CAPABILITY,
+    EligibilityFilter.LABEL,
+    EligibilityFilter.EXCLUDED
+  };
+
+  /** Keys a thread keeps a buffer for: 4,096 (64k tokens at 16 per block, 32 KB). */
+  static final int MAX_RETAINED_KEYS = 4096;
+
+  private final BlockHasher hasher;
+  private final PrefixIndex index;
+  private final Scorer scorer;
+  private final TenantLimiter limiter;
+  private final HealthPolicy health;
+  private final Listeners listeners;
+  private final Membership membership;
+  private final LongSupplier ticker;
+  private final ModelRouter models;
+  private final IsolationSeeds seeds;
+  private final int maxFallbacks;
+  private final int retryBudget;
+  private final LongAdder failovers = new LongAdder();
+  private final EnumMap<RejectReason, LongAdder> rejected = new EnumMap<>(RejectReason.class);
+
+  RoutePipeline(RoutingEngineBuilder b, Listeners listeners, Membership membership) {
+    this.hasher = b.hasher;
+    this.index = b.index;
+    this.scorer = b.scorer;
+    this.limiter = b.limiter;
+    this.health = b.health;
+    this.listeners = listeners;
+    this.membership = membership;
+    this.ticker = b.ticker;
+    this.models = new ModelRouter(b.aliases, b.splits);
+    this.seeds = new IsolationSeeds(hasher, b.prefixIsolation);
+    this.maxFallbacks = b.maxFallbacks;
+    this.retryBudget = b.retryBudget;
+    for (RejectReason r : RejectReason.values()) {
+      rejected.put(r, new LongAdder());
+    }
+  }
+
+  /** What a request carries between its first route and its failovers. */
+  record Attempt(RouteRequest request, String model, int promptTokens, long reservedTokens) {}
+
+  // ---------------------------------------------------------------- entry points
+
+  RouteDecision route(RouteRequest request) {
+    validate(request);
+    long now = ticker.getAsLong();
+    String model = models.resolve(request);
+    int promptTokens = request.prompt().estimatedTokens();
+    Attempt attempt =
+        new Attempt(request, model, promptTokens, (long) promptTokens + request.maxOutputTokens());
+    Rejected denied = admit(attempt, now);
+    if (denied != null) {
+      return reject(denied);
+    }
+    return placeCharged(attempt, List.of(), 0, now);
+  }
+
+  /** A failover of {@code lease}, which failed before its first token (the caller checked). */
+  RouteDecision failover(DefaultLease lease) {
+    Attempt attempt = lease.attempt();
+    if (lease.attemptNo() + 1 > retryBudget) {
+      return reject(
+          new Rejected(
+              attempt.request(),
+              RejectReason.RETRY_BUDGET_EXHAUSTED,
+              Duration.ZERO,
+              "retry budget of " + retryBudget + " failovers used up",
+              null));
+    }
+    long now = ticker.getAsLong();
+    limiter.adjust(attempt.request().tenant(), attempt.reservedTokens(), now); // re-charge
+    List<BackendEntry> excluded = lease.excludedWithOwnBackend();
+    RouteDecision d = placeCharged(attempt, excluded, lease.attemptNo() + 1, now);
+    if (d instanceof Routed) {
+      failovers.increment();
+    }
+    return d;
+  }
+
+  // ---------------------------------------------------------------- stages
+
+  /** Validate: the request itself is valid by construction; only null is refused here. */
+  private static void validate(RouteRequest request) {
+    Objects.requireNonNull(request, "request");
+  }
+
+  /** Admit: charges the tenant the prompt plus the reserved output; null when granted. */
+  private @Nullable Rejected admit(Attempt a, long now) {
+    Admission admission = limiter.tryAcquire(a.request().tenant(), a.reservedTokens(), now);
+    if (admission.granted()) {
+      return null;
+    }
+    boolean tooLarge = admission.outcome() == Admission.Outcome.TOO_LARGE;
+    return new Rejected(
+        a.request(),
+        tooLarge ? RejectReason.REQUEST_TOO_LARGE : RejectReason.RATE_LIMITED,
+        tooLarge ? Duration.ZERO : Duration.ofNanos(admission.retryAfterNanos()),
+        admission.message(),
+        null);
+  }
+
+  /**
+   * Places an attempt whose tenant is charged; the one refund path: a rejection or a throw (a
+   * scorer's, or a listener's {@link Error}) gives the reservation back before it propagates.
+   */
+  private RouteDecision placeCharged(
+      Attempt attempt, List<BackendEntry> excluded, int attemptNo, long now) {
+    RouteDecision d;
+    try {
+      d = place(attempt, excluded, attemptNo, now);
+    } catch (Throwable t) {
+      refund(attempt, now);
+      throw t;
+    }
+    if (d instanceof Rejected r) {
+      refund(attempt, now);
+      return reject(r);
+    }
+    return d; // counted by the entry it was placed on (countPlacement)
+  }
+
+  private void refund(Attempt attempt, long now) {
+    limiter.adjust(attempt.request().tenant(), -attempt.reservedTokens(), now);
+  }
+
+  /** Counts, logs and announces a rejection. */
+  Rejected reject(Rejected r) {
+    rejected.get(r.reason()).increment();
+    if (log.isDebugEnabled()) {
+      log.debug(
+          "rejected request={} tenant={} reason={} filter={}: {}",
+          r.request().requestId(),
+          r.request().tenant(),
+          r.reason(),
+          r.emptiedBy(),
+          r.message());
+    }
+    listeners.notify(l -> l.onRejected(r));
+    return r;
+  }
+
+  /**
+   * {@link #decide} with this thread's buffers, then the debug log and the listeners. A listener's
+   * {@link Error} abandons the new lease (its counts undone) before it propagates.
+   */
+  private RouteDecision place(
+      Attempt attempt, List<BackendEntry> excluded, int attemptNo, long now) {
+    Scratch scratch = Scratch.SCRATCH.get();
+    RouteDecision d;
+    if (scratch.busy) { // a reentrant route (from a listener or scorer) on this thread
+      d = decide(attempt, excluded, attemptNo, now, new Scratch());
+    } else {
+      scratch.busy = true;
+      try {
+        d = decide(attempt, excluded, attemptNo, now, scratch);
+      } finally {
+        scratch.candidates.clear();
+        scratch.decisionKeys = scratch.keys;
+        scratch.busy = false;
+      }
+    }
+    if (d instanceof Routed routed) {
+      if (log.isDebugEnabled()) {
+        log.debug(
+            "routed request={} tenant={} model={} backend={} attempt={} matched={}/{} cost={} ({})",
+            routed.request().requestId(),
+            routed.request().tenant(),
+            routed.resolvedModel(),
+            routed.backendId(),
+            attemptNo,
+            routed.matchedTokens(),
+            routed.promptTokens(),
+            routed.cost(),
+            routed.reason());
+      }
+      if (listeners.any()) {
+        listeners.notify(l -> l.onRouted(routed));
+      }
+    }
+    return d;
+  }
+
+  /** Eligible → hash → match → score → SLO admission → record. Does not touch the limiter. */
+  private RouteDecision decide(
+      Attempt attempt, List<BackendEntry> excluded, int attemptNo, long now, Scratch scratch) {
+    Candidates c =
+        scratch.candidates.reset(
+            attempt.request(),
+            attempt.model(),
+            attempt.promptTokens(),
+            hasher.tokensPerBlock(),
+            now,
+            membership.entries().length,
+            index);
+    Rejected none = eligible(attempt, excluded, now, c);
+    if (none != null) {
+      return none;
+    }
+    int keyCount = hash(attempt.request(), scratch);
+    long[] keys = scratch.decisionKeys;
+    match(keys, keyCount, c);
+    int[] order = score(c);
+    Rejected shed = sloAdmission(attempt.request(), c, order[0]);
+    if (shed != null) {
+      return shed;
+    }
+    return record(attempt, excluded, attemptNo, now, c, order, keys, keyCount);
+  }
+
+  /**
+   * Eligible: the backends every filter before scoring lets through, in table order; when none is
+   * left, the rejection names the filter that removed the last ones (the furthest in filter order).
+   */
+  private @Nullable Rejected eligible(
+      Attempt attempt, List<BackendEntry> excluded, long now, Candidates c) {
+    RouteRequest request = attempt.request();
+    EligibilityFilter furthest = null;
+    for (BackendEntry e : membership.entries()) {
+      EligibilityFilter failed = null;
+      for (EligibilityFilter f : BEFORE_SCORING) {
+        if (f.rejects(e, attempt.model(), request, excluded, health, now)) {
+          failed = f;
+          break;
+        }
+      }
+      if (failed == null) {
+        c.add(e);
+      } else if (furthest == null || failed.compareTo(furthest) > 0) {
+        furthest = failed;
+      }
+    }
+    if (c.size > 0) {
+      return null;
+    }
+    EligibilityFilter filter = furthest == null ? EligibilityFilter.MODEL : furthest;
+    return new Rejected(
+        request,
+        RejectReason.NO_ELIGIBLE_BACKEND,
+        Duration.ZERO,
+        filter.message(attempt.model()),
+        filter);
+  }
+
+  /**
+   * Hash: the prompt's block keys into {@link Scratch#decisionKeys}, seeded by the isolation
+   * namespace; returns their number. Keys are hashed on every call (a failover hashes again).
+   */
+  private int hash(RouteRequest request, Scratch scratch) {
+    long seed = seeds.seed(request);
+    long[] keys = scratch.keys;
+    int keyCount = hasher.keys(request.prompt(), seed, keys);
+    if (keyCount < 0) {
+      throw new IllegalStateException("hasher " + hasher + " returned " + keyCount + " keys");
+    }
+    if (keyCount > keys.length) {
+      keys = new long[Math.max(keyCount, 2 * keys.length)];
+      int again = hasher.keys(request.prompt(), seed, keys);
+      if (again != keyCount) {
+        throw new IllegalStateException(
+            "hasher " + hasher + " returned " + keyCount + " then " + again + " keys");
+      }
+      scratch.keep(keys);
+    }
+    scratch.decisionKeys = keys;
+    return keyCount;
+  }
+
+  /** Match: the leading blocks each candidate is believed to hold. */
+  private void match(long[] keys, int keyCount, Candidates c) {
+    c.keys(keys, keyCount);
+    index.match(keys, keyCount, c.slots, c.size, c.matched);
+  }
+
+  /** Score: the scorer's ranking, checked to be a permutation of the candidates. */
+  private int[] score(Candidates c) {
+    scorer.score(c);
+    if (!c.orderIsPermutation()) {
+      throw new IllegalStateException(
+          "scorer " + scorer.name() + " left an order that is not a permutation of its candidates");
+    }
+    return c.order();
+  }
+
+  /**
+   * SLO admission: a sheddable request with a TTFT budget is shed ({@link RejectReason#OVERLOADED},
+   * retry after the excess) when the scorer's estimate for its best candidate exceeds the budget.
+   * Without a budget, or when the scorer gives no estimate, it is admitted.
+   */
+  private @Nullable Rejected sloAdmission(RouteRequest request, Candidates c, int best) {
+    Duration budget = request.ttftBudget();
+    if (budget == null || !request.sheddable()) {
+      return null;
+    }
+    OptionalLong estimate = scorer.estimatedTtftNanos(c, best);
+    if (estimate.isEmpty()) {
+      return null;
+    }
+    long bestNanos = estimate.getAsLong();
+    long budgetNanos = budget.toNanos();
+    if (bestNanos <= budgetNanos) {
+      return null;
+    }
+    return new Rejected(
+        request,
+        RejectReason.OVERLOADED,
+        Duration.ofNanos(bestNanos - budgetNanos),
+        String.format(
+            "best estimated TTFT %.1f ms exceeds the budget of %.1f ms",
+            bestNanos / 1e6, budgetNanos / 1e6),
+        null);
+  }
+
+  /**
+   * Record: places the request on the best ranked candidate still present and admitted by its
+   * breaker (a half-open one admits a bounded number of probes), counts it there, records its
+   * predicted blocks and opens the lease.
+   */
+  private RouteDecision record(
+      Attempt attempt,
+      List<BackendEntry> excluded,
+      int attemptNo,
+      long now,
+      Candidates c,
+      int[] order,
+      long[] keys,
+      int keyCount) {
+    EligibilityFilter emptiedBy = EligibilityFilter.REMOVED;
+    for (int rank = 0; rank < c.size; rank++) {
+      int cand = order[rank];
+      BackendEntry e = c.entries[cand];
+      if (!e.claim()) {
+        continue; // removed while we scored
+      }
+      try {
+        if (!health.tryAcquire(e.slot, now)) {
+          emptiedBy = EligibilityFilter.HEALTH; // half-open with no probe left
+          continue;
+        }
+        int matchedTokens = c.matchedTokens(cand);
+        int uncached = attempt.promptTokens() - matchedTokens;
+        e.addInFlight(1);
+        long queuedBefore = e.addPendingPrefillTokens(uncached);
+        e.addActiveTokens(attempt.reservedTokens());
+        int decodesBefore = e.runningDecodes();
+        e.countPlacement(attempt.promptTokens(), matchedTokens, attemptNo == 0);
+        if (keyCount > 0) {
+          index.recordRouted(keys, keyCount, e.slot, now);
+        }
+        scorer.onRouted(c, cand);
+        DefaultLease lease =
+            new DefaultLease(
+                this,
+                attempt,
+                e,
+                excluded,
+                attemptNo,
+                matchedTokens,
+                uncached,
+                now,
+                queuedBefore,
+                decodesBefore,
+                c.cost(cand));
+        return lease.open(
+            new Routed(
+                attempt.request(),
+                e.backend,
+                attempt.model(),
+                fallbacks(c, order, rank),
+                attempt.promptTokens(),
+                matchedTokens,
+                c.cost(cand),
+                c.reason != null ? c.reason : scorer.name(),
+                attemptNo,
+                lease));
+      } finally {
+        e.release();
+      }
+    }
+    return new Rejected(
+        attempt.request(),
+        RejectReason.NO_ELIGIBLE_BACKEND,
+        Duration.ZERO,
+        emptiedBy.message(attempt.model()),
+        emptiedBy);
+  }
+
+  /** The ids of up to {@code maxFallbacks} candidates ranked after {@code rank}. */
+  private List<String> fallbacks(Candidates c, int[] order, int rank) {
+    int n = Math.min(maxFallbacks, c.size - rank - 1);
+    if (n <= 0) {
+      return List.of();
+    }
+    String[] ids = new String[n];
+    for (int k = 0; k < n; k++) {
+      ids[k] = c.entries[order[rank + 1 + k]].backend.id();
+    }
+    return List.of(ids);
+  }
+
+  // ---------------------------------------------------------------- for leases and inspection
+
+  LongSupplier ticker() {
+    return ticker;
+  }
+
+  TenantLimiter limiter() {
+    return limiter;
+  }
+
+  Scorer scorer() {
+    return scorer;
+  }
+
+  HealthPolicy health() {
+    return health;
+  }
+
+  Listeners listeners() {
+    return listeners;
+  }
+
+  long failovers() {
+    return failovers.sum();
+  }
+
+  Map<RejectReason, Long> rejectedCounts() {
+    Map<RejectReason, Long> out = new EnumMap<>(RejectReason.class);
+    rejected.forEach((k, v) -> out.put(k, v.sum()));
+    return out;
+  }
+
+  /**
+   * Per-thread buffers of {@link #decide}: the prompt's keys and the candidates, reused so that a
+   * decision allocates neither. A reentrant route finds them busy and uses fresh ones. Bounded: a
+   * key buffer above {@link #MAX_RETAINED_KEYS} is not kept, and the candidates hold at most the
+   * fleet's size ({@code maxBackends}).
+   */
+  private static final class Scratch {
+    static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
+
+    long[] keys = new long[256];
+
+    /** The keys of the decision in progress: {@link #keys}, or a larger buffer not kept. */
+    long[] decisionKeys = keys;
+
+    final Candidates candidates = new Candidates(16);
+    boolean busy;
+
+    /** Keeps a grown key buffer for the next decision, if it is not too large. */
+    void keep(long[] grown) {
+      if (grown.length <= MAX_RETAINED_KEYS) {
+        keys = grown;
+      }
+    }
+  }
+}
