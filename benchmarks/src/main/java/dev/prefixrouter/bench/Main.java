@@ -9,6 +9,7 @@ import java.util.Arrays;
  * java -jar benchmarks/target/benchmarks.jar [compare] [options] # policy comparison (main job)
  * java -jar benchmarks/target/benchmarks.jar demo                # scripted routing demo
  * java -jar benchmarks/target/benchmarks.jar memory              # index bytes per entry
+ * java -jar benchmarks/target/benchmarks.jar chat-memory         # a big chat's retained prompt
  * java -jar benchmarks/target/benchmarks.jar route-probe         # route() vs hash, per phase
  * java -jar benchmarks/target/benchmarks.jar jmh [args]          # JMH, any JMH arguments
  * </pre>
@@ -25,6 +26,10 @@ public final class Main {
       IndexMemory.run(System.out);
       return;
     }
+    if (args.length > 0 && args[0].equals("chat-memory")) {
+      ChatMemory.run(System.out);
+      return;
+    }
     if (args.length > 0 && args[0].equals("route-probe")) {
       dev.prefixrouter.bench.jmh.RouteProbe.run(System.out);
       return;
@@ -39,7 +44,8 @@ public final class Main {
             : args;
     if (rest.length > 0 && (rest[0].equals("--help") || rest[0].equals("-h"))) {
       System.out.println(
-          "commands: [compare] [options] (default) | demo | memory | route-probe | jmh [JMH args]");
+          "commands: [compare] [options] (default) | demo | memory | chat-memory | route-probe | jmh"
+              + " [JMH args]");
     }
     int code = dev.prefixrouter.bench.sim.Compare.run(rest, System.out, System.err);
     if (code != 0) {

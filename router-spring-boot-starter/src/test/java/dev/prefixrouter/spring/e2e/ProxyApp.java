@@ -1,15 +1,15 @@
 package dev.prefixrouter.spring.e2e;
 
 import dev.prefixrouter.api.Failure;
-import dev.prefixrouter.api.OpenAiRequest;
-import dev.prefixrouter.api.OpenAiRequestException;
-import dev.prefixrouter.api.OpenAiRequestReader;
 import dev.prefixrouter.api.Rejected;
 import dev.prefixrouter.api.RouteDecision;
 import dev.prefixrouter.api.Routed;
 import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.Usage;
 import dev.prefixrouter.spring.PrefixRouterProperties;
+import dev.prefixrouter.vllm.OpenAiRequest;
+import dev.prefixrouter.vllm.OpenAiRequestException;
+import dev.prefixrouter.vllm.OpenAiRequestReader;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.InputStream;
 import java.io.OutputStream;

@@ -1,12 +1,13 @@
-package dev.prefixrouter.api;
+package dev.prefixrouter.vllm;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.prefixrouter.api.OpenAiRequestException.Problem;
+import dev.prefixrouter.api.Prompt;
+import dev.prefixrouter.api.RouteRequest;
+import dev.prefixrouter.vllm.OpenAiRequestException.Problem;
 import java.io.ByteArrayInputStream;
 import java.nio.charset.StandardCharsets;
-import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -50,12 +51,25 @@ class OpenAiRequestReaderTest {
     assertThat(rr.cacheSalt()).isEqualTo("salt-1");
     assertThat(rr.requiredCapabilities()).isEmpty();
     assertThat(rr.prompt())
+        .as("tools first, then the messages; an empty tool_calls renders as nothing")
         .isEqualTo(
-            Prompt.ofChat(
-                List.of(
-                    ChatMessage.of("system", "be brief"),
-                    ChatMessage.of("user", "hi\nthere"),
-                    ChatMessage.of("assistant", ""))));
+            Prompt.ofText(
+                "tools\u001F[{\"type\":\"function\",\"function\":{\"name\":\"f\","
+                    + "\"parameters\":{\"a\":[1,{\"b\":2}]}}}]\u001E"
+                    + "system\u001Fbe brief\u001E"
+                    + "user\u001Fhi\nthere\u001E"
+                    + "assistant\u001F\u001E"));
+  }
+
+  @Test
+  void aPlainConversationRendersLikeBlockHashersRender() {
+    // BlockHashers.render (router-radix): role U+001F content U+001E per message
+    OpenAiRequest r =
+        read(
+            "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
+                + "{\"content\":\"hi\",\"role\":\"user\"}]}");
+    assertThat(r.routeRequest().prompt())
+        .isEqualTo(Prompt.ofText("system\u001Fbe brief\u001Euser\u001Fhi\u001E"));
   }
 
   @Test
@@ -149,6 +163,17 @@ class OpenAiRequestReaderTest {
         "{\"model\":\"m\",\"messages\":[]} | INVALID_VALUE",
         "{\"model\":\"m\",\"messages\":[{\"content\":\"x\"}]} | INVALID_VALUE",
         "{\"model\":\"m\",\"prompt\":\"x\",\"cache_salt\":\"\"} | INVALID_VALUE",
+        "{\"model\":\"m\",\"prompt\":\"x\",\"input\":\"y\"} | MISSING_PROMPT",
+        "{\"model\":\"m\",\"input\":5} | WRONG_TYPE",
+        "{\"model\":\"m\",\"input\":[]} | INVALID_VALUE",
+        "{\"model\":\"m\",\"input\":[{\"content\":\"x\"}]} | INVALID_VALUE",
+        "{\"model\":\"m\",\"prompt\":\"x\",\"n\":0} | INVALID_VALUE",
+        "{\"model\":\"m\",\"prompt\":\"x\",\"n\":129} | INVALID_VALUE",
+        "{\"model\":\"m\",\"prompt\":\"x\",\"best_of\":1000} | INVALID_VALUE",
+        "{\"model\":\"m\",\"prompt\":\"x\",\"priority\":\"high\"} | WRONG_TYPE",
+        "{\"model\":\"m\",\"prompt\":\"x\",\"priority\":99999999999} | INVALID_VALUE",
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"x\"}]}]} | INVALID_VALUE",
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\"}]}]} | INVALID_VALUE",
       })
   void refusesMalformedAndHostileBodiesWithASpecificProblem(String json, Problem expected) {
     assertThat(problemOf(json)).isEqualTo(expected);

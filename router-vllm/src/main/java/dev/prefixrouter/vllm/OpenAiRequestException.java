@@ -1,4 +1,4 @@
-package dev.prefixrouter.api;
+package dev.prefixrouter.vllm;
 
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;

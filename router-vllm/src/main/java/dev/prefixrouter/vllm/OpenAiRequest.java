@@ -1,5 +1,6 @@
-package dev.prefixrouter.api;
+package dev.prefixrouter.vllm;
 
+import dev.prefixrouter.api.RouteRequest;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
@@ -11,21 +12,29 @@ import org.jspecify.annotations.Nullable;
  * @param stream the body's {@code stream} flag
  * @param user the body's {@code user} field, if any
  * @param promptCount number of prompts in a {@code /v1/completions} body (the first one is routed
- *     on); 1 for chat
+ *     on); 1 otherwise
+ * @param choices completions asked per prompt: {@code max(n, best_of)}, 1 when absent; counted in
+ *     the reservation
+ * @param priority the body's {@code priority} (vLLM's scheduling priority, lower runs first), 0
+ *     when absent; for the host to forward
  */
 public record OpenAiRequest(
     RouteRequest routeRequest,
     Endpoint endpoint,
     boolean stream,
     @Nullable String user,
-    int promptCount) {
+    int promptCount,
+    int choices,
+    int priority) {
 
   /** The OpenAI endpoints the reader understands. */
   public enum Endpoint {
     /** {@code /v1/chat/completions}: a {@code messages} array. */
     CHAT_COMPLETIONS,
     /** {@code /v1/completions}: a {@code prompt}. */
-    COMPLETIONS
+    COMPLETIONS,
+    /** {@code /v1/responses}: an {@code input}, with optional {@code instructions}. */
+    RESPONSES
   }
 
   public OpenAiRequest {
