@@ -110,7 +110,7 @@ final class BodyParser {
     ChatRendering out = new ChatRendering();
     JsonToken t;
     while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
-      message(t, path + "[" + out.messages() + "]", responses, out);
+      message(t, path, out.messages(), responses, out);
     }
     if (out.messages() == 0) {
       throw new OpenAiRequestException(Problem.INVALID_VALUE, path, path + " must not be empty");
@@ -136,32 +136,38 @@ final class BodyParser {
    * item ({@code function_call}, {@code function_call_output}, ...) rendered with its {@code type}
    * as role and its fields as extras.
    */
-  private void message(JsonToken t, String path, boolean responses, ChatRendering out) {
+  private void message(JsonToken t, String array, int index, boolean responses, ChatRendering out) {
     if (t != JsonToken.START_OBJECT) {
-      throw wrongType(path, "an object", t);
+      throw wrongType(array + "[" + index + "]", "an object", t);
     }
     String role = null;
     String type = null;
     CharSequence content = "";
-    StringBuilder extras = new StringBuilder();
+    StringBuilder extras = this.extras;
+    extras.setLength(0);
     while ((t = p.nextToken()) == JsonToken.PROPERTY_NAME) {
       String name = p.currentName();
       JsonToken fv = p.nextToken();
       switch (name) {
-        case "role" -> role = string(fv, path + ".role", false);
+        case "role" -> role = requireString(fv, array, index, ".role");
         case "type" -> {
           if (responses) {
-            type = string(fv, path + ".type", false);
+            type = requireString(fv, array, index, ".type");
           } else {
             p.skipChildren();
           }
         }
-        case "content" -> content = content(fv, path + ".content");
-        case "tool_calls", "name", "tool_call_id" -> renderExtra(extras, name, fv, path);
+        case "content" ->
+            content =
+                fv == JsonToken.VALUE_STRING
+                    ? p.getString()
+                    : content(fv, array + "[" + index + "].content");
+        case "tool_calls", "name", "tool_call_id" ->
+            renderExtra(extras, name, fv, array + "[" + index + "]");
         case "id", "status" -> p.skipChildren();
         default -> {
           if (responses) {
-            renderExtra(extras, name, fv, path);
+            renderExtra(extras, name, fv, array + "[" + index + "]");
           } else {
             p.skipChildren();
           }
@@ -171,20 +177,35 @@ final class BodyParser {
     if (role == null && responses && type != null && !type.equals("message")) {
       role = type;
     }
-    if (role == null || role.isBlank()) {
-      throw new OpenAiRequestException(
-          Problem.INVALID_VALUE, path + ".role", path + " has no (or a blank) role");
-    }
-    if (role.length() > MAX_ROLE_LENGTH) {
-      throw new OpenAiRequestException(
-          Problem.INVALID_VALUE,
-          path + ".role",
-          path + ".role must be at most " + MAX_ROLE_LENGTH + " characters, was " + role.length());
+    if (role == null || role.isBlank() || role.length() > MAX_ROLE_LENGTH) {
+      throw badRole(array + "[" + index + "]", role);
     }
     out.message(role, content, extras);
   }
 
+  private static OpenAiRequestException badRole(String path, @Nullable String role) {
+    if (role == null || role.isBlank()) {
+      return new OpenAiRequestException(
+          Problem.INVALID_VALUE, path + ".role", path + " has no (or a blank) role");
+    }
+    return new OpenAiRequestException(
+        Problem.INVALID_VALUE,
+        path + ".role",
+        path + ".role must be at most " + MAX_ROLE_LENGTH + " characters, was " + role.length());
+  }
+
+  /** A string field of {@code array[index]}; the path is built only for the error. */
+  private String requireString(JsonToken v, String array, int index, String suffix) {
+    if (v == JsonToken.VALUE_STRING) {
+      return p.getString();
+    }
+    throw wrongType(array + "[" + index + "]" + suffix, "a string", v);
+  }
+
   private static final int MAX_ROLE_LENGTH = 64;
+
+  /** Scratch for one message's extras, appended to the rendering before the next message. */
+  private final StringBuilder extras = new StringBuilder();
 
   private void renderExtra(StringBuilder extras, String name, JsonToken v, String path) {
     if (v == JsonToken.VALUE_NULL) {

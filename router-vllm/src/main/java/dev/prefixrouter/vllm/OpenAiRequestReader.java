@@ -29,9 +29,9 @@ import tools.jackson.core.json.JsonFactory;
  * assistants' {@code tool_calls}, tool results, and every non-text part (image, audio, video, file)
  * as a SHA-256 digest of its URL or inline data, so different tools or different images never give
  * equal block keys. Routing and every failover then hash that text without rendering again, and the
- * lease keeps one string (at most two chars per body byte) instead of a message list.
- * Completions' {@code prompt} is a string, an array of token ids, or an array of either (routed on
- * the first). An image part makes the request require the {@link #VISION_CAPABILITY}.
+ * lease keeps one string (at most two chars per body byte) instead of a message list. Completions'
+ * {@code prompt} is a string, an array of token ids, or an array of either (routed on the first).
+ * An image part makes the request require the {@link #VISION_CAPABILITY}.
  *
  * <p><b>Reservation.</b> Output tokens reserved = {@code min(asked, maxReservedOutputTokens)} per
  * choice, where asked is {@code max_completion_tokens}, else {@code max_output_tokens}, else {@code

@@ -43,7 +43,7 @@ class OpenAiRequestReaderFuzzTest {
     assertThat(r.choices()).isBetween(1, OpenAiRequestReader.MAX_CHOICES);
     if (rr.prompt() instanceof Prompt.Text t) {
       // a conversation renders to at most two chars per body byte
-      assertThat(t.text().length()).isLessThanOrEqualTo(2L * body.length);
+      assertThat((long) t.text().length()).isLessThanOrEqualTo(2L * body.length);
     } else if (rr.prompt() instanceof Prompt.Tokens t) {
       assertThat(t.length()).isLessThanOrEqualTo(body.length / 2);
     }
