@@ -1,0 +1,451 @@
+package dev.prefixrouter.vllm;
+
+import dev.prefixrouter.api.AllBlocksCleared;
+import dev.prefixrouter.api.BlockRemoved;
+import dev.prefixrouter.api.BlockStored;
+import dev.prefixrouter.api.EngineHashes;
+import dev.prefixrouter.api.KvEvent;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import org.jspecify.annotations.Nullable;
+import org.msgpack.core.MessageFormat;
+import org.msgpack.core.MessagePack;
+import org.msgpack.core.MessagePackException;
+import org.msgpack.core.MessageUnpacker;
+import org.msgpack.value.ValueType;
+
+/**
+ * Decodes the msgpack payload of one vLLM / SGLang KV-event message (an {@code EventBatch}) into
+ * router-api {@link KvEvent}s.
+ *
+ * <p>Both encodings, at both levels: the batch as a positional array {@code [ts, events, dp_rank]}
+ * (shorter arrays are older versions: missing trailing fields are absent; extra trailing elements
+ * are skipped and counted) or as a map; each event as a tagged array {@code ["BlockStored", f1, f2,
+ * ...]} in declaration order or as a map with a {@code "type"} key anywhere. {@code BlockStored}
+ * fields: {@code block_hashes}, {@code parent_block_hash}, {@code token_ids}, {@code block_size},
+ * {@code lora_id}, {@code medium}, {@code lora_name}, {@code extra_keys}, {@code group_idx}, {@code
+ * kv_cache_spec_kind}, {@code kv_cache_spec_sliding_window}; {@code BlockRemoved}: {@code
+ * block_hashes}, {@code medium}, {@code group_idx}. Block hashes may be msgpack ints (uint64 above
+ * {@link Long#MAX_VALUE} keeps its bit pattern) or bytes (the last 8 bytes, big-endian, as {@link
+ * EngineHashes#fromBytes}).
+ *
+ * <p>What reaches the index: {@link BlockStored} (hashes, parent, tokens, block size, medium),
+ * {@link BlockRemoved} and {@link AllBlocksCleared}. LoRA id and name, extra keys, the group index
+ * and the sliding window are read and type-checked but router-api's events have no place for them;
+ * events of a KV-cache group whose kind is not full attention ({@code full_attention}, {@code
+ * mla_attention}, {@code sink_full_attention}) are skipped and counted, since sliding-window groups
+ * do not hold the prefix. Unknown event types and unknown fields are skipped and counted; an event
+ * with a field of the wrong type, or inconsistent lengths, is skipped and counted as malformed; the
+ * rest of the batch is kept.
+ *
+ * <p>Bounds: the payload (checked by the caller) bounds everything; every array header is checked
+ * against the bytes left before anything is allocated. Stateless and thread-safe; cost linear in
+ * the payload.
+ */
+public final class KvEventDecoder {
+
+  /** What one payload held. */
+  public record Batch(
+      double timestamp,
+      @Nullable Integer dataParallelRank,
+      List<KvEvent> events,
+      int unknownEventTypes,
+      int unknownFields,
+      int malformedEvents,
+      int skippedGroups) {
+    public Batch {
+      events = List.copyOf(events);
+    }
+  }
+
+  /** The payload is not an {@code EventBatch} at all (not msgpack, truncated, wrong shape). */
+  public static final class DecodeException extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    DecodeException(String message, @Nullable Throwable cause) {
+      super(message, cause);
+    }
+  }
+
+  private static final List<String> STORED_FIELDS =
+      List.of(
+          "block_hashes",
+          "parent_block_hash",
+          "token_ids",
+          "block_size",
+          "lora_id",
+          "medium",
+          "lora_name",
+          "extra_keys",
+          "group_idx",
+          "kv_cache_spec_kind",
+          "kv_cache_spec_sliding_window");
+  private static final List<String> REMOVED_FIELDS = List.of("block_hashes", "medium", "group_idx");
+  private static final Set<String> FULL_ATTENTION =
+      Set.of("full_attention", "mla_attention", "sink_full_attention");
+
+  private KvEventDecoder() {}
+
+  /**
+   * Decodes one payload.
+   *
+   * @throws DecodeException if the payload is not an {@code EventBatch} (the message names the
+   *     problem and the byte offset, never the payload)
+   */
+  public static Batch decode(byte[] payload) throws DecodeException {
+    try (MessageUnpacker u = MessagePack.newDefaultUnpacker(payload)) {
+      Counts counts = new Counts();
+      Batch b = batch(u, payload.length, counts);
+      if (u.hasNext()) {
+        throw new DecodeException("trailing bytes after the batch", null);
+      }
+      return b;
+    } catch (IOException | MessagePackException | IllegalArgumentException e) {
+      throw new DecodeException("not an EventBatch: " + e.getClass().getSimpleName(), e);
+    }
+  }
+
+  private static final class Counts {
+    int unknownTypes;
+    int unknownFields;
+    int malformed;
+    int skippedGroups;
+  }
+
+  private static Batch batch(MessageUnpacker u, int size, Counts counts)
+      throws IOException, DecodeException {
+    double ts = 0;
+    Integer rank = null;
+    List<KvEvent> events = null;
+    ValueType type = u.getNextFormat().getValueType();
+    if (type == ValueType.ARRAY) {
+      int n = header(u.unpackArrayHeader(), u, size);
+      for (int i = 0; i < n; i++) {
+        switch (i) {
+          case 0 -> ts = number(u);
+          case 1 -> events = events(u, size, counts);
+          case 2 -> rank = nullableInt(u);
+          default -> {
+            u.skipValue();
+            counts.unknownFields++;
+          }
+        }
+      }
+    } else if (type == ValueType.MAP) {
+      int n = header(u.unpackMapHeader(), u, size);
+      for (int i = 0; i < n; i++) {
+        String key = key(u);
+        switch (key) {
+          case "ts" -> ts = number(u);
+          case "events" -> events = events(u, size, counts);
+          case "data_parallel_rank", "attn_dp_rank" -> rank = nullableInt(u);
+          default -> {
+            u.skipValue();
+            counts.unknownFields++;
+          }
+        }
+      }
+    } else {
+      throw new DecodeException("the batch is a msgpack " + type + ", not an array or a map", null);
+    }
+    if (events == null) {
+      throw new DecodeException("the batch has no events", null);
+    }
+    return new Batch(
+        ts,
+        rank,
+        events,
+        counts.unknownTypes,
+        counts.unknownFields,
+        counts.malformed,
+        counts.skippedGroups);
+  }
+
+  private static List<KvEvent> events(MessageUnpacker u, int size, Counts counts)
+      throws IOException, DecodeException {
+    if (u.getNextFormat().getValueType() != ValueType.ARRAY) {
+      throw new DecodeException("events is not an array", null);
+    }
+    int n = header(u.unpackArrayHeader(), u, size);
+    List<KvEvent> out = new ArrayList<>(Math.min(n, 1024));
+    for (int i = 0; i < n; i++) {
+      KvEvent e = event(u, size, counts);
+      if (e != null) {
+        out.add(e);
+      }
+    }
+    return out;
+  }
+
+  /** One event, or null if it is skipped (and counted). */
+  private static @Nullable KvEvent event(MessageUnpacker u, int size, Counts counts)
+      throws IOException, DecodeException {
+    EventFields f = new EventFields();
+    ValueType type = u.getNextFormat().getValueType();
+    if (type == ValueType.ARRAY) {
+      int n = header(u.unpackArrayHeader(), u, size);
+      if (n == 0) {
+        counts.malformed++;
+        return null;
+      }
+      if (u.getNextFormat().getValueType() != ValueType.STRING) {
+        u.skipValue(n);
+        counts.malformed++;
+        return null;
+      }
+      f.tag = u.unpackString();
+      List<String> names = fieldsOf(f.tag);
+      if (names == null) {
+        u.skipValue(n - 1); // an unknown type: its fields mean nothing here
+        n = 1;
+      }
+      for (int i = 1; i < n; i++) {
+        if (i - 1 < names.size()) {
+          f.read(names.get(i - 1), u, size);
+        } else {
+          u.skipValue();
+          counts.unknownFields++;
+        }
+      }
+    } else if (type == ValueType.MAP) {
+      int n = header(u.unpackMapHeader(), u, size);
+      for (int i = 0; i < n; i++) {
+        String key = key(u);
+        if (key.equals("type")) {
+          f.tag = u.getNextFormat().getValueType() == ValueType.STRING ? u.unpackString() : skip(u);
+        } else if (STORED_FIELDS.contains(key)) {
+          f.read(key, u, size);
+        } else {
+          u.skipValue();
+          counts.unknownFields++;
+        }
+      }
+    } else {
+      u.skipValue();
+      counts.malformed++;
+      return null;
+    }
+    return f.toEvent(counts);
+  }
+
+  private static @Nullable String skip(MessageUnpacker u) throws IOException {
+    u.skipValue();
+    return null;
+  }
+
+  private static @Nullable List<String> fieldsOf(String tag) {
+    return switch (tag) {
+      case "BlockStored" -> STORED_FIELDS;
+      case "BlockRemoved" -> REMOVED_FIELDS;
+      case "AllBlocksCleared" -> List.of();
+      default -> null;
+    };
+  }
+
+  /** The fields of one event as read, in either encoding. */
+  private static final class EventFields {
+    @Nullable String tag;
+    long @Nullable [] hashes;
+    @Nullable Long parent;
+    int @Nullable [] tokens;
+    int blockSize = -1;
+    @Nullable String medium;
+    @Nullable String groupKind;
+    boolean wrongType;
+
+    void read(String name, MessageUnpacker u, int size) throws IOException {
+      MessageFormat format = u.getNextFormat();
+      if (format.getValueType() == ValueType.NIL) {
+        u.unpackNil();
+        return;
+      }
+      boolean ok =
+          switch (name) {
+            case "block_hashes" -> (hashes = hashes(u, size)) != null;
+            case "parent_block_hash" -> {
+              Long h = hash(u);
+              parent = h;
+              yield h != null;
+            }
+            case "token_ids" -> (tokens = tokenIds(u, size)) != null;
+            case "block_size" -> {
+              Integer v = intValue(u);
+              blockSize = v == null ? -1 : v;
+              yield v != null;
+            }
+            case "lora_id", "group_idx", "kv_cache_spec_sliding_window" -> intValue(u) != null;
+            case "medium" -> (medium = string(u)) != null;
+            case "lora_name" -> string(u) != null;
+            case "kv_cache_spec_kind" -> (groupKind = string(u)) != null;
+            case "extra_keys" -> {
+              boolean array = format.getValueType() == ValueType.ARRAY;
+              u.skipValue(); // per-block tuples: checked for shape only
+              yield array;
+            }
+            default -> {
+              u.skipValue();
+              yield true;
+            }
+          };
+      wrongType |= !ok;
+    }
+
+    @Nullable KvEvent toEvent(Counts counts) {
+      if (tag == null) {
+        counts.malformed++;
+        return null;
+      }
+      if (fieldsOf(tag) == null) {
+        counts.unknownTypes++;
+        return null;
+      }
+      if (wrongType) {
+        counts.malformed++;
+        return null;
+      }
+      if (groupKind != null && !FULL_ATTENTION.contains(groupKind)) {
+        counts.skippedGroups++;
+        return null;
+      }
+      try {
+        return switch (tag) {
+          case "BlockStored" ->
+              new BlockStored(
+                  required(hashes),
+                  parent,
+                  tokens == null ? new int[0] : tokens,
+                  blockSize,
+                  medium);
+          case "BlockRemoved" -> new BlockRemoved(required(hashes), medium);
+          default -> AllBlocksCleared.INSTANCE;
+        };
+      } catch (IllegalArgumentException e) { // empty hashes, bad block size, length mismatch
+        counts.malformed++;
+        return null;
+      }
+    }
+
+    private static long[] required(long @Nullable [] hashes) {
+      if (hashes == null) {
+        throw new IllegalArgumentException("no block_hashes");
+      }
+      return hashes;
+    }
+  }
+
+  // ---- values
+
+  /** Checks a header's element count against the bytes left: each element takes at least one. */
+  private static int header(int n, MessageUnpacker u, int size) throws DecodeException {
+    if (n < 0 || n > size - u.getTotalReadBytes()) {
+      throw new DecodeException(
+          "a header claims " + n + " elements at offset " + u.getTotalReadBytes(), null);
+    }
+    return n;
+  }
+
+  private static String key(MessageUnpacker u) throws IOException, DecodeException {
+    if (u.getNextFormat().getValueType() != ValueType.STRING) {
+      throw new DecodeException("a map key is not a string", null);
+    }
+    return u.unpackString();
+  }
+
+  private static double number(MessageUnpacker u) throws IOException, DecodeException {
+    ValueType t = u.getNextFormat().getValueType();
+    if (t == ValueType.FLOAT) {
+      return u.unpackDouble();
+    }
+    if (t == ValueType.INTEGER) {
+      return u.unpackBigInteger().doubleValue();
+    }
+    throw new DecodeException("ts is not a number", null);
+  }
+
+  private static @Nullable Integer nullableInt(MessageUnpacker u)
+      throws IOException, DecodeException {
+    if (u.tryUnpackNil()) {
+      return null;
+    }
+    Integer v = intValue(u);
+    if (v == null) {
+      throw new DecodeException("data_parallel_rank is not an int", null);
+    }
+    return v;
+  }
+
+  /** An int, or null (value skipped) if it is not an integer in int range. */
+  private static @Nullable Integer intValue(MessageUnpacker u) throws IOException {
+    if (u.getNextFormat().getValueType() != ValueType.INTEGER) {
+      u.skipValue();
+      return null;
+    }
+    java.math.BigInteger v = u.unpackBigInteger();
+    return v.bitLength() < 32 ? v.intValue() : null;
+  }
+
+  private static @Nullable String string(MessageUnpacker u) throws IOException {
+    if (u.getNextFormat().getValueType() != ValueType.STRING) {
+      u.skipValue();
+      return null;
+    }
+    return u.unpackString();
+  }
+
+  /** A hash: int, uint64 (bit pattern kept) or bytes (last 8, big-endian); null if neither. */
+  private static @Nullable Long hash(MessageUnpacker u) throws IOException {
+    MessageFormat f = u.getNextFormat();
+    if (f == MessageFormat.UINT64) {
+      return u.unpackBigInteger().longValue(); // the low 64 bits: the same bit pattern
+    }
+    if (f.getValueType() == ValueType.INTEGER) {
+      return u.unpackLong();
+    }
+    if (f.getValueType() == ValueType.BINARY) {
+      int n = u.unpackBinaryHeader();
+      return EngineHashes.fromBytes(u.readPayload(n));
+    }
+    u.skipValue();
+    return null;
+  }
+
+  private static long @Nullable [] hashes(MessageUnpacker u, int size) throws IOException {
+    if (u.getNextFormat().getValueType() != ValueType.ARRAY) {
+      u.skipValue();
+      return null;
+    }
+    int n = u.unpackArrayHeader();
+    if (n > size - u.getTotalReadBytes()) {
+      throw new IOException("block_hashes claims " + n + " elements");
+    }
+    long[] out = new long[n];
+    boolean ok = true;
+    for (int i = 0; i < n; i++) {
+      Long h = hash(u);
+      ok &= h != null;
+      out[i] = h == null ? 0 : h;
+    }
+    return ok ? out : null;
+  }
+
+  private static int @Nullable [] tokenIds(MessageUnpacker u, int size) throws IOException {
+    if (u.getNextFormat().getValueType() != ValueType.ARRAY) {
+      u.skipValue();
+      return null;
+    }
+    int n = u.unpackArrayHeader();
+    if (n > size - u.getTotalReadBytes()) {
+      throw new IOException("token_ids claims " + n + " elements");
+    }
+    int[] out = new int[n];
+    boolean ok = true;
+    for (int i = 0; i < n; i++) {
+      Integer v = intValue(u);
+      ok &= v != null && v >= 0;
+      out[i] = v == null ? 0 : v;
+    }
+    return ok ? out : null;
+  }
+}

@@ -1,0 +1,199 @@
+package dev.prefixrouter.vllm;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.prefixrouter.api.AllBlocksCleared;
+import dev.prefixrouter.api.BlockRemoved;
+import dev.prefixrouter.api.BlockStored;
+import dev.prefixrouter.api.EngineHashes;
+import java.io.IOException;
+import java.math.BigInteger;
+import java.util.HexFormat;
+import org.junit.jupiter.api.Test;
+import org.msgpack.core.MessageBufferPacker;
+import org.msgpack.core.MessagePack;
+
+class KvEventDecoderTest {
+  private static final BigInteger BIG = new BigInteger("15760518052499183552"); // > Long.MAX_VALUE
+  private static final long BIG_BITS = -2686226021210368064L;
+
+  /**
+   * Written by hand from vLLM's msgspec definitions (array_like, tagged), the reference doc's
+   * example batch: {@code [1.5, [["BlockStored", [15760518052499183552], nil, [0..15], 16, nil,
+   * "GPU", nil, [nil], 0, "full_attention", nil]], 0]}.
+   */
+  private static final String GOLDEN_ARRAY =
+      "93" // batch: array of 3
+          + "cb3ff8000000000000" // ts 1.5
+          + "91" // events: array of 1
+          + "9c" // event: array of 12
+          + "ab426c6f636b53746f726564" // "BlockStored"
+          + "91cfdab89baa7b5857c0" // block_hashes: [uint64 0xdab89baa7b5857c0]
+          + "c0" // parent: nil
+          + "dc0010000102030405060708090a0b0c0d0e0f" // token_ids: 16 ids
+          + "10" // block_size 16
+          + "c0" // lora_id
+          + "a3475055" // medium "GPU"
+          + "c0" // lora_name
+          + "91c0" // extra_keys [nil]
+          + "00" // group_idx 0
+          + "ae66756c6c5f617474656e74696f6e" // "full_attention"
+          + "c0" // sliding window
+          + "00"; // data_parallel_rank 0
+
+  private static final BlockStored EXPECTED =
+      new BlockStored(new long[] {BIG_BITS}, null, Batches.tokens(0, 16), 16, "GPU");
+
+  @Test
+  void decodesTheHandWrittenArrayGolden() throws Exception {
+    KvEventDecoder.Batch b = KvEventDecoder.decode(HexFormat.of().parseHex(GOLDEN_ARRAY));
+    assertThat(b.timestamp()).isEqualTo(1.5);
+    assertThat(b.dataParallelRank()).isZero();
+    assertThat(b.events()).containsExactly(EXPECTED);
+    assertThat(EngineHashes.toUnsignedString(((BlockStored) b.events().get(0)).blockHash(0)))
+        .isEqualTo("15760518052499183552");
+    assertThat(b.unknownFields() + b.malformedEvents() + b.unknownEventTypes()).isZero();
+  }
+
+  @Test
+  void mapFormDecodesToTheSameEvents() throws Exception {
+    byte[] map =
+        Batches.batch(
+            1.5,
+            p -> Batches.storedMap(p, new Object[] {BIG}, null, Batches.tokens(0, 16)),
+            p -> Batches.removedMap(p, BIG),
+            p -> p.packMapHeader(1).packString("type").packString("AllBlocksCleared"));
+    byte[] array =
+        Batches.batch(
+            1.5,
+            p -> Batches.storedArray(p, new Object[] {BIG}, null, Batches.tokens(0, 16)),
+            p -> Batches.removedArray(p, BIG),
+            p -> p.packArrayHeader(1).packString("AllBlocksCleared"));
+    var expected =
+        java.util.List.of(
+            EXPECTED, new BlockRemoved(new long[] {BIG_BITS}, "GPU"), AllBlocksCleared.INSTANCE);
+    assertThat(KvEventDecoder.decode(map).events()).isEqualTo(expected);
+    assertThat(KvEventDecoder.decode(array).events()).isEqualTo(expected);
+  }
+
+  @Test
+  void hashesMayBeSignedIntsOrDigestBytes() throws Exception {
+    byte[] digest = new byte[32];
+    for (int i = 0; i < 32; i++) {
+      digest[i] = (byte) i;
+    }
+    byte[] payload =
+        Batches.batch(
+            0, p -> Batches.storedArray(p, new Object[] {digest, 7L}, -5L, Batches.tokens(0, 8)));
+    BlockStored s = (BlockStored) KvEventDecoder.decode(payload).events().get(0);
+    assertThat(s.blockHash(0))
+        .isEqualTo(EngineHashes.fromBytes(digest))
+        .isEqualTo(0x18191a1b1c1d1e1fL);
+    assertThat(s.blockHash(1)).isEqualTo(7L);
+    assertThat(s.parentBlockHash()).isEqualTo(-5L);
+    assertThat(s.blockSize()).isEqualTo(4);
+  }
+
+  @Test
+  void olderShorterLayoutsDecodeWithMissingFieldsAbsent() throws Exception {
+    // the initial schema: tag + 5 fields, and a batch without the dp rank
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(2).packDouble(2.0).packArrayHeader(2);
+      p.packArrayHeader(6).packString("BlockStored").packArrayHeader(1).packLong(9);
+      p.packLong(8).packArrayHeader(2).packInt(1).packInt(2).packInt(2).packNil();
+      p.packArrayHeader(2).packString("BlockRemoved").packArrayHeader(1).packLong(9);
+      KvEventDecoder.Batch b = KvEventDecoder.decode(p.toByteArray());
+      assertThat(b.dataParallelRank()).isNull();
+      assertThat(b.events())
+          .containsExactly(
+              new BlockStored(new long[] {9}, 8L, new int[] {1, 2}, 2, null), BlockRemoved.of(9));
+    }
+  }
+
+  @Test
+  void unknownFieldsAndTypesAreSkippedAndCounted() throws Exception {
+    byte[] payload =
+        Batches.batch(
+            0,
+            p -> {
+              p.packArrayHeader(14); // two trailing fields from a newer version
+              p.packString("BlockRemoved").packArrayHeader(1).packLong(1).packString("GPU");
+              p.packInt(0);
+              for (int i = 0; i < 10; i++) {
+                p.packNil();
+              }
+            },
+            p ->
+                p.packMapHeader(3)
+                    .packString("type")
+                    .packString("BlockRemoved")
+                    .packString("event_version")
+                    .packInt(2)
+                    .packString("block_hashes")
+                    .packArrayHeader(1)
+                    .packLong(2),
+            p -> p.packArrayHeader(2).packString("BlockMoved").packInt(1),
+            p -> p.packMapHeader(1).packString("type").packString("Snapshot"));
+    KvEventDecoder.Batch b = KvEventDecoder.decode(payload);
+    assertThat(b.events())
+        .containsExactly(new BlockRemoved(new long[] {1}, "GPU"), BlockRemoved.of(2));
+    assertThat(b.unknownFields()).isEqualTo(11);
+    assertThat(b.unknownEventTypes()).isEqualTo(2);
+  }
+
+  @Test
+  void slidingWindowGroupsAndMalformedEventsAreSkipped() throws Exception {
+    byte[] payload =
+        Batches.batch(
+            0,
+            p ->
+                p.packMapHeader(3)
+                    .packString("type")
+                    .packString("BlockRemoved")
+                    .packString("block_hashes")
+                    .packArrayHeader(1)
+                    .packLong(1)
+                    .packString("kv_cache_spec_kind")
+                    .packString("sliding_window"),
+            p -> p.packArrayHeader(2).packString("BlockRemoved").packString("not a list"),
+            p -> Batches.storedArray(p, new Object[] {1L, 2L}, null, Batches.tokens(0, 3)),
+            p -> Batches.removedArray(p, 3L));
+    KvEventDecoder.Batch b = KvEventDecoder.decode(payload);
+    assertThat(b.skippedGroups()).isEqualTo(1);
+    assertThat(b.malformedEvents()).as("a wrong type, then 3 tokens for 2 blocks").isEqualTo(2);
+    assertThat(b.events()).containsExactly(new BlockRemoved(new long[] {3}, "GPU"));
+  }
+
+  @Test
+  void anOuterMapIsReadToo() throws Exception {
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packMapHeader(3).packString("events").packArrayHeader(1);
+      p.packArrayHeader(1).packString("AllBlocksCleared");
+      p.packString("ts").packDouble(3.0).packString("attn_dp_rank").packInt(2);
+      KvEventDecoder.Batch b = KvEventDecoder.decode(p.toByteArray());
+      assertThat(b.events()).containsExactly(AllBlocksCleared.INSTANCE);
+      assertThat(b.dataParallelRank()).isEqualTo(2);
+      assertThat(b.timestamp()).isEqualTo(3.0);
+    }
+  }
+
+  @Test
+  void garbageIsADecodeExceptionWithoutAllocatingWhatHeadersClaim() throws IOException {
+    assertThatThrownBy(() -> KvEventDecoder.decode(new byte[0]))
+        .isInstanceOf(KvEventDecoder.DecodeException.class);
+    assertThatThrownBy(() -> KvEventDecoder.decode("hello".getBytes()))
+        .isInstanceOf(KvEventDecoder.DecodeException.class);
+    // an array header claiming 2^32-1 elements in a 10-byte payload
+    assertThatThrownBy(
+            () -> KvEventDecoder.decode(HexFormat.of().parseHex("93cb3ff8000000000000dd")))
+        .isInstanceOf(KvEventDecoder.DecodeException.class);
+    assertThatThrownBy(
+            () -> KvEventDecoder.decode(HexFormat.of().parseHex("92cb3ff800000000000091dcffff")))
+        .isInstanceOf(KvEventDecoder.DecodeException.class);
+    byte[] truncated =
+        HexFormat.of().parseHex(GOLDEN_ARRAY.substring(0, GOLDEN_ARRAY.length() - 20));
+    assertThatThrownBy(() -> KvEventDecoder.decode(truncated))
+        .isInstanceOf(KvEventDecoder.DecodeException.class);
+  }
+}
