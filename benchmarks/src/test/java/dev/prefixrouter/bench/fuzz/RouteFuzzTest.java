@@ -43,7 +43,17 @@ import java.util.concurrent.atomic.AtomicLong;
  * #MAX_PROMPT} tokens, so its time is bounded.
  *
  * <p>In {@code verify} this replays the committed inputs under {@code
- * src/test/resources/dev/prefixrouter/bench/fuzz/RouteFuzzTestInputs}. To fuzz, see the README.
+ * src/test/resources/dev/prefixrouter/bench/fuzz/RouteFuzzTestInputs} (a few seconds). To fuzz for
+ * a bounded time (here three minutes; without {@code JAZZER_MAX_DURATION} the annotation's ten):
+ *
+ * <pre>{@code
+ * JAZZER_FUZZ=1 JAZZER_MAX_DURATION=3m ./mvnw -B -ntp -pl benchmarks -am test \
+ *     -Dtest=RouteFuzzTest -Dsurefire.failIfNoSpecifiedTests=false
+ * }</pre>
+ *
+ * <p>Jazzer keeps its generated corpus in {@code benchmarks/.cifuzz-corpus} (ignored by git) and
+ * writes a finding as {@code crash-<sha1>} into the inputs directory above, where it is replayed by
+ * every later {@code verify}: commit it together with the fix.
  */
 class RouteFuzzTest {
   static final int MAX_OPS = 64;
