@@ -15,7 +15,9 @@ import java.util.Set;
  * Backend b = Backend.of("b0", "qwen2.5-7b").withCapacityBlocks(20_000).withCapability("vision");
  * }</pre>
  *
- * @param id unique id, 1..256 characters without whitespace
+ * @param id unique id, 1..256 characters, none of them whitespace, a control character (Unicode Cc:
+ *     NUL, ESC, U+0085...), a format character (Cf: U+202E...) or a line or paragraph separator, so
+ *     that an id is safe to write into a log line
  * @param models served model names (at least one)
  * @param capabilities free-form capabilities matched by {@link RouteRequest#requiredCapabilities()}
  * @param labels free-form labels matched by {@link RouteRequest#requiredLabels()}
@@ -36,11 +38,15 @@ public record Backend(
 
   public Backend {
     Objects.requireNonNull(id, "id");
-    if (id.isEmpty()
-        || id.length() > MAX_ID_LENGTH
-        || id.chars().anyMatch(Character::isWhitespace)) {
+    if (id.isEmpty() || id.length() > MAX_ID_LENGTH || !printable(id)) {
       throw new IllegalArgumentException(
-          "id must be 1.." + MAX_ID_LENGTH + " characters without whitespace, was '" + id + "'");
+          "id must be 1.."
+              + MAX_ID_LENGTH
+              + " characters without whitespace, control or format characters, was '"
+              + Bounds.echo(id)
+              + "' ("
+              + id.length()
+              + " chars)");
     }
     models = Set.copyOf(models);
     if (models.isEmpty()) {
@@ -61,6 +67,16 @@ public record Backend(
       throw new IllegalArgumentException(
           "weight of '" + id + "' must be in (0, 1000], was " + weight);
     }
+  }
+
+  private static boolean printable(String id) {
+    for (int i = 0; i < id.length(); i++) {
+      char c = id.charAt(i);
+      if (Character.isWhitespace(c) || Bounds.unsafe(c)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** A backend serving the given models, unknown capacity, weight 1. */

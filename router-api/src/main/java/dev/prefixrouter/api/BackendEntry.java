@@ -86,7 +86,12 @@ final class BackendEntry extends BackendEntryPadAfter {
   volatile boolean removed;
 
   /** The last load report and the engine time it was measured at, published together. */
-  record TimedLoad(LoadReport report, long measuredAt) {}
+  record TimedLoad(LoadReport report, long measuredAt) {
+    /** The report's age at {@code now}: at least 0, {@link Long#MAX_VALUE} at most. */
+    long ageNanos(long now) {
+      return Math.max(0, Bounds.saturatedMinus(now, measuredAt));
+    }
+  }
 
   volatile @Nullable TimedLoad load;
 

@@ -184,7 +184,7 @@ final class Candidates implements ScoringContext {
   @Override
   public long loadAgeNanos(int candidate) {
     BackendEntry.TimedLoad l = entry(candidate).load;
-    return l == null ? -1 : Math.max(0, now - l.measuredAt());
+    return l == null ? -1 : l.ageNanos(now);
   }
 
   @Override

@@ -109,12 +109,15 @@ final class DefaultLease implements Lease {
 
   @Override
   public void firstToken() {
+    // counted before the state says STREAMING: an end() that sees STREAMING then finds it counted,
+    // so the count never goes below zero; undone if the lease ended first
+    entry.addRunningDecodes(1);
     if (!STATE.compareAndSet(this, OPEN, STREAMING)) {
+      entry.addRunningDecodes(-1);
       return;
     }
     long now = pipeline.ticker().getAsLong();
     entry.addPendingPrefillTokens(-uncachedTokens);
-    entry.addRunningDecodes(1);
     long ttft = Math.max(0, now - startNanos);
     if (entry.claim()) {
       try {
@@ -193,6 +196,15 @@ final class DefaultLease implements Lease {
     if (listeners.any()) {
       listeners.notify(l -> l.onFailed(r, failure, before));
     }
+  }
+
+  /**
+   * Ends a lease whose {@link Routed} never reached the caller (a listener threw an {@link Error}
+   * while it was announced): its counts are undone as for a failure before the first token, without
+   * health feedback; the caller refunds the tenant.
+   */
+  void abandon() {
+    end(FAILED_BEFORE_FIRST_TOKEN, FAILED_AFTER_FIRST_TOKEN);
   }
 
   /** CAS to an end state and undo this lease's counts; the previous state, or -1 if ended. */

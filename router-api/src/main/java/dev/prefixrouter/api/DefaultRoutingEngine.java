@@ -96,7 +96,7 @@ final class DefaultRoutingEngine implements RoutingEngine {
               e.pendingPrefillTokens(),
               e.runningDecodes(),
               load == null ? null : load.report(),
-              load == null ? null : Math.max(0, now - load.measuredAt()),
+              load == null ? null : load.ageNanos(now),
               indexSignals(e.slot, now),
               e.routed(),
               e.promptTokens(),

@@ -170,7 +170,7 @@ final class Membership implements BackendRegistry {
       usedSlots.clear(e.slot);
     }
     Backend b = e.backend;
-    log.info("backend {} removed ({} leases still open)", backendId, e.inFlight());
+    log.info("backend {} removed ({} leases still open)", b.id(), e.inFlight());
     listeners.notify(l -> l.onBackendRemoved(b));
     return true;
   }
@@ -195,7 +195,7 @@ final class Membership implements BackendRegistry {
     e.draining = draining;
     if (was != draining) {
       Backend b = e.backend;
-      log.info("backend {} {}", backendId, draining ? "draining" : "undrained");
+      log.info("backend {} {}", b.id(), draining ? "draining" : "undrained");
       listeners.notify(l -> l.onDrainChanged(b, draining));
     }
   }
@@ -209,8 +209,8 @@ final class Membership implements BackendRegistry {
       return false;
     }
     long now = ticker.getAsLong();
-    long age = report.age().toNanos();
-    e.load = new BackendEntry.TimedLoad(report, now - age);
+    long age = Bounds.saturatedNanos(report.age());
+    e.load = new BackendEntry.TimedLoad(report, Bounds.saturatedMinus(now, age));
     return true;
   }
 

@@ -167,8 +167,8 @@ final class RoutePipeline {
     if (log.isDebugEnabled()) {
       log.debug(
           "rejected request={} tenant={} reason={} filter={}: {}",
-          r.request().requestId(),
-          r.request().tenant(),
+          echo(r.request().requestId()),
+          Bounds.echo(r.request().tenant()),
           r.reason(),
           r.emptiedBy(),
           r.message());
@@ -201,9 +201,9 @@ final class RoutePipeline {
       if (log.isDebugEnabled()) {
         log.debug(
             "routed request={} tenant={} model={} backend={} attempt={} matched={}/{} cost={} ({})",
-            routed.request().requestId(),
-            routed.request().tenant(),
-            routed.resolvedModel(),
+            echo(routed.request().requestId()),
+            Bounds.echo(routed.request().tenant()),
+            Bounds.echo(routed.resolvedModel()),
             routed.backendId(),
             attemptNo,
             routed.matchedTokens(),
@@ -212,7 +212,12 @@ final class RoutePipeline {
             routed.reason());
       }
       if (listeners.any()) {
-        listeners.notify(l -> l.onRouted(routed));
+        try {
+          listeners.notify(l -> l.onRouted(routed));
+        } catch (Throwable t) { // an Error: the caller never gets the lease, so end it here
+          ((DefaultLease) routed.lease()).abandon();
+          throw t;
+        }
       }
     }
     return d;
@@ -334,14 +339,14 @@ final class RoutePipeline {
       return null;
     }
     long bestNanos = estimate.getAsLong();
-    long budgetNanos = budget.toNanos();
+    long budgetNanos = Bounds.saturatedNanos(budget);
     if (bestNanos <= budgetNanos) {
       return null;
     }
     return new Rejected(
         request,
         RejectReason.OVERLOADED,
-        Duration.ofNanos(bestNanos - budgetNanos),
+        Duration.ofNanos(bestNanos - budgetNanos), // both >= 0: no overflow
         String.format(
             "best estimated TTFT %.1f ms exceeds the budget of %.1f ms",
             bestNanos / 1e6, budgetNanos / 1e6),
@@ -433,6 +438,10 @@ final class RoutePipeline {
       ids[k] = c.entries[order[rank + 1 + k]].backend.id();
     }
     return List.of(ids);
+  }
+
+  private static @Nullable String echo(@Nullable String s) {
+    return s == null ? null : Bounds.echo(s);
   }
 
   // ---------------------------------------------------------------- for leases and inspection
