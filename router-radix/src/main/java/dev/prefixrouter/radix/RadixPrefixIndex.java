@@ -544,9 +544,10 @@ public final class RadixPrefixIndex implements PrefixIndex {
   /**
    * Holds the first {@code min(n, capacity)} blocks of the path {@code keys[0, n)} below {@code
    * attach} on {@code m}'s backend (confirmed if {@code confirm}), all touched with one stamp,
-   * deepest first. The structure of the whole path exists afterwards (nodes beyond what is held are
-   * unlinked again unless someone holds them); {@link #path} and {@link #pathStart} describe it.
-   * Returns the number of path nodes. Lock held.
+   * deepest first, then what it holds above {@code attach} ({@link #touchAbove}). The structure of
+   * the whole path exists afterwards (nodes beyond what is held are unlinked again unless someone
+   * holds them); {@link #path} and {@link #pathStart} describe it. Returns the number of path
+   * nodes. Lock held.
    */
   private int touchPath(LruMirror m, Node attach, long[] keys, int n, boolean confirm, long now) {
     int slot = m.slot;
@@ -574,10 +575,17 @@ public final class RadixPrefixIndex implements PrefixIndex {
       int e = path[i].entry(slot);
       if (e >= 0) {
         m.touch(e, stamp);
+        if (confirm) {
+          m.set(e, m.held(e), m.held(e));
+        }
       }
     }
-    // 2. make room with blocks outside the path (the path's own are now the most recent)
     int missing = hold - present;
+    if (missing == 0 && hold == n) {
+      touchAbove(m, attach, stamp);
+      return count; // held in full: recency and confirmation were all there was to do
+    }
+    // 2. make room with blocks outside the path (the path's own are now the most recent)
     while (m.size() + missing > m.capacity()) {
       evictTail(m, m.size() + missing - m.capacity());
     }
@@ -622,10 +630,26 @@ public final class RadixPrefixIndex implements PrefixIndex {
         m.touch(e, stamp);
       }
     }
+    touchAbove(m, attach, stamp);
     if (hold < n) {
       cleanup(path[count - 1]);
     }
     return count;
+  }
+
+  /**
+   * Touches what {@code m}'s backend holds of the path from the root to {@code attach} (inclusive),
+   * after the path below it: a stored block's prefix is in use in the engine too, and ancestors
+   * stay more recent than their descendants, so eviction never strands held blocks below blocks
+   * nobody holds. Nothing for a path from the root. Lock held.
+   */
+  private void touchAbove(LruMirror m, Node attach, long stamp) {
+    for (Node x = attach; x != root; x = x.parent) {
+      int e = x.entry(m.slot);
+      if (e >= 0) {
+        m.touch(e, stamp);
+      }
+    }
   }
 
   private void addToPath(int i, Node x, int start) {

@@ -57,9 +57,10 @@ class IndexModelPropertyTest {
    * write's path. The victim is the block with the oldest stamp, the deepest among equal stamps:
    * the index's run-granular mirror takes blocks from the tail of its least recently used entry,
    * and a write touches its entries deepest first. A write holds the first {@code capacity} blocks
-   * of its path, touches those it holds already, then evicts others, then inserts the rest. Engine
-   * hashes map to router keys with copy counts; a removal takes a block out once no copy of any
-   * hash mapped to its key is left.
+   * of its path, touches those it holds already, then evicts others, then inserts the rest; a store
+   * below a parent then touches the held blocks from the parent up to the root. Engine hashes map
+   * to router keys with copy counts; a removal takes a block out once no copy of any hash mapped to
+   * its key is left.
    */
   static final class ModelBackend {
     long capacity;
@@ -71,8 +72,9 @@ class IndexModelPropertyTest {
     long clock;
     long lastStamp = Long.MIN_VALUE;
 
-    ModelBackend(long capacity) {
+    ModelBackend(long capacity, Map<Long, Long> parentOf) {
       this.capacity = capacity;
+      this.parentOf = parentOf;
     }
 
     long nextStamp() {
@@ -108,7 +110,35 @@ class IndexModelPropertyTest {
       }
     }
 
+    /** Parent key of every key seen on a path (keys are chained: a key names its prefix). */
+    final Map<Long, Long> parentOf;
+
     void touchPath(long[] keys, int n, boolean confirm) {
+      touchPath(keys, n, confirm, null);
+    }
+
+    /**
+     * {@link #touchPath(long[], int, boolean)} below {@code parent}: afterwards the held blocks of
+     * the path from the root to {@code parent} are touched too, as more recent than the path.
+     */
+    void touchPath(long[] keys, int n, boolean confirm, Long parent) {
+      for (int i = 0; i < n; i++) {
+        if (i > 0) {
+          parentOf.put(keys[i], keys[i - 1]);
+        } else if (parent != null) {
+          parentOf.put(keys[0], parent);
+        }
+      }
+      long stamp = touchPathOnly(keys, n, confirm);
+      int depth = -1;
+      for (Long k = parent; k != null; k = parentOf.get(k), depth--) {
+        if (held.containsKey(k)) {
+          held.put(k, new long[] {stamp, depth});
+        }
+      }
+    }
+
+    private long touchPathOnly(long[] keys, int n, boolean confirm) {
       long stamp = nextStamp();
       int hold = (int) Math.min(n, capacity);
       int present = 0;
@@ -133,6 +163,7 @@ class IndexModelPropertyTest {
           }
         }
       }
+      return stamp;
     }
 
     int match(long[] keys) {
@@ -153,7 +184,7 @@ class IndexModelPropertyTest {
         parentKey = p;
       }
       long[] keys = BlockHasher.keysOf(H, Prompt.ofTokens(tokens), parentKey);
-      touchPath(keys, keys.length, true);
+      touchPath(keys, keys.length, true, parent == null ? null : parentKey);
       for (int i = 0; i < keys.length; i++) {
         int c = engineCopies.merge(engineHashes[i], 1, Integer::sum);
         if (c == 1) {
@@ -217,9 +248,10 @@ class IndexModelPropertyTest {
               RadixPrefixIndex index =
                   RadixPrefixIndex.builder().maxBackends(130).predictionTtl(Duration.ZERO).build();
               Map<Integer, ModelBackend> model = new HashMap<>();
+              Map<Long, Long> parents = new HashMap<>();
               for (int s : SLOTS) {
                 index.addBackend(s, 6);
-                model.put(s, new ModelBackend(6));
+                model.put(s, new ModelBackend(6, parents));
               }
               long now = 0;
               int step = 0;
@@ -253,7 +285,7 @@ class IndexModelPropertyTest {
                 } else if (kind < 50) {
                   index.removeBackend(slot);
                   index.addBackend(slot, 6);
-                  model.put(slot, new ModelBackend(6));
+                  model.put(slot, new ModelBackend(6, parents));
                 } else if (kind < 70) {
                   // store a suffix of the path, continuing from the engine hash of its parent
                   int blocks = tokens.length / 2;
@@ -272,7 +304,7 @@ class IndexModelPropertyTest {
                   m.removed(engineHash);
                 } else if (kind < 83) {
                   index.apply(slot, AllBlocksCleared.INSTANCE, H, now);
-                  ModelBackend fresh = new ModelBackend(m.capacity);
+                  ModelBackend fresh = new ModelBackend(m.capacity, parents);
                   fresh.lastStamp = m.lastStamp; // the mirror is emptied, its stamp clock goes on
                   model.put(slot, fresh);
                 } else {

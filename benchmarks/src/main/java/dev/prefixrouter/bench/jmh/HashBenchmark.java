@@ -1,10 +1,16 @@
 package dev.prefixrouter.bench.jmh;
 
+import com.dynatrace.hash4j.hashing.Hasher64;
+import com.dynatrace.hash4j.hashing.Hashing;
 import dev.prefixrouter.api.Prompt;
 import dev.prefixrouter.api.spi.BlockHasher;
 import dev.prefixrouter.radix.BlockHashers;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
+import net.openhft.hashing.LongHashFunction;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -20,6 +26,13 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * Block hashing throughput: chained keys of a token prompt (16-token blocks) and of a text prompt
  * (64-char blocks), written into a reused buffer as the engine does.
+ *
+ * <p>The {@code chain*} benchmarks compare block hash functions side by side on the same token ids:
+ * each 16-token block (64 bytes) hashed on its own and folded into the chain as the token hasher
+ * does. {@code chainZahCity} is what {@code BlockHashers.tokens} uses today
+ * (zero-allocation-hashing's CityHash64 1.1 over the ids); the hash4j variants first write the ids
+ * of a block little-endian into a 64-byte buffer (hash4j hashes bytes), as a hasher built on it
+ * would.
  *
  * <pre>java -jar benchmarks/target/benchmarks.jar jmh HashBenchmark -prof gc</pre>
  */
@@ -42,7 +55,7 @@ public class HashBenchmark {
   @Setup
   public void setup() {
     SplittableRandom rnd = new SplittableRandom(42);
-    int[] ids = new int[tokens];
+    ids = new int[tokens];
     for (int i = 0; i < ids.length; i++) {
       ids[i] = rnd.nextInt(150_000);
     }
@@ -59,6 +72,79 @@ public class HashBenchmark {
   public long tokenBlocks() {
     int n = tokenHasher.keys(tokenPrompt, 0, out);
     return out[n - 1];
+  }
+
+  private static final LongHashFunction ZAH_CITY = LongHashFunction.city_1_1();
+  private static final LongHashFunction ZAH_XX3 = LongHashFunction.xx3();
+  private static final Hasher64 H4J_FARM_NA = Hashing.farmHashNa();
+  private static final Hasher64 H4J_XXH3 = Hashing.xxh3_64();
+  private static final Hasher64 H4J_KOMI5 = Hashing.komihash5_0();
+  private static final Hasher64 H4J_WY4 = Hashing.wyhashFinal4();
+  private static final VarHandle INT_LE =
+      MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+  private static final int BLOCK = 16;
+
+  private int[] ids;
+  private final byte[] blockBytes = new byte[4 * BLOCK];
+
+  /** The token hasher's fold (a copy, to compare hash functions under the same chain). */
+  private static long chain(long prev, long block) {
+    long z = (prev ^ block) * 0x9E3779B97F4A7C15L + block;
+    z = (z ^ (z >>> 32)) * 0xD6E8FEB86659FD93L;
+    return z ^ (z >>> 32);
+  }
+
+  private long chainZah(LongHashFunction f) {
+    long prev = 0;
+    for (int b = 0, blocks = ids.length / BLOCK; b < blocks; b++) {
+      prev = chain(prev, f.hashInts(ids, b * BLOCK, BLOCK));
+      out[b] = prev;
+    }
+    return prev;
+  }
+
+  private long chainHash4j(Hasher64 f) {
+    long prev = 0;
+    byte[] bytes = blockBytes;
+    for (int b = 0, blocks = ids.length / BLOCK; b < blocks; b++) {
+      int base = b * BLOCK;
+      for (int j = 0; j < BLOCK; j++) {
+        INT_LE.set(bytes, 4 * j, ids[base + j]);
+      }
+      prev = chain(prev, f.hashBytesToLong(bytes, 0, bytes.length));
+      out[b] = prev;
+    }
+    return prev;
+  }
+
+  @Benchmark
+  public long chainZahCity() {
+    return chainZah(ZAH_CITY);
+  }
+
+  @Benchmark
+  public long chainZahXxh3() {
+    return chainZah(ZAH_XX3);
+  }
+
+  @Benchmark
+  public long chainHash4jFarmNa() {
+    return chainHash4j(H4J_FARM_NA);
+  }
+
+  @Benchmark
+  public long chainHash4jXxh3() {
+    return chainHash4j(H4J_XXH3);
+  }
+
+  @Benchmark
+  public long chainHash4jKomihash5() {
+    return chainHash4j(H4J_KOMI5);
+  }
+
+  @Benchmark
+  public long chainHash4jWyhashFinal4() {
+    return chainHash4j(H4J_WY4);
   }
 
   @Benchmark

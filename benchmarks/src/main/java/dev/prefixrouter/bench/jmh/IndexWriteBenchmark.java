@@ -1,5 +1,8 @@
 package dev.prefixrouter.bench.jmh;
 
+import dev.prefixrouter.api.BlockStored;
+import dev.prefixrouter.api.spi.BlockHasher;
+import dev.prefixrouter.radix.BlockHashers;
 import dev.prefixrouter.radix.RadixPrefixIndex;
 import java.time.Duration;
 import java.util.SplittableRandom;
@@ -19,7 +22,10 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * {@code recordRouted} throughput in blocks per second on one thread, with the mirror full so that
  * every new block evicts one: paths of 256 new blocks (all inserts + evictions) and re-routing an
- * already held path (all touches).
+ * already held path (all touches). {@code applyStored16}: KV-event apply, a {@code BlockStored} of
+ * 16 blocks (256 token ids, re-hashed by the index) with fresh engine hashes, each sequence of 16
+ * events chained by parent hash; the translator's mappings reach their bound (2 x capacity + 1,024)
+ * and then evict, so the figure shows whether apply stays flat as mappings accumulate.
  *
  * <pre>java -jar benchmarks/target/benchmarks.jar jmh IndexWriteBenchmark -prof gc</pre>
  */
@@ -57,6 +63,36 @@ public class IndexWriteBenchmark {
       index.recordRouted(fresh[i % fresh.length], fresh[i % fresh.length].length, 0, now++);
     }
     index.recordRouted(held, held.length, 1, now++);
+    setupEvents();
+  }
+
+  private static final BlockHasher HASHER = BlockHashers.tokens(16);
+  private int[][] eventTokens;
+  private long engineHash;
+  private int event;
+
+  private void setupEvents() {
+    SplittableRandom rnd = new SplittableRandom(5);
+    eventTokens = new int[1024][256];
+    for (int[] t : eventTokens) {
+      for (int i = 0; i < t.length; i++) {
+        t[i] = rnd.nextInt(150_000);
+      }
+    }
+    index.addBackend(2, 100_000);
+  }
+
+  /** One BlockStored of 16 blocks on an event-fed backend (throughput in blocks). */
+  @Benchmark
+  @OperationsPerInvocation(16)
+  public void applyStored16() {
+    long[] hashes = new long[16];
+    Long parent = event % 16 == 0 ? null : engineHash;
+    for (int i = 0; i < 16; i++) {
+      hashes[i] = ++engineHash;
+    }
+    int[] tokens = eventTokens[event++ & 1023];
+    index.apply(2, new BlockStored(hashes, parent, tokens, 16, null), HASHER, now++);
   }
 
   /** New paths on a full backend: each block is an insert plus an eviction. */

@@ -25,7 +25,10 @@ import org.openjdk.jmh.annotations.Warmup;
  * fraction); {@code routeHeld*} only prompts held in full, {@code routeNew} only prompts whose tail
  * is not held. {@code routeHeld2ThreadsUnshared} (an engine per thread) and {@code
  * routeHeld2ThreadsTenantPerThread} are the references that tell the cost of sharing one engine
- * from what the host's two cores can do. See {@link RouteProbe} for a noise-aware figure.
+ * from what the host's two cores can do. {@code routeHeldCold} draws a held prompt at random from
+ * the 4,096 most recent (the index is not hot in CPU caches); {@code hashHot} and {@code hashCold}
+ * hash the same prompts alone, the baselines of the route-to-hash ratios in {@code
+ * benchmarks/README.md}. See {@link RouteProbe} for a noise-aware figure.
  *
  * <pre>java -jar benchmarks/target/benchmarks.jar jmh RouteBenchmark -prof gc</pre>
  */
@@ -53,6 +56,12 @@ public class RouteBenchmark {
     int next = (int) (Thread.currentThread().getId() * 101 % 256); // threads apart, not in step
     long routes;
     long fullyMatched;
+    final long[] keys = new long[1024];
+
+    long hash(RouteFixture f, dev.prefixrouter.api.Prompt p) {
+      int n = f.hasher.keys(p, 0, keys);
+      return keys[n - 1];
+    }
 
     Routed count(Routed r) {
       routes++;
@@ -87,6 +96,34 @@ public class RouteBenchmark {
   @Threads(1)
   public Routed routeHeld(Cursor c) {
     return c.count(fixture.complete(fixture.held(c.next++)));
+  }
+
+  /** A held prompt drawn at random from {@link RouteFixture#COLD_HELD}: the index is cold. */
+  @Benchmark
+  @Threads(1)
+  public Routed routeHeldCold(Cursor c) {
+    return c.count(fixture.complete(fixture.heldCold(c.rnd.nextInt())));
+  }
+
+  /** Hashing alone the prompts of {@link #routeHeld}, into a reused buffer as the engine does. */
+  @Benchmark
+  @Threads(1)
+  public long hashHot(Cursor c) {
+    return c.hash(fixture, fixture.held(c.next++));
+  }
+
+  /** Hashing alone the prompts of {@link #routeHeldCold}. */
+  @Benchmark
+  @Threads(1)
+  public long hashCold(Cursor c) {
+    return c.hash(fixture, fixture.heldCold(c.rnd.nextInt()));
+  }
+
+  /** Hashing alone the prompts of {@link #route1Thread} and {@link #routeNew}. */
+  @Benchmark
+  @Threads(1)
+  public long hashAny(Cursor c) {
+    return c.hash(fixture, fixture.prompts[c.rnd.nextInt(fixture.prompts.length)]);
   }
 
   /** {@link #routeHeld} on two threads: the hit path's scaling (shared counters, monitors). */

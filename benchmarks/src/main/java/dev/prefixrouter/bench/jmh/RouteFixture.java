@@ -79,8 +79,19 @@ public final class RouteFixture {
     return r;
   }
 
-  /** The {@code i}-th of the 256 most recently warmed prompts (held in full). */
+  /** The {@code i}-th of the 256 most recently warmed prompts (held in full, hot in CPU caches). */
   public Prompt held(int i) {
     return prompts[prompts.length - 1 - (i & 255)];
+  }
+
+  /** Prompts {@link #heldCold} draws from: the 4,096 most recently warmed (held, index cold). */
+  public static final int COLD_HELD = 4096;
+
+  /**
+   * The {@code i}-th of the {@value #COLD_HELD} most recently warmed prompts: drawn at random from
+   * that many, a route walks parts of the index no recent route touched, as in a real gateway.
+   */
+  public Prompt heldCold(int i) {
+    return prompts[prompts.length - 1 - Math.floorMod(i, COLD_HELD)];
   }
 }
