@@ -21,11 +21,11 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * The module walls of {@code shared/DESIGN.md} as ArchUnit rules, by package: router-api imports
- * nothing of ours; the index, the scorers and the connectors import only router-api and never each
- * other; nothing imports the benchmarks; no type of an {@code impl} or {@code internal} package
- * appears in a public signature. {@link WallsTest} checks them on every library module's classes;
- * {@link WallsCanFailTest} checks that each one catches a violation.
+ * The module walls (README, Modules) as ArchUnit rules, by package: router-api imports nothing of
+ * ours; the index, the scorers and the connectors import only router-api and never each other;
+ * nothing imports the benchmarks; no type of an {@code impl} or {@code internal} package appears in
+ * a public signature. {@link WallsTest} checks them on every library module's classes; {@link
+ * WallsCanFailTest} checks that each one catches a violation.
  */
 final class Walls {
   private Walls() {}
@@ -43,7 +43,7 @@ final class Walls {
           .resideInAPackage(API)
           .should()
           .dependOnClassesThat(resideInAPackage(OURS).and(not(resideInAPackage(API))))
-          .because("router-api is the contract every other module builds on (DESIGN.md)");
+          .because("router-api is the contract every other module builds on");
 
   /**
    * Module {@code dev.prefixrouter.<name>} depends on nothing of ours but router-api and itself.
@@ -57,7 +57,7 @@ final class Walls {
         .dependOnClassesThat(resideInAPackage(OURS).and(not(resideInAnyPackage(API, own))))
         .because(
             "the index, the scorers and the connectors plug into router-api only, never into"
-                + " each other (DESIGN.md)");
+                + " each other");
   }
 
   /** A connector's rule: the same wall, allowed to match no class while the module is absent. */
