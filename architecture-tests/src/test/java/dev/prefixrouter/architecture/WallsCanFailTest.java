@@ -13,6 +13,7 @@ import dev.prefixrouter.api.archfixture.LeakyTypeArgument;
 import dev.prefixrouter.bench.archfixture.BenchThing;
 import dev.prefixrouter.radix.archfixture.RadixUsingApi;
 import dev.prefixrouter.radix.archfixture.RadixUsingScoring;
+import dev.prefixrouter.redis.archfixture.RedisUsingScoring;
 import dev.prefixrouter.scoring.archfixture.ScoringUsingRadix;
 import dev.prefixrouter.spring.archfixture.SpringUsingBench;
 import dev.prefixrouter.vllm.archfixture.ConnectorUsingRadix;
@@ -55,6 +56,9 @@ class WallsCanFailTest {
     assertThat(violations(Walls.connectorImportsOnlyApi("vllm"), ConnectorUsingRadix.class))
         .anySatisfy(
             d -> assertThat(d).contains("ConnectorUsingRadix").contains("RadixPrefixIndex"));
+    assertThat(violations(Walls.connectorImportsOnlyApi("redis"), RedisUsingScoring.class))
+        .anySatisfy(
+            d -> assertThat(d).contains("RedisUsingScoring").contains("TenantTokenBuckets"));
     // absent connector: nothing to check, no failure
     assertThat(violations(Walls.connectorImportsOnlyApi("redis"), RadixUsingApi.class)).isEmpty();
   }

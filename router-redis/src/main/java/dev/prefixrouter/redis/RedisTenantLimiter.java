@@ -1,0 +1,706 @@
+package dev.prefixrouter.redis;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import dev.prefixrouter.api.TenantSnapshot;
+import dev.prefixrouter.api.spi.Admission;
+import dev.prefixrouter.api.spi.TenantLimiter;
+import io.lettuce.core.ClientOptions;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.TimeoutOptions;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.DefaultClientResources;
+import io.lettuce.core.resource.Delay;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Tenant quotas that hold for a fleet of gateway replicas: each tenant has one bucket in Redis
+ * ({@link FleetQuota}); each replica leases allowance from it in chunks, spends it locally and
+ * settles true-ups later, so {@link #tryAcquire} and {@link #adjust} never make a Redis call.
+ *
+ * <pre>{@code
+ * try (RedisTenantLimiter limiter = RedisTenantLimiter.builder("redis://127.0.0.1:6379")
+ *     .keyPrefix("gw-prod:")
+ *     .defaultQuota(FleetQuota.perMinute(100_000))
+ *     .expectedReplicas(4)
+ *     .build()) {
+ *   RoutingEngine engine = RoutingEngine.builder().tenantLimiter(limiter)...build();
+ * }
+ * }</pre>
+ *
+ * <p><b>How a request is admitted.</b> Each replica holds a local balance per tenant. A request
+ * takes its tokens from the balance by CAS. When the balance falls below one chunk, the tenant is
+ * queued for the worker thread, which leases up to two chunks from the fleet bucket (one atomic Lua
+ * script, {@link FleetBucketScript}). A request that finds too little may still be admitted on
+ * credit, leaving the balance at most one chunk below zero, unless the last lease found the fleet
+ * bucket short ("starved"); the credit is charged to the fleet unconditionally by the next lease
+ * (the fleet bucket may go into debt, which only refill repays). So every admitted token is charged
+ * to the fleet: over any window, a tenant's admissions across N replicas exceed the fleet's
+ * capacity plus refill by at most N chunks of credit not yet settled.
+ *
+ * <p><b>True-ups.</b> {@link #adjust} changes the local balance only (a refund adds to it, an extra
+ * charge may put it in debt); the worker charges debt to the fleet and returns a balance above four
+ * chunks down to two. Unspent allowance is not returned on {@link #close} or when a tenant leaves
+ * the local cache: the fleet gets those tokens back only by refill (the error is on the side of
+ * admitting less).
+ *
+ * <p><b>Redis unreachable.</b> A failed or timed-out script call, or no connection, marks Redis
+ * down (one WARN line per transition): admissions then come from a local bucket per tenant holding
+ * {@code 1/expectedReplicas} of the quota, never blocking or throwing, and the worker probes Redis
+ * every {@link Builder#retryInterval}. When Redis answers again (one INFO line), leases resume and
+ * debts run up while down are not charged to the fleet (the local fallback bucket already limited
+ * them). A lease whose reply timed out is treated as not applied; if Redis applied it anyway, the
+ * fleet holds up to two chunks that no replica spends, or (a return that timed out) the replica may
+ * spend up to two returned chunks again.
+ *
+ * <p><b>Bounds.</b> Local tenants: a Caffeine cache of at most {@link Builder#maxTenants} (default
+ * 100,000), expired after {@link Builder#expireAfterIdle} (default 10 min) without access, about
+ * 250 bytes each. Lease queue: {@link Builder#maxPendingLeases} tenants (default 4,096); a tenant
+ * is in it at most once, and a request that finds it full leaves its tenant unqueued (counted by
+ * {@link #droppedLeaseRequests}) until a later request queues it. Redis holds one small hash per
+ * active tenant, expiring once full. One worker thread per limiter; Lettuce's own threads per
+ * client.
+ *
+ * <p><b>Concurrency and cost.</b> Thread-safe. {@code tryAcquire}: one cache lookup and one CAS,
+ * plus one queue offer when the balance runs low; no allocation when granted. Nothing starts on
+ * class load; {@link Builder#build} starts the worker, which connects.
+ */
+public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(RedisTenantLimiter.class);
+
+  /** Shortest retry-after while a tenant waits for a lease. */
+  private static final long MIN_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+
+  /** One tenant's local state on this replica. */
+  static final class Tenant {
+    final String name;
+    final String key;
+    final FleetQuota quota;
+    final long chunk;
+    final AtomicLong balance = new AtomicLong();
+    final AtomicBoolean queued = new AtomicBoolean();
+    final LocalBucket fallback;
+    final LongAdder rejected = new LongAdder();
+
+    /** Largest request denied since the last lease: the next lease asks for room for it. */
+    final AtomicLong wanted = new AtomicLong();
+
+    volatile boolean starved;
+    volatile long retryNanos = MIN_RETRY_NANOS;
+    volatile long nextLeaseNanos;
+
+    Tenant(String name, String key, FleetQuota quota, long chunk, FleetQuota fallback, long now) {
+      this.name = name;
+      this.key = key;
+      this.quota = quota;
+      this.chunk = chunk;
+      this.fallback = new LocalBucket(fallback, now);
+    }
+  }
+
+  private final RedisURI uri;
+  private final String keyPrefix;
+  private final FleetQuota defaultQuota;
+  private final Map<String, FleetQuota> overrides;
+  private final int expectedReplicas;
+  private final @Nullable Long chunkTokens;
+  private final Duration commandTimeout;
+  private final long retryIntervalNanos;
+  private final @Nullable LongSupplier fleetClockMicros;
+  private final LongSupplier workerNanos;
+  private final Cache<String, Tenant> tenants;
+  private final BlockingQueue<Tenant> pending;
+  private final @Nullable Thread worker;
+
+  private final LongAdder dropped = new LongAdder();
+  private final LongAdder fallbackAdmissions = new LongAdder();
+  private final LongAdder leases = new LongAdder();
+  private final LongAdder transitions = new LongAdder();
+
+  private volatile boolean up;
+  private volatile boolean closed;
+  private long nextProbeNanos; // worker only
+  private @Nullable ClientResources resources; // worker only (and close)
+  private @Nullable RedisClient client; // worker only (and close)
+  private @Nullable StatefulRedisConnection<String, String> connection;
+  private @Nullable FleetBucketScript script;
+
+  private RedisTenantLimiter(Builder b) {
+    this.uri = b.uri;
+    this.keyPrefix = b.keyPrefix;
+    this.defaultQuota = b.defaultQuota;
+    this.overrides = Map.copyOf(b.overrides);
+    this.expectedReplicas = b.expectedReplicas;
+    this.chunkTokens = b.chunkTokens;
+    this.commandTimeout = b.commandTimeout;
+    this.retryIntervalNanos = b.retryInterval.toNanos();
+    this.fleetClockMicros = b.fleetClockMicros;
+    this.workerNanos = b.workerNanos;
+    this.tenants =
+        Caffeine.newBuilder()
+            .maximumSize(b.maxTenants)
+            .expireAfterAccess(b.expireAfterIdle)
+            .executor(Runnable::run)
+            .build();
+    this.pending = new ArrayBlockingQueue<>(b.maxPendingLeases);
+    this.nextProbeNanos = workerNanos.getAsLong();
+    if (b.manualWorker) {
+      this.worker = null;
+    } else {
+      Thread t = new Thread(this::workerLoop, "prefixrouter-redis-quota");
+      t.setDaemon(true);
+      this.worker = t;
+      t.start();
+    }
+  }
+
+  /** A builder for the Redis at {@code uri} (e.g. {@code redis://127.0.0.1:6379}). */
+  public static Builder builder(String uri) {
+    return new Builder(RedisURI.create(Objects.requireNonNull(uri, "uri")));
+  }
+
+  /** The fleet quota of {@code tenant}. */
+  public FleetQuota quotaOf(String tenant) {
+    return overrides.getOrDefault(tenant, defaultQuota);
+  }
+
+  /** The lease chunk of {@code quota}: explicit, or 100 ms of refill, within [1, capacity / 4]. */
+  long chunkOf(FleetQuota q) {
+    if (chunkTokens != null) {
+      return Math.min(chunkTokens, q.capacityTokens());
+    }
+    long tenthOfSecond = (long) ((double) q.refillTokens() * 100_000_000L / q.period().toNanos());
+    return Math.max(1, Math.min(Math.max(1, q.capacityTokens() / 4), tenthOfSecond));
+  }
+
+  private Tenant tenant(String name, long now) {
+    return tenants.get(
+        name,
+        n -> {
+          FleetQuota q = quotaOf(n);
+          return new Tenant(
+              n, keyPrefix + "quota:" + n, q, chunkOf(q), q.share(expectedReplicas), now);
+        });
+  }
+
+  @Override
+  public Admission tryAcquire(String tenant, long tokens, long nowNanos) {
+    Objects.requireNonNull(tenant, "tenant");
+    if (tokens < 0) {
+      throw new IllegalArgumentException("tokens must be >= 0, was " + tokens);
+    }
+    Tenant t = tenant(tenant, nowNanos);
+    if (tokens > t.quota.capacityTokens()) {
+      t.rejected.increment();
+      return Admission.tooLarge(
+          "request needs "
+              + tokens
+              + " tokens but tenant '"
+              + tenant
+              + "' has a fleet burst of "
+              + t.quota.capacityTokens());
+    }
+    if (!up) {
+      return fallback(t, tokens, nowNanos);
+    }
+    for (; ; ) {
+      long b = t.balance.get();
+      long after = b - tokens;
+      if (after < 0 && (t.starved || after < -t.chunk)) {
+        t.wanted.accumulateAndGet(tokens, Math::max);
+        requestLease(t, nowNanos);
+        t.rejected.increment();
+        return Admission.denied(
+            Math.max(MIN_RETRY_NANOS, t.retryNanos),
+            "tenant '"
+                + tenant
+                + "' is over its fleet token quota (needs "
+                + tokens
+                + ", this replica holds "
+                + Math.max(0, b)
+                + ")");
+      }
+      if (t.balance.compareAndSet(b, after)) {
+        if (after < t.chunk) {
+          requestLease(t, nowNanos);
+        }
+        return Admission.GRANTED;
+      }
+    }
+  }
+
+  private Admission fallback(Tenant t, long tokens, long now) {
+    long wait = t.fallback.tryTake(tokens, now);
+    if (wait > 0) {
+      t.rejected.increment();
+      return Admission.denied(
+          wait,
+          "tenant '"
+              + t.name
+              + "' is over its local share (1/"
+              + expectedReplicas
+              + ") of its token quota while Redis is unreachable (needs "
+              + tokens
+              + ")");
+    }
+    fallbackAdmissions.increment();
+    return Admission.GRANTED;
+  }
+
+  /**
+   * Queues {@code t} for a lease unless it is queued; while starved, at most once per retry unless
+   * {@code returning} (a balance to give back is always worth a call).
+   */
+  private void requestLease(Tenant t, long now) {
+    requestLease(t, now, false);
+  }
+
+  private void requestLease(Tenant t, long now, boolean returning) {
+    if (!returning && t.starved && now - t.nextLeaseNanos < 0) {
+      return;
+    }
+    if (t.queued.compareAndSet(false, true)) {
+      t.nextLeaseNanos = now + t.retryNanos;
+      if (!pending.offer(t)) {
+        t.queued.set(false);
+        dropped.increment();
+      }
+    }
+  }
+
+  @Override
+  public void adjust(String tenant, long deltaTokens, long nowNanos) {
+    Objects.requireNonNull(tenant, "tenant");
+    if (deltaTokens == 0) {
+      return;
+    }
+    Tenant t = tenant(tenant, nowNanos);
+    if (!up) {
+      t.fallback.adjust(deltaTokens, nowNanos);
+      return;
+    }
+    long after = t.balance.addAndGet(-deltaTokens);
+    if (after < 0 || after > 4 * t.chunk) {
+      requestLease(t, nowNanos, after > 0);
+    }
+  }
+
+  // ---------------------------------------------------------------- worker
+
+  private void workerLoop() {
+    while (!closed) {
+      try {
+        if (!up) {
+          probe();
+        }
+        Tenant t = pending.poll(retryIntervalNanos, TimeUnit.NANOSECONDS);
+        if (t != null) {
+          step(t);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      } catch (RuntimeException e) {
+        markDown(e); // never let the worker die
+      }
+    }
+  }
+
+  /**
+   * Runs every queued lease on the calling thread (tests with a manual worker); returns how many
+   * ran.
+   */
+  int runPending() {
+    int n = 0;
+    Tenant t;
+    while ((t = pending.poll()) != null) {
+      step(t);
+      n++;
+    }
+    if (n == 0) {
+      step(null);
+    }
+    return n;
+  }
+
+  private void step(@Nullable Tenant t) {
+    if (t != null) {
+      t.queued.set(false);
+    }
+    if (!up && !probe()) {
+      return; // down: drop the request; the tenant's next request queues it again
+    }
+    if (t != null) {
+      lease(t);
+    }
+  }
+
+  /** Connects if needed and pings, at most once per retry interval; true when Redis is up. */
+  private boolean probe() {
+    long now = workerNanos.getAsLong();
+    if (now - nextProbeNanos < 0) {
+      return false;
+    }
+    nextProbeNanos = now + retryIntervalNanos;
+    try {
+      RedisCommands<String, String> c = commands();
+      c.ping();
+      markUp();
+      return true;
+    } catch (RuntimeException e) {
+      markDown(e);
+      return false;
+    }
+  }
+
+  private RedisCommands<String, String> commands() {
+    StatefulRedisConnection<String, String> c = connection;
+    if (c == null) {
+      RedisClient rc = client;
+      if (rc == null) {
+        ClientResources res =
+            DefaultClientResources.builder()
+                .ioThreadPoolSize(2)
+                .computationThreadPoolSize(2)
+                .reconnectDelay(
+                    Delay.exponential(
+                        Duration.ofMillis(10),
+                        Duration.ofNanos(retryIntervalNanos),
+                        2,
+                        TimeUnit.MILLISECONDS))
+                .build();
+        resources = res;
+        rc = RedisClient.create(res, uri);
+        rc.setOptions(
+            ClientOptions.builder()
+                .autoReconnect(true)
+                .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+                .timeoutOptions(TimeoutOptions.enabled(commandTimeout))
+                .build());
+        client = rc;
+      }
+      c = rc.connect();
+      c.setTimeout(commandTimeout);
+      connection = c;
+    }
+    RedisCommands<String, String> sync = c.sync();
+    if (script == null) {
+      script = new FleetBucketScript(sync);
+    }
+    return sync;
+  }
+
+  private void lease(Tenant t) {
+    long b = t.balance.get();
+    long transfer = 0;
+    if (b < 0) {
+      transfer = -b; // charge the local debt to the fleet
+    } else if (b > 4 * t.chunk) {
+      transfer = -(b - 2 * t.chunk); // return what is above two chunks
+      t.balance.addAndGet(transfer);
+    }
+    long held = b + transfer;
+    long target = Math.max(2 * t.chunk, t.wanted.getAndSet(0));
+    long want = Math.max(0, target - held);
+    FleetBucketScript.Reply r;
+    try {
+      RedisCommands<String, String> c = commands();
+      long now = fleetClockMicros == null ? -1 : fleetClockMicros.getAsLong();
+      r = Objects.requireNonNull(script).call(c, t.key, t.quota, transfer, want, now);
+    } catch (RuntimeException e) {
+      if (transfer < 0) {
+        t.balance.addAndGet(-transfer); // the return did not reach the fleet
+      }
+      markDown(e);
+      return;
+    }
+    leases.increment();
+    t.balance.addAndGet(Math.max(0, transfer) + r.granted());
+    boolean starved = r.granted() < want;
+    if (starved) {
+      long shortBy = Math.max(want - r.granted(), -r.fleetTokens());
+      t.retryNanos =
+          Math.max(
+              MIN_RETRY_NANOS,
+              Math.min(t.quota.period().toNanos(), t.quota.nanosToRefill(shortBy)));
+    } else {
+      t.retryNanos = MIN_RETRY_NANOS;
+    }
+    t.starved = starved;
+  }
+
+  private void markUp() {
+    if (!up) {
+      up = true;
+      transitions.increment();
+      log.info("Redis at {} reachable: tenant quotas are fleet-wide again", uri.toURI());
+    }
+  }
+
+  private void markDown(RuntimeException e) {
+    nextProbeNanos = workerNanos.getAsLong() + retryIntervalNanos;
+    if (up) {
+      up = false;
+      transitions.increment();
+      log.warn(
+          "Redis at {} unreachable ({}): tenant quotas fall back to 1/{} of each quota per replica",
+          uri.toURI(),
+          e.toString(),
+          expectedReplicas);
+    }
+  }
+
+  // ---------------------------------------------------------------- state
+
+  /** True while the last Redis call succeeded. */
+  public boolean redisUp() {
+    return up;
+  }
+
+  /** Up/down transitions so far. */
+  public long transitions() {
+    return transitions.sum();
+  }
+
+  /** Requests admitted by the local fallback bucket while Redis was down. */
+  public long fallbackAdmissions() {
+    return fallbackAdmissions.sum();
+  }
+
+  /** Leases that reached Redis. */
+  public long leases() {
+    return leases.sum();
+  }
+
+  /** Lease requests dropped because the queue was full. */
+  public long droppedLeaseRequests() {
+    return dropped.sum();
+  }
+
+  /** This replica's balance of {@code tenant} (negative while in debt to the fleet). */
+  public long localBalance(String tenant) {
+    Tenant t = tenants.getIfPresent(tenant);
+    return t == null ? 0 : t.balance.get();
+  }
+
+  /** Local state: {@code availableTokens} is this replica's balance, not the fleet's. */
+  @Override
+  public List<TenantSnapshot> snapshot(int maxTenants, long nowNanos) {
+    List<TenantSnapshot> out = new ArrayList<>(Math.min(maxTenants, 64));
+    for (Tenant t : tenants.asMap().values()) {
+      if (out.size() >= maxTenants) {
+        break;
+      }
+      long available = up ? t.balance.get() : t.fallback.available(nowNanos);
+      out.add(new TenantSnapshot(t.name, available, t.quota.capacityTokens(), t.rejected.sum()));
+    }
+    return out;
+  }
+
+  /** Stops the worker (waits at most one second) and closes the Redis connection and client. */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    up = false;
+    Thread w = worker;
+    if (w != null) {
+      w.interrupt();
+      try {
+        w.join(1000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    StatefulRedisConnection<String, String> c = connection;
+    if (c != null) {
+      c.close();
+    }
+    RedisClient rc = client;
+    if (rc != null) {
+      rc.shutdown(Duration.ZERO, Duration.ofSeconds(1));
+    }
+    ClientResources res = resources;
+    if (res != null) {
+      res.shutdown(0, 1, TimeUnit.SECONDS);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "RedisTenantLimiter[" + uri.toURI() + ", prefix=" + keyPrefix + ", up=" + up + "]";
+  }
+
+  /** Builder; setters validate at once. */
+  public static final class Builder {
+    private final RedisURI uri;
+    private String keyPrefix = "prefixrouter:";
+    private FleetQuota defaultQuota = FleetQuota.perMinute(1_000_000);
+    private final Map<String, FleetQuota> overrides = new HashMap<>();
+    private int expectedReplicas = 1;
+    private @Nullable Long chunkTokens;
+    private long maxTenants = 100_000;
+    private Duration expireAfterIdle = Duration.ofMinutes(10);
+    private int maxPendingLeases = 4096;
+    private Duration commandTimeout = Duration.ofMillis(250);
+    private Duration retryInterval = Duration.ofSeconds(1);
+    private @Nullable LongSupplier fleetClockMicros;
+    private LongSupplier workerNanos = System::nanoTime;
+    private boolean manualWorker;
+
+    private Builder(RedisURI uri) {
+      this.uri = uri;
+    }
+
+    /** Prefix of every Redis key this limiter writes, 1 to 128 characters. */
+    public Builder keyPrefix(String prefix) {
+      Objects.requireNonNull(prefix, "keyPrefix");
+      if (prefix.isEmpty() || prefix.length() > 128) {
+        throw new IllegalArgumentException(
+            "keyPrefix must be 1 to 128 characters, was " + prefix.length());
+      }
+      this.keyPrefix = prefix;
+      return this;
+    }
+
+    public Builder defaultQuota(FleetQuota quota) {
+      this.defaultQuota = Objects.requireNonNull(quota, "defaultQuota");
+      return this;
+    }
+
+    public Builder quota(String tenant, FleetQuota quota) {
+      Objects.requireNonNull(tenant, "tenant");
+      if (tenant.isBlank()) {
+        throw new IllegalArgumentException("tenant must not be blank");
+      }
+      overrides.put(tenant, Objects.requireNonNull(quota, "quota"));
+      return this;
+    }
+
+    /**
+     * Replicas sharing the quotas, {@code [1, 1024]}: while Redis is unreachable each replica
+     * admits {@code 1/expectedReplicas} of each quota. Default 1 (a replica alone admits the whole
+     * quota).
+     */
+    public Builder expectedReplicas(int replicas) {
+      if (replicas < 1 || replicas > 1024) {
+        throw new IllegalArgumentException(
+            "expectedReplicas must be in [1, 1024], was " + replicas);
+      }
+      this.expectedReplicas = replicas;
+      return this;
+    }
+
+    /**
+     * Tokens per lease, {@code [1, 2^50]} (capped at each quota's capacity). Default: 100 ms of the
+     * quota's refill, within [1, capacity / 4]. Larger chunks mean fewer Redis calls and a larger
+     * bound on over-admission (one chunk of credit per replica).
+     */
+    public Builder chunkTokens(long tokens) {
+      if (tokens < 1 || tokens > FleetQuota.MAX_TOKENS) {
+        throw new IllegalArgumentException("chunkTokens must be in [1, 2^50], was " + tokens);
+      }
+      this.chunkTokens = tokens;
+      return this;
+    }
+
+    /** Most tenants held locally, {@code [1, 100_000_000]}. */
+    public Builder maxTenants(long maxTenants) {
+      if (maxTenants < 1 || maxTenants > 100_000_000) {
+        throw new IllegalArgumentException("maxTenants must be in [1, 1e8], was " + maxTenants);
+      }
+      this.maxTenants = maxTenants;
+      return this;
+    }
+
+    /** Idle time after which a tenant's local state is dropped, in [1 s, 1 day]. */
+    public Builder expireAfterIdle(Duration idle) {
+      Objects.requireNonNull(idle, "expireAfterIdle");
+      if (idle.compareTo(Duration.ofSeconds(1)) < 0 || idle.compareTo(Duration.ofDays(1)) > 0) {
+        throw new IllegalArgumentException("expireAfterIdle must be in [1 s, 1 day], was " + idle);
+      }
+      this.expireAfterIdle = idle;
+      return this;
+    }
+
+    /** Capacity of the lease queue, {@code [1, 1_000_000]} tenants. */
+    public Builder maxPendingLeases(int max) {
+      if (max < 1 || max > 1_000_000) {
+        throw new IllegalArgumentException("maxPendingLeases must be in [1, 1e6], was " + max);
+      }
+      this.maxPendingLeases = max;
+      return this;
+    }
+
+    /** Timeout of one Redis command, in [1 ms, 10 s]; a timeout marks Redis down. */
+    public Builder commandTimeout(Duration timeout) {
+      Objects.requireNonNull(timeout, "commandTimeout");
+      if (timeout.compareTo(Duration.ofMillis(1)) < 0
+          || timeout.compareTo(Duration.ofSeconds(10)) > 0) {
+        throw new IllegalArgumentException(
+            "commandTimeout must be in [1 ms, 10 s], was " + timeout);
+      }
+      this.commandTimeout = timeout;
+      return this;
+    }
+
+    /** How often the worker probes Redis while it is down, in [10 ms, 1 min]. */
+    public Builder retryInterval(Duration interval) {
+      Objects.requireNonNull(interval, "retryInterval");
+      if (interval.compareTo(Duration.ofMillis(10)) < 0
+          || interval.compareTo(Duration.ofMinutes(1)) > 0) {
+        throw new IllegalArgumentException(
+            "retryInterval must be in [10 ms, 1 min], was " + interval);
+      }
+      this.retryInterval = interval;
+      return this;
+    }
+
+    /**
+     * The fleet buckets' clock in microseconds, one timeline for every replica (e.g. a wall clock).
+     * Default: Redis's own {@code TIME}, which every replica shares without clock sync.
+     */
+    public Builder fleetClockMicros(LongSupplier micros) {
+      this.fleetClockMicros = Objects.requireNonNull(micros, "fleetClockMicros");
+      return this;
+    }
+
+    /** The worker's clock for probe intervals (tests). */
+    Builder workerNanos(LongSupplier nanos) {
+      this.workerNanos = Objects.requireNonNull(nanos, "workerNanos");
+      return this;
+    }
+
+    /** No worker thread: leases run when the test calls {@link #runPending}. */
+    Builder manualWorker() {
+      this.manualWorker = true;
+      return this;
+    }
+
+    /** Builds the limiter and starts its worker, which connects to Redis in the background. */
+    public RedisTenantLimiter build() {
+      return new RedisTenantLimiter(this);
+    }
+  }
+}

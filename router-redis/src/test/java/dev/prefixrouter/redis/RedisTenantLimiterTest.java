@@ -1,0 +1,195 @@
+package dev.prefixrouter.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.prefixrouter.api.spi.Admission;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** Against the shared Redis at 127.0.0.1:6379, with simulated time and manual workers. */
+class RedisTenantLimiterTest {
+  private static final long MS = 1_000_000L;
+  private static final long SECOND = 1_000 * MS;
+
+  private final SharedRedis redis = new SharedRedis();
+  private final AtomicLong clock = new AtomicLong(1_000 * SECOND);
+  private final List<RedisTenantLimiter> limiters = new ArrayList<>();
+
+  @AfterEach
+  void tearDown() {
+    limiters.forEach(RedisTenantLimiter::close);
+    redis.close();
+  }
+
+  private RedisTenantLimiter limiter(String uri, FleetQuota quota, int replicas) {
+    RedisTenantLimiter l =
+        RedisTenantLimiter.builder(uri)
+            .keyPrefix(redis.prefix)
+            .defaultQuota(quota)
+            .expectedReplicas(replicas)
+            .fleetClockMicros(() -> clock.get() / 1_000)
+            .workerNanos(clock::get)
+            .manualWorker()
+            .build();
+    limiters.add(l);
+    return l;
+  }
+
+  /**
+   * Four replicas, each trying far more than the quota every 20 ms of simulated time, with true-ups
+   * of -30..+70 tokens (20 on average) on every 100-token reservation; leases run after each step.
+   * The tokens the fleet actually charged (reservations plus true-ups) over the steady window [20
+   * s, 80 s) are within 5 % of the refill rate times 60 s, and over the whole run never above burst
+   * plus refill plus one chunk of credit and two of holdings per replica.
+   */
+  @Test
+  void fourReplicasHoldTheTenantWithinFivePercentOfItsRate() {
+    FleetQuota quota = new FleetQuota(20_000, 600_000, Duration.ofMinutes(1)); // 10,000 tokens/s
+    List<RedisTenantLimiter> replicas = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      replicas.add(limiter(SharedRedis.URI, quota, 4));
+    }
+    replicas.forEach(RedisTenantLimiter::runPending);
+    assertThat(replicas).allMatch(RedisTenantLimiter::redisUp);
+
+    SplittableRandom random = new SplittableRandom(7);
+    long start = clock.get();
+    long charged = 0;
+    long chargedInWindow = 0;
+    long denied = 0;
+    for (long t = 0; t < 80 * SECOND; t += 20 * MS) {
+      clock.set(start + t);
+      for (RedisTenantLimiter r : replicas) {
+        for (int i = 0; i < 20; i++) {
+          Admission a = r.tryAcquire("acme", 100, clock.get());
+          if (!a.granted()) {
+            assertThat(a.outcome()).isEqualTo(Admission.Outcome.DENIED);
+            assertThat(a.retryAfterNanos()).isPositive();
+            denied++;
+            break;
+          }
+          long trueUp = random.nextLong(-30, 71);
+          r.adjust("acme", trueUp, clock.get());
+          charged += 100 + trueUp;
+          if (t >= 20 * SECOND) {
+            chargedInWindow += 100 + trueUp;
+          }
+        }
+      }
+      replicas.forEach(RedisTenantLimiter::runPending);
+    }
+    long ratePerWindow = 600_000; // 60 s at 10,000 tokens/s
+    double ratio = (double) chargedInWindow / ratePerWindow;
+    System.out.printf("fleet quota: charged/rate over [20 s, 80 s) = %.4f%n", ratio);
+    assertThat(ratio).isBetween(0.95, 1.05);
+    long chunk = replicas.get(0).chunkOf(quota);
+    assertThat(chunk).isEqualTo(1_000);
+    assertThat(charged).isLessThanOrEqualTo(20_000 + 800_000 + 4 * 3 * chunk);
+    assertThat(denied).isGreaterThan(1_000);
+    assertThat(replicas).allMatch(r -> r.droppedLeaseRequests() == 0);
+    // leases, not requests, reach Redis: far fewer calls than admissions
+    long leases = replicas.stream().mapToLong(RedisTenantLimiter::leases).sum();
+    assertThat(leases).isLessThan(charged / 100 / 2);
+  }
+
+  @Test
+  void debtAndRefundsSettleWithTheFleetBucket() {
+    // chunk 2,500 (a quarter of the burst); the clock stands still, so nothing refills
+    FleetQuota quota = new FleetQuota(10_000, 100_000, Duration.ofSeconds(1));
+    RedisTenantLimiter r = limiter(SharedRedis.URI, quota, 1);
+    r.runPending();
+    String key = redis.prefix + "quota:t";
+
+    assertThat(r.tryAcquire("t", 100, clock.get()).granted()).isTrue(); // on credit
+    assertThat(r.localBalance("t")).isEqualTo(-100);
+    r.runPending(); // charges the 100 and leases two chunks (2 x 2,500)
+    assertThat(r.localBalance("t")).isEqualTo(5_000);
+    assertThat(fleetTokens(key)).isEqualTo(10_000 - 100 - 5_000);
+
+    r.adjust("t", 6_000, clock.get()); // extra charge beyond what is held: debt of 1,000
+    r.runPending(); // charges the debt (fleet 3,900) and leases 3,900 of the 5,000 wanted
+    assertThat(fleetTokens(key)).isZero();
+    assertThat(r.localBalance("t")).isEqualTo(3_900);
+
+    r.adjust("t", -8_000, clock.get()); // refund: 11,900 held, above four chunks
+    r.runPending(); // returns all above two chunks: 6,900
+    assertThat(r.localBalance("t")).isEqualTo(5_000);
+    assertThat(fleetTokens(key)).isEqualTo(6_900);
+    assertThat(redis.commands().pttl(key)).isPositive();
+  }
+
+  @Test
+  void aStarvedReplicaDeniesWithTheTimeToRefill() {
+    FleetQuota quota = new FleetQuota(1_000, 1_000, Duration.ofSeconds(10)); // 100 tokens/s
+    RedisTenantLimiter r = limiter(SharedRedis.URI, quota, 1);
+    r.runPending();
+    long admitted = 0;
+    for (int i = 0; i < 40; i++) {
+      if (r.tryAcquire("s", 100, clock.get()).granted()) {
+        admitted += 100;
+      }
+      r.runPending();
+    }
+    assertThat(admitted).isEqualTo(1_000); // the burst, nothing more: no time passed
+    Admission a = r.tryAcquire("s", 100, clock.get());
+    assertThat(a.outcome()).isEqualTo(Admission.Outcome.DENIED);
+    assertThat(a.retryAfterNanos()).isBetween(MS, 10 * SECOND);
+    assertThat(a.message()).contains("tenant 's' is over its fleet token quota (needs 100");
+  }
+
+  @Test
+  void unreachableRedisFallsBackToTheLocalShareWithoutThrowing() throws IOException {
+    int port;
+    try (ServerSocket s = new ServerSocket(0)) {
+      port = s.getLocalPort(); // nothing listens there once closed
+    }
+    RedisTenantLimiter r =
+        limiter(
+            "redis://127.0.0.1:" + port, new FleetQuota(4_000, 4_000, Duration.ofSeconds(1)), 4);
+    r.runPending();
+    assertThat(r.redisUp()).isFalse();
+    long admitted = 0;
+    Admission last = Admission.GRANTED;
+    for (int i = 0; i < 30; i++) {
+      last = r.tryAcquire("x", 100, clock.get());
+      if (last.granted()) {
+        admitted += 100;
+      }
+    }
+    assertThat(admitted).isEqualTo(1_000); // a quarter of the burst
+    assertThat(r.fallbackAdmissions()).isEqualTo(10);
+    assertThat(last.retryAfterNanos()).isEqualTo(100 * MS); // 100 tokens at 1,000/s
+    assertThat(last.message()).contains("local share (1/4)").contains("Redis is unreachable");
+    clock.addAndGet(SECOND);
+    assertThat(r.tryAcquire("x", 100, clock.get()).granted()).isTrue();
+  }
+
+  @Test
+  void tooLargeAndBadArguments() {
+    RedisTenantLimiter r =
+        limiter(SharedRedis.URI, new FleetQuota(500, 500, Duration.ofSeconds(1)), 1);
+    Admission a = r.tryAcquire("big", 501, clock.get());
+    assertThat(a.outcome()).isEqualTo(Admission.Outcome.TOO_LARGE);
+    assertThat(a.message())
+        .isEqualTo("request needs 501 tokens but tenant 'big' has a fleet burst of 500");
+    assertThatThrownBy(() -> r.tryAcquire("big", -1, 0)).hasMessage("tokens must be >= 0, was -1");
+    assertThatThrownBy(() -> RedisTenantLimiter.builder(SharedRedis.URI).expectedReplicas(0))
+        .hasMessage("expectedReplicas must be in [1, 1024], was 0");
+    assertThatThrownBy(() -> RedisTenantLimiter.builder(SharedRedis.URI).keyPrefix(""))
+        .hasMessage("keyPrefix must be 1 to 128 characters, was 0");
+    assertThatThrownBy(() -> RedisTenantLimiter.builder(SharedRedis.URI).chunkTokens(0))
+        .hasMessage("chunkTokens must be in [1, 2^50], was 0");
+  }
+
+  private long fleetTokens(String key) {
+    return (long) Math.floor(Double.parseDouble(redis.commands().hget(key, "tokens")));
+  }
+}
