@@ -21,7 +21,7 @@ import org.jspecify.annotations.Nullable;
  * <p>Not thread-safe: only the index's writer calls it.
  */
 final class EventTranslator {
-  private static final int NONE = -1;
+  private static final int NONE = IntLinks.NONE;
 
   private final LongIntHashMap byHash = new LongIntHashMap();
   private final LongIntHashMap refs = new LongIntHashMap();
@@ -30,12 +30,10 @@ final class EventTranslator {
   private int[] copies = new int[0];
   private Node[] node = new Node[0];
   private int[] offset = new int[0];
-  private int[] prev = new int[0];
-  private int[] next = new int[0];
+  private int[] nextFree = new int[0];
+  private final IntLinks recency = new IntLinks();
   private int allocated;
   private int freeHead = NONE;
-  private int head = NONE;
-  private int tail = NONE;
   private int bound;
   private long evicted;
 
@@ -67,7 +65,7 @@ final class EventTranslator {
       return NONE;
     }
     int m = byHash.indexGet(i);
-    toHead(m);
+    recency.moveToHead(m);
     return m;
   }
 
@@ -132,8 +130,7 @@ final class EventTranslator {
     Arrays.fill(node, 0, allocated, null);
     allocated = 0;
     freeHead = NONE;
-    head = NONE;
-    tail = NONE;
+    recency.clear();
   }
 
   private boolean unref(long key, int n) {
@@ -151,7 +148,7 @@ final class EventTranslator {
   }
 
   private void evictOldest() {
-    int m = tail;
+    int m = recency.tail();
     byHash.remove(hash[m]);
     unref(routerKey[m], copies[m]);
     free(m);
@@ -162,7 +159,7 @@ final class EventTranslator {
     int m;
     if (freeHead != NONE) {
       m = freeHead;
-      freeHead = next[m];
+      freeHead = nextFree[m];
     } else {
       if (allocated == hash.length) {
         int len = Math.max(16, 2 * hash.length);
@@ -171,8 +168,8 @@ final class EventTranslator {
         copies = Arrays.copyOf(copies, len);
         node = Arrays.copyOf(node, len);
         offset = Arrays.copyOf(offset, len);
-        prev = Arrays.copyOf(prev, len);
-        next = Arrays.copyOf(next, len);
+        nextFree = Arrays.copyOf(nextFree, len);
+        recency.grow(len);
       }
       m = allocated++;
     }
@@ -181,54 +178,21 @@ final class EventTranslator {
     copies[m] = 1;
     node[m] = n;
     offset[m] = off;
-    linkHead(m);
+    recency.linkHead(m);
     return m;
   }
 
   private void free(int m) {
-    unlink(m);
+    recency.unlink(m);
     node[m] = null;
-    next[m] = freeHead;
+    nextFree[m] = freeHead;
     freeHead = m;
-  }
-
-  private void toHead(int m) {
-    if (head != m) {
-      unlink(m);
-      linkHead(m);
-    }
-  }
-
-  private void linkHead(int m) {
-    prev[m] = NONE;
-    next[m] = head;
-    if (head != NONE) {
-      prev[head] = m;
-    }
-    head = m;
-    if (tail == NONE) {
-      tail = m;
-    }
-  }
-
-  private void unlink(int m) {
-    int p = prev[m];
-    int n = next[m];
-    if (p == NONE) {
-      head = n;
-    } else {
-      next[p] = n;
-    }
-    if (n == NONE) {
-      tail = p;
-    } else {
-      prev[n] = p;
-    }
   }
 
   long approximateBytes() {
     return 64L
-        + hash.length * (8L + 8 + 4 + 4 + 4 + 4 + 4)
+        + hash.length * (8L + 8 + 4 + 4 + 4 + 4)
+        + recency.approximateBytes()
         + byHash.keys.length * 12L
         + refs.keys.length * 12L;
   }

@@ -23,8 +23,7 @@ import java.util.Arrays;
  * #lruAgeNanos}, which reads one volatile field.
  */
 final class LruMirror {
-  private static final int NONE = -1;
-  private static final int OFF_LIST = -2;
+  private static final int NONE = IntLinks.NONE;
 
   /** {@link #lruStamp} while an insert would evict nothing. */
   private static final long ROOM = Long.MIN_VALUE;
@@ -45,17 +44,12 @@ final class LruMirror {
   private int[] held = new int[0];
   private int[] confirmed = new int[0];
   private long[] stamp = new long[0];
-  private int[] prev = new int[0];
-  private int[] next = new int[0];
-  private int[] pprev = new int[0];
-  private int[] pnext = new int[0];
+  private int[] nextFree = new int[0];
+  private final IntLinks recency = new IntLinks();
+  private final IntLinks predicted = new IntLinks();
   private int allocated;
   private int live;
   private int freeHead = NONE;
-  private int head = NONE; // most recent
-  private int tail = NONE; // least recent
-  private int phead = NONE;
-  private int ptail = NONE;
 
   LruMirror(int slot, long capacity) {
     this.slot = slot;
@@ -111,20 +105,20 @@ final class LruMirror {
 
   /** The least recently used entry, or -1. */
   int lruTail() {
-    return tail;
+    return recency.tail();
   }
 
   /** The least recently used entry with predicted blocks, or -1. */
   int predictedTail() {
-    return ptail;
+    return predicted.tail();
   }
 
   /** A new entry at the most recent end (the caller keeps {@code size <= capacity}). */
   int add(Node n, int heldBlocks, int confirmedBlocks, long s) {
     int e = allocate(n, heldBlocks, confirmedBlocks, s);
-    linkHead(e);
+    recency.linkHead(e);
     if (heldBlocks > confirmedBlocks) {
-      linkPredictedHead(e);
+      predicted.linkHead(e);
     }
     return e;
   }
@@ -135,25 +129,9 @@ final class LruMirror {
    */
   int addBelow(int e, Node n, int heldBlocks, int confirmedBlocks) {
     int t = allocate(n, heldBlocks, confirmedBlocks, stamp[e]);
-    int after = next[e];
-    prev[t] = e;
-    next[t] = after;
-    next[e] = t;
-    if (after == NONE) {
-      tail = t;
-    } else {
-      prev[after] = t;
-    }
-    if (heldBlocks > confirmedBlocks && pnext[e] != OFF_LIST) {
-      int pafter = pnext[e];
-      pprev[t] = e;
-      pnext[t] = pafter;
-      pnext[e] = t;
-      if (pafter == NONE) {
-        ptail = t;
-      } else {
-        pprev[pafter] = t;
-      }
+    recency.linkAfter(e, t);
+    if (heldBlocks > confirmedBlocks && predicted.contains(e)) {
+      predicted.linkAfter(e, t);
     }
     return t;
   }
@@ -162,7 +140,7 @@ final class LruMirror {
     int e;
     if (freeHead != NONE) {
       e = freeHead;
-      freeHead = next[e];
+      freeHead = nextFree[e];
     } else {
       if (allocated == node.length) {
         grow();
@@ -173,8 +151,6 @@ final class LruMirror {
     held[e] = heldBlocks;
     confirmed[e] = confirmedBlocks;
     stamp[e] = s;
-    pprev[e] = OFF_LIST;
-    pnext[e] = OFF_LIST;
     size += heldBlocks;
     confirmedTotal += confirmedBlocks;
     live++;
@@ -187,10 +163,9 @@ final class LruMirror {
     held = Arrays.copyOf(held, n);
     confirmed = Arrays.copyOf(confirmed, n);
     stamp = Arrays.copyOf(stamp, n);
-    prev = Arrays.copyOf(prev, n);
-    next = Arrays.copyOf(next, n);
-    pprev = Arrays.copyOf(pprev, n);
-    pnext = Arrays.copyOf(pnext, n);
+    nextFree = Arrays.copyOf(nextFree, n);
+    recency.grow(n);
+    predicted.grow(n);
   }
 
   /** Points an entry at another node (the head part after a split). */
@@ -208,111 +183,52 @@ final class LruMirror {
     confirmedTotal += confirmedBlocks - confirmed[e];
     held[e] = heldBlocks;
     confirmed[e] = confirmedBlocks;
-    boolean predicted = heldBlocks > confirmedBlocks;
-    boolean listed = pnext[e] != OFF_LIST;
-    if (predicted && !listed) {
-      linkPredictedHead(e);
-    } else if (!predicted && listed) {
-      unlinkPredicted(e);
+    boolean hasPredicted = heldBlocks > confirmedBlocks;
+    boolean listed = predicted.contains(e);
+    if (hasPredicted && !listed) {
+      predicted.linkHead(e);
+    } else if (!hasPredicted && listed) {
+      predicted.unlink(e);
     }
   }
 
   /** Makes an entry the most recent, with stamp {@code s}. */
   void touch(int e, long s) {
     stamp[e] = s;
-    if (head != e) {
-      unlink(e);
-      linkHead(e);
-    }
-    if (pnext[e] != OFF_LIST && phead != e) {
-      unlinkPredicted(e);
-      linkPredictedHead(e);
+    recency.moveToHead(e);
+    if (predicted.contains(e)) {
+      predicted.moveToHead(e);
     }
   }
 
   /** Forgets an entry. */
   void remove(int e) {
-    unlink(e);
-    if (pnext[e] != OFF_LIST) {
-      unlinkPredicted(e);
+    recency.unlink(e);
+    if (predicted.contains(e)) {
+      predicted.unlink(e);
     }
     size -= held[e];
     confirmedTotal -= confirmed[e];
     node[e] = null;
     held[e] = 0;
     confirmed[e] = 0;
-    next[e] = freeHead;
+    nextFree[e] = freeHead;
     freeHead = e;
     live--;
   }
 
   /** Calls {@code action} for every entry, least recent first (entries may be removed). */
   void forEachEntry(java.util.function.IntConsumer action) {
-    for (int e = tail; e != NONE; ) {
-      int p = prev[e];
+    for (int e = recency.tail(); e != NONE; ) {
+      int p = recency.prev(e);
       action.accept(e);
       e = p;
     }
   }
 
-  private void linkHead(int e) {
-    prev[e] = NONE;
-    next[e] = head;
-    if (head != NONE) {
-      prev[head] = e;
-    }
-    head = e;
-    if (tail == NONE) {
-      tail = e;
-    }
-  }
-
-  private void unlink(int e) {
-    int p = prev[e];
-    int n = next[e];
-    if (p == NONE) {
-      head = n;
-    } else {
-      next[p] = n;
-    }
-    if (n == NONE) {
-      tail = p;
-    } else {
-      prev[n] = p;
-    }
-  }
-
-  private void linkPredictedHead(int e) {
-    pprev[e] = NONE;
-    pnext[e] = phead;
-    if (phead != NONE) {
-      pprev[phead] = e;
-    }
-    phead = e;
-    if (ptail == NONE) {
-      ptail = e;
-    }
-  }
-
-  private void unlinkPredicted(int e) {
-    int p = pprev[e];
-    int n = pnext[e];
-    if (p == NONE) {
-      phead = n;
-    } else {
-      pnext[p] = n;
-    }
-    if (n == NONE) {
-      ptail = p;
-    } else {
-      pprev[n] = p;
-    }
-    pprev[e] = OFF_LIST;
-    pnext[e] = OFF_LIST;
-  }
-
   /** Publishes the stamp of the next victim (end of every write). */
   void publishLru() {
+    int tail = recency.tail();
     lruStamp = size >= capacity && tail != NONE ? stamp[tail] : ROOM;
   }
 
@@ -332,11 +248,11 @@ final class LruMirror {
     long conf = 0;
     int count = 0;
     long last = Long.MAX_VALUE;
-    for (int e = head, p = NONE; e != NONE; p = e, e = next[e]) {
-      if (prev[e] != p || stamp[e] > last || held[e] < 1 || confirmed[e] > held[e]) {
+    for (int e = recency.head(), p = NONE; e != NONE; p = e, e = recency.next(e)) {
+      if (recency.prev(e) != p || stamp[e] > last || held[e] < 1 || confirmed[e] > held[e]) {
         return false;
       }
-      if ((held[e] > confirmed[e]) != (pnext[e] != OFF_LIST)) {
+      if ((held[e] > confirmed[e]) != predicted.contains(e)) {
         return false;
       }
       last = stamp[e];
@@ -346,10 +262,10 @@ final class LruMirror {
         return false;
       }
     }
-    int pcount = 0;
+    int listed = 0;
     last = Long.MAX_VALUE;
-    for (int e = phead, p = NONE; e != NONE; p = e, e = pnext[e]) {
-      if (pprev[e] != p || stamp[e] > last || held[e] <= confirmed[e] || ++pcount > live) {
+    for (int e = predicted.head(), p = NONE; e != NONE; p = e, e = predicted.next(e)) {
+      if (predicted.prev(e) != p || stamp[e] > last || held[e] <= confirmed[e] || ++listed > live) {
         return false;
       }
       last = stamp[e];
@@ -358,6 +274,9 @@ final class LruMirror {
   }
 
   long approximateBytes() {
-    return 96L + node.length * (4L + 4 + 4 + 8 + 4 + 4 + 4 + 4);
+    return 96L
+        + node.length * (4L + 4 + 4 + 8 + 4)
+        + recency.approximateBytes()
+        + predicted.approximateBytes();
   }
 }

@@ -20,6 +20,7 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The default {@link PrefixIndex}: which backends are believed to hold which prompt prefixes,
@@ -262,14 +263,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
   /** Changes a slot's capacity ({@code 0}: the default); shrinking evicts at once. */
   public void setCapacity(int slot, long capacityBlocks) {
     checkCapacity(capacityBlocks);
-    if (!inRange(slot)) {
-      unknownSlot.increment();
-      return;
-    }
     synchronized (lock) {
-      LruMirror m = mirrors.get(slot);
+      LruMirror m = writable(slot);
       if (m == null) {
-        unknownSlot.increment();
         return;
       }
       try {
@@ -498,14 +494,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
   @Override
   public void recordRouted(long[] keys, int keyCount, int slot, long nowNanos) {
     PrefixIndex.checkKeyCount(keys, keyCount);
-    if (!inRange(slot)) {
-      unknownSlot.increment();
-      return;
-    }
     synchronized (lock) {
-      LruMirror m = mirrors.get(slot);
+      LruMirror m = writable(slot);
       if (m == null) {
-        unknownSlot.increment();
         return;
       }
       try {
@@ -518,6 +509,17 @@ public final class RadixPrefixIndex implements PrefixIndex {
         endWrite(m);
       }
     }
+  }
+
+  /**
+   * The mirror a write of {@code slot} changes, or null (counted) for an unknown slot. Lock held.
+   */
+  private @Nullable LruMirror writable(int slot) {
+    LruMirror m = inRange(slot) ? mirrors.get(slot) : null;
+    if (m == null) {
+      unknownSlot.increment();
+    }
+    return m;
   }
 
   /** Makes a backend's version odd before the first change of a write match could see. */
@@ -831,14 +833,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
   public void apply(int slot, KvEvent event, BlockHasher hasher, long nowNanos) {
     Objects.requireNonNull(event, "event");
     Objects.requireNonNull(hasher, "hasher");
-    if (!inRange(slot)) {
-      unknownSlot.increment();
-      return;
-    }
     synchronized (lock) {
-      LruMirror m = mirrors.get(slot);
+      LruMirror m = writable(slot);
       if (m == null) {
-        unknownSlot.increment();
         return;
       }
       try {

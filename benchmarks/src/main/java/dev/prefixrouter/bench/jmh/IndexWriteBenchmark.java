@@ -67,6 +67,7 @@ public class IndexWriteBenchmark {
   }
 
   private static final BlockHasher HASHER = BlockHashers.tokens(16);
+  private static final int EVENT_SLOT = 16; // the routing benchmarks use slots 0 to 15
   private int[][] eventTokens;
   private long engineHash;
   private int event;
@@ -79,7 +80,7 @@ public class IndexWriteBenchmark {
         t[i] = rnd.nextInt(150_000);
       }
     }
-    index.addBackend(2, 100_000);
+    index.addBackend(EVENT_SLOT, 100_000);
   }
 
   /** One BlockStored of 16 blocks on an event-fed backend (throughput in blocks). */
@@ -92,7 +93,7 @@ public class IndexWriteBenchmark {
       hashes[i] = ++engineHash;
     }
     int[] tokens = eventTokens[event++ & 1023];
-    index.apply(2, new BlockStored(hashes, parent, tokens, 16, null), HASHER, now++);
+    index.apply(EVENT_SLOT, new BlockStored(hashes, parent, tokens, 16, null), HASHER, now++);
   }
 
   /** New paths on a full backend: each block is an insert plus an eviction. */
