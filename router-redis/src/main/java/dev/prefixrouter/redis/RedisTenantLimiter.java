@@ -58,9 +58,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>True-ups.</b> {@link #adjust} changes the local balance only (a refund adds to it, an extra
  * charge may put it in debt); the worker charges debt to the fleet and returns a balance above four
- * chunks down to two. Unspent allowance is not returned on {@link #close} or when a tenant leaves
- * the local cache: the fleet gets those tokens back only by refill (the error is on the side of
- * admitting less).
+ * chunks down to two. {@link #close} gives every balance back (see there); a tenant that leaves the
+ * local cache (idle or evicted) takes its balance with it: the fleet gets unspent tokens back only
+ * by refill (the error is on the side of admitting less), and a debt lost that way is at most one
+ * chunk plus the true-ups since the last lease.
  *
  * <p><b>Redis unreachable.</b> A failed or timed-out script call, or no connection, marks Redis
  * down (one WARN line per transition): admissions then come from a local bucket per tenant holding
@@ -86,6 +87,9 @@ import org.slf4j.LoggerFactory;
 public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(RedisTenantLimiter.class);
+
+  /** Longest time {@link #close} spends giving balances back to the fleet. */
+  private static final long CLOSE_SETTLE_NANOS = TimeUnit.SECONDS.toNanos(1);
 
   /** Shortest retry-after while a tenant waits for a lease. */
   private static final long MIN_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
@@ -448,6 +452,29 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
     t.starved = starved;
   }
 
+  /**
+   * Gives every tenant's balance back to the fleet (a debt is charged, unspent allowance returned)
+   * until {@code deadlineNanos}; stops at the first failure.
+   */
+  private void settleAll(long deadlineNanos) {
+    for (Tenant t : tenants.asMap().values()) {
+      if (System.nanoTime() - deadlineNanos > 0) {
+        return;
+      }
+      long b = t.balance.getAndSet(0);
+      if (b == 0) {
+        continue;
+      }
+      try {
+        long now = fleetClockMicros == null ? -1 : fleetClockMicros.getAsLong();
+        Objects.requireNonNull(script).call(commands(), t.key, t.quota, -b, 0, now);
+      } catch (RuntimeException e) {
+        t.balance.addAndGet(b);
+        return;
+      }
+    }
+  }
+
   private void markUp() {
     if (!up) {
       up = true;
@@ -516,14 +543,20 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
     return out;
   }
 
-  /** Stops the worker (waits at most one second) and closes the Redis connection and client. */
+  /**
+   * Stops the worker (waits at most one second), gives each tenant's balance back to the fleet
+   * bucket (unspent allowance returned, debt charged; one script call per tenant, at most one
+   * second in all, skipped while Redis is down), and closes the Redis connection and client.
+   * Admissions after close come from the local share and never reach Redis.
+   */
   @Override
   public void close() {
     if (closed) {
       return;
     }
     closed = true;
-    up = false;
+    boolean wasUp = up;
+    up = false; // from here on, admissions come from the local share
     Thread w = worker;
     if (w != null) {
       w.interrupt();
@@ -532,6 +565,9 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
+    }
+    if (wasUp && (w == null || !w.isAlive())) {
+      settleAll(System.nanoTime() + CLOSE_SETTLE_NANOS);
     }
     StatefulRedisConnection<String, String> c = connection;
     if (c != null) {

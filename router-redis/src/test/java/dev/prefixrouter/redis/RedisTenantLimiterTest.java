@@ -127,6 +127,30 @@ class RedisTenantLimiterTest {
   }
 
   @Test
+  void closeGivesUnspentAllowanceBackAndChargesDebt() {
+    FleetQuota quota = new FleetQuota(10_000, 100_000, Duration.ofSeconds(1)); // chunk 2,500
+    RedisTenantLimiter a = limiter(SharedRedis.URI, quota, 2);
+    RedisTenantLimiter b = limiter(SharedRedis.URI, quota, 2);
+    a.runPending();
+    b.runPending();
+    String key = redis.prefix + "quota:c";
+    assertThat(a.tryAcquire("c", 100, clock.get()).granted()).isTrue();
+    a.runPending(); // a holds 5,000 after charging its 100 of credit
+    assertThat(b.tryAcquire("c", 300, clock.get()).granted()).isTrue();
+    b.runPending(); // b holds 4,600 (all that was left) after charging its 300
+    assertThat(fleetTokens(key)).isZero();
+    b.adjust("c", 5_000, clock.get()); // b ends 400 in debt, never settled before close
+
+    a.close();
+    assertThat(fleetTokens(key)).isEqualTo(5_000);
+    b.close();
+    assertThat(fleetTokens(key)).isEqualTo(5_000 - 400);
+    // after close: the local share, no Redis call, no exception
+    assertThat(a.tryAcquire("c", 100, clock.get()).granted()).isTrue();
+    assertThat(a.fallbackAdmissions()).isEqualTo(1);
+  }
+
+  @Test
   void aStarvedReplicaDeniesWithTheTimeToRefill() {
     FleetQuota quota = new FleetQuota(1_000, 1_000, Duration.ofSeconds(10)); // 100 tokens/s
     RedisTenantLimiter r = limiter(SharedRedis.URI, quota, 1);
