@@ -20,6 +20,15 @@ class TokenBucketDebtTest {
   private static final long SECOND = 1_000_000_000L;
   private static final long MINUTE = 60 * SECOND;
 
+  /** Buckets whose idle expiry runs on {@code clock}, the same clock the calls pass as now. */
+  private static TenantTokenBuckets onClock(AtomicLong clock, Quota quota, Duration idle) {
+    return TenantTokenBuckets.builder()
+        .defaultQuota(quota)
+        .expireAfterIdle(idle)
+        .ticker(clock::get)
+        .build();
+  }
+
   /** The reproduction: 19M tokens completed against a 60k/min quota. */
   @Test
   void debtIsNotForgivenAfterTwoIdleMinutes() {
@@ -42,12 +51,7 @@ class TokenBucketDebtTest {
   @Test
   void aTenantInDebtOutlivesItsIdleExpiry() {
     AtomicLong clock = new AtomicLong();
-    TenantTokenBuckets b =
-        TenantTokenBuckets.builder()
-            .defaultQuota(Quota.perMinute(60_000))
-            .expireAfterIdle(Duration.ofSeconds(1))
-            .ticker(clock::get)
-            .build();
+    TenantTokenBuckets b = onClock(clock, Quota.perMinute(60_000), Duration.ofSeconds(1));
     b.tryAcquire("t", 256, 0);
     b.adjust("t", 10_000_000, 0);
     long later = 2 * 3600 * SECOND; // two idle hours: 7.2M tokens of the ~10M repaid
@@ -59,12 +63,7 @@ class TokenBucketDebtTest {
   @Test
   void fullTenantsStillExpireAfterTheirIdleTime() {
     AtomicLong clock = new AtomicLong();
-    TenantTokenBuckets b =
-        TenantTokenBuckets.builder()
-            .defaultQuota(Quota.perSecond(100))
-            .expireAfterIdle(Duration.ofSeconds(5))
-            .ticker(clock::get)
-            .build();
+    TenantTokenBuckets b = onClock(clock, Quota.perSecond(100), Duration.ofSeconds(5));
     b.tryAcquire("t", 1, 0);
     clock.set(10 * SECOND);
     b.tryAcquire("other", 1, 10 * SECOND);
@@ -123,11 +122,10 @@ class TokenBucketDebtTest {
     BigInteger cap = BigInteger.valueOf(capacity).multiply(p);
     AtomicLong clock = new AtomicLong(1_000);
     TenantTokenBuckets b =
-        TenantTokenBuckets.builder()
-            .defaultQuota(new Quota(capacity, refill, Duration.ofMillis(periodMs), 0))
-            .expireAfterIdle(Duration.ofSeconds(1))
-            .ticker(clock::get)
-            .build();
+        onClock(
+            clock,
+            new Quota(capacity, refill, Duration.ofMillis(periodMs), 0),
+            Duration.ofSeconds(1));
     BigInteger level = cap; // model: tokens × period + remainder
     long now = clock.get();
     long modelLast = now;
