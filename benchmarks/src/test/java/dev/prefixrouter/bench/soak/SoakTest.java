@@ -44,10 +44,11 @@ import org.junit.jupiter.api.Timeout;
 /**
  * A bounded soak of the full stack: routing threads (with completions beyond the reservation, so
  * tenants go into debt, failures and failovers), membership churn, KV events and load reports, and
- * listeners that throw, all at once for {@code -Dsoak.seconds} (default 8) on a clock the routing
- * threads advance. Afterwards: every backend's in-flight, pending-prefill and running-decode count
- * is zero, each tenant was charged exactly what its leases used (every reservation refunded or
- * trued up), and the heap after GC grew by less than 32 MiB between the first third and the end.
+ * a listener that throws RuntimeExceptions and Errors, all at once for {@code -Dsoak.seconds}
+ * (default 8) on a clock the routing threads advance. Afterwards: every backend's in-flight,
+ * pending-prefill and running-decode count is zero, each tenant was charged exactly what its leases
+ * used (every reservation refunded or trued up), and the heap after GC grew by less than 32 MiB
+ * between the first third and the end.
  */
 @Tag("stress")
 class SoakTest {
@@ -84,12 +85,30 @@ class SoakTest {
     }
   }
 
-  /** Throws from every seventh callback. */
+  /** What a listener throws that the engine must not swallow (it propagates to the caller). */
+  static final class ListenerError extends Error {
+    private static final long serialVersionUID = 1L;
+
+    ListenerError() {
+      super("listener error", null, false, false);
+    }
+  }
+
+  /**
+   * Throws a RuntimeException from every seventh callback (logged and ignored by the engine) and an
+   * Error from every 101st (propagated to the caller after the engine settled its state).
+   */
   static final class ThrowingListener implements RoutingListener {
     final AtomicLong calls = new AtomicLong();
+    final LongAdder errors = new LongAdder();
 
     private void maybeThrow() {
-      if (calls.incrementAndGet() % 7 == 0) {
+      long n = calls.incrementAndGet();
+      if (n % 101 == 0) {
+        errors.increment();
+        throw new ListenerError();
+      }
+      if (n % 7 == 0) {
         throw new IllegalStateException("listener failure");
       }
     }
@@ -116,7 +135,9 @@ class SoakTest {
 
     @Override
     public void onBackendRemoved(Backend backend) {
-      maybeThrow();
+      if (calls.incrementAndGet() % 7 == 0) { // the churn thread sees RuntimeExceptions only
+        throw new IllegalStateException("listener failure");
+      }
     }
   }
 
@@ -183,6 +204,7 @@ class SoakTest {
     assertThat(routed.sum()).as("routed").isPositive();
     assertThat(rejected.sum()).as("rate limited at least once").isPositive();
     assertThat(listener.calls.get()).isPositive();
+    assertThat(listener.errors.sum()).as("listener Errors thrown").isPositive();
     for (BackendSnapshot b : engine.inspect().backends()) {
       assertThat(b.inFlight()).as("in flight on %s", b.id()).isZero();
       assertThat(b.pendingPrefillTokens()).as("pending prefill on %s", b.id()).isZero();
@@ -248,7 +270,12 @@ class SoakTest {
       if (rnd.nextInt(8) == 0) {
         b.cacheSalt("salt" + rnd.nextInt(4));
       }
-      RouteDecision d = engine.route(b.build());
+      RouteDecision d;
+      try {
+        d = engine.route(b.build());
+      } catch (ListenerError e) { // from onRouted: the lease was abandoned and refunded
+        continue;
+      }
       if (!(d instanceof Routed r)) {
         rejected.increment();
         continue;
@@ -258,37 +285,49 @@ class SoakTest {
       // end this lease, and any failover leases, in one of several ways
       while (r != null) {
         Routed next = null;
+        Routed x = r;
         switch (rnd.nextInt(6)) {
           case 0, 1 -> {
-            r.lease().firstToken();
-            Usage u = Usage.of(r.promptTokens(), rnd.nextInt(300));
-            r.lease().complete(u);
+            settled(() -> x.lease().firstToken());
+            Usage u = Usage.of(x.promptTokens(), rnd.nextInt(300));
+            settled(() -> x.lease().complete(u));
             tenantUsed.add(u.totalTokens());
           }
           case 2 -> { // far more than reserved: debt
-            r.lease().firstToken();
-            Usage u = Usage.of(r.promptTokens(), 5_000 + rnd.nextInt(20_000));
-            r.lease().complete(u);
+            settled(() -> x.lease().firstToken());
+            Usage u = Usage.of(x.promptTokens(), 5_000 + rnd.nextInt(20_000));
+            settled(() -> x.lease().complete(u));
             tenantUsed.add(u.totalTokens());
           }
           case 3 -> { // failed before the first token: refunded, maybe failed over
-            r.lease().fail(Failure.of(Failure.Kind.CONNECT));
-            if (r.lease().failover() instanceof Routed f) {
-              next = f;
+            settled(() -> x.lease().fail(Failure.of(Failure.Kind.CONNECT)));
+            try {
+              if (x.lease().failover() instanceof Routed f) {
+                next = f;
+              }
+            } catch (ListenerError e) { // the new lease was abandoned and refunded
+              next = null;
             }
           }
           case 4 -> { // failed after the first token: the prompt is charged
-            r.lease().firstToken();
-            r.lease().fail(Failure.of(Failure.Kind.ENGINE_ERROR));
-            tenantUsed.add(r.promptTokens());
+            settled(() -> x.lease().firstToken());
+            settled(() -> x.lease().fail(Failure.of(Failure.Kind.ENGINE_ERROR)));
+            tenantUsed.add(x.promptTokens());
           }
-          default -> {
-            r.lease().fail(Failure.of(Failure.Kind.CANCELLED));
-          }
+          default -> settled(() -> x.lease().fail(Failure.of(Failure.Kind.CANCELLED)));
         }
-        r.lease().complete(Usage.of(1, 1)); // a repeated end: ignored
+        settled(() -> x.lease().complete(Usage.of(1, 1))); // a repeated end: ignored
         r = next;
       }
+    }
+  }
+
+  /** Runs a lease call; a listener's Error arrives after the engine settled the call's effect. */
+  private static void settled(Runnable leaseCall) {
+    try {
+      leaseCall.run();
+    } catch (ListenerError e) {
+      // the call took effect; only the listener failed
     }
   }
 
