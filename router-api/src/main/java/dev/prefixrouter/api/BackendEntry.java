@@ -14,10 +14,8 @@ abstract class BackendEntryPadBefore {
 /**
  * The counters every route writes (on the chosen backend) and every decision reads (on all
  * candidates), together and apart from anything else: one miss reads them all, and a write to one
- * backend's counters never invalidates another backend's. They were separate atomics and {@code
- * LongAdder}s, allocated next to the neighbouring backends' and sharing lines with them; an adder
- * that two threads update at different instants never sees a failed CAS, so it never stripes and
- * its line moves between the cores on every update.
+ * backend's counters never invalidates another backend's. The measurement behind the layout is in
+ * {@code benchmarks/README.md} (RouteBenchmark, two threads).
  */
 abstract class BackendEntryCounters extends BackendEntryPadBefore {
   volatile int claims;

@@ -152,16 +152,9 @@ final class DefaultLease implements Lease {
       return;
     }
     long now = pipeline.ticker().getAsLong();
-    long trueUp = usage.totalTokens() - attempt.reservedTokens();
-    if (trueUp != 0) { // the reservation was exact: nothing to write to the tenant's bucket
-      pipeline.limiter().adjust(attempt.request().tenant(), trueUp, now);
-    }
-    if (s == OPEN && entry.claim()) {
-      try {
-        healthFeedback(now, null);
-      } finally {
-        entry.release();
-      }
+    settle(usage.totalTokens(), now);
+    if (s == OPEN) {
+      feedHealth(now, null);
     }
     Routed r = routed();
     long duration = Math.max(0, now - startNanos);
@@ -181,14 +174,9 @@ final class DefaultLease implements Lease {
     long now = pipeline.ticker().getAsLong();
     // Before the first token the backend did no useful work: refund the whole reservation.
     // After it, the prompt was processed: charge it, refund the unknown output reservation.
-    long charged = s == OPEN ? 0 : attempt.promptTokens();
-    pipeline.limiter().adjust(attempt.request().tenant(), charged - attempt.reservedTokens(), now);
-    if (failure.countsAgainstBackend() && entry.claim()) {
-      try {
-        healthFeedback(now, failure);
-      } finally {
-        entry.release();
-      }
+    settle(s == OPEN ? 0 : attempt.promptTokens(), now);
+    if (failure.countsAgainstBackend()) {
+      feedHealth(now, failure);
     }
     Routed r = routed();
     boolean before = s == OPEN;
@@ -254,6 +242,28 @@ final class DefaultLease implements Lease {
   @Override
   public boolean isEnded() {
     return state >= COMPLETED;
+  }
+
+  /**
+   * The tenant's true-up as the lease ends: it is charged {@code usedTokens} in all against its
+   * reservation (nothing to write when the reservation was exact).
+   */
+  private void settle(long usedTokens, long now) {
+    long delta = usedTokens - attempt.reservedTokens();
+    if (delta != 0) {
+      pipeline.limiter().adjust(attempt.request().tenant(), delta, now);
+    }
+  }
+
+  /** {@link #healthFeedback} under a claim; skipped once the backend is removed. */
+  private void feedHealth(long now, @Nullable Failure failure) {
+    if (entry.claim()) {
+      try {
+        healthFeedback(now, failure);
+      } finally {
+        entry.release();
+      }
+    }
   }
 
   /** Feeds the breaker (claim held by the caller) and reports a state change. */
