@@ -767,10 +767,10 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   /**
    * Where block {@code offset} of node {@code x} is now: follows splits into {@link #resolvedNode}
-   * and {@link #resolvedOffset}; if that node was unlinked, re-creates its path when {@code relink}
-   * (returning false otherwise). Lock held.
+   * and {@link #resolvedOffset}; if that node was unlinked, finds its path again below its parent,
+   * making what is missing (held by no one: callers attach below it or clean it up). Lock held.
    */
-  private boolean resolve(Node x, int offset, boolean relink) {
+  private void resolve(Node x, int offset) {
     while (x.splitHead != null) {
       if (offset < x.splitAt) {
         x = x.splitHead;
@@ -780,16 +780,12 @@ public final class RadixPrefixIndex implements PrefixIndex {
       }
     }
     if (!x.linked) {
-      if (!relink) {
-        return false;
-      }
       Node parent = liveEnd(x.parent);
       x = insertStructure(parent, x.keys, offset + 1);
       offset = x.length() - 1;
     }
     resolvedNode = x;
     resolvedOffset = offset;
-    return true;
   }
 
   /** A linked node whose run ends with {@code x}'s last block (re-created if need be). */
@@ -797,7 +793,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     if (x == root) {
       return root;
     }
-    resolve(x, x.length() - 1, true);
+    resolve(x, x.length() - 1);
     return endAt(resolvedNode, resolvedOffset);
   }
 
@@ -882,7 +878,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
         return;
       }
       parentKey = t.routerKey(pm);
-      resolve(t.node(pm), t.offset(pm), true);
+      resolve(t.node(pm), t.offset(pm));
       t.place(pm, resolvedNode, resolvedOffset);
       attach = endAt(resolvedNode, resolvedOffset);
     }
@@ -915,13 +911,15 @@ public final class RadixPrefixIndex implements PrefixIndex {
       Node x = t.node(mapping);
       int offset = t.offset(mapping);
       boolean last = t.release(mapping);
-      if (!last || x == null || !resolve(x, offset, false)) {
+      if (!last || x == null) {
         continue;
       }
+      resolve(x, offset); // the block's node may have been unlinked and made again since
       x = resolvedNode;
       offset = resolvedOffset;
       int held = x.held(m.slot);
       if (held <= offset) {
+        cleanup(x); // a node made only to look
         continue;
       }
       if (offset < held - 1) {

@@ -359,6 +359,19 @@ class RadixPrefixIndexTest {
   }
 
   @Test
+  void aRemovalFindsItsBlockAfterTheNodeWasEvictedAndMadeAgain() {
+    RadixPrefixIndex index = index(2);
+    index.apply(0, new BlockStored(new long[] {10}, null, new int[] {1, 1}, 2, null), H, 1);
+    recordAll(index, keys(5, 5, 6, 6), 0, 2); // evicts (1, 1): its node is unlinked
+    recordAll(index, keys(1, 1), 0, 3); // held again, in a new node
+    assertThat(match(index, keys(1, 1), 0)).containsExactly(1);
+    index.apply(0, BlockRemoved.of(10), H, 4);
+    assertThat(match(index, keys(1, 1), 0)).containsExactly(0);
+    assertThat(index.heldBlocks(0)).isEqualTo(1);
+    assertThat(index.listsConsistent(0)).isTrue();
+  }
+
+  @Test
   void engineMappingsAreBoundedPerBackend() {
     RadixPrefixIndex index = index(1);
     for (int i = 0; i < 10_000; i++) { // distinct hashes for the same tokens (salts, restarts)
