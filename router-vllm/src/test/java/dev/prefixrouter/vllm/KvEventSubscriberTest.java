@@ -1,0 +1,228 @@
+package dev.prefixrouter.vllm;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.prefixrouter.api.AllBlocksCleared;
+import dev.prefixrouter.api.BlockRemoved;
+import dev.prefixrouter.api.BlockStored;
+import dev.prefixrouter.api.KvEvent;
+import java.math.BigInteger;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The subscriber against a real publisher on loopback (XPUB + ROUTER sockets). */
+class KvEventSubscriberTest {
+  private record Applied(String backend, List<KvEvent> events) {}
+
+  private final BlockingQueue<Applied> applied = new LinkedBlockingQueue<>();
+  private TestPublisher pub;
+  private KvEventSubscriber sub;
+
+  @BeforeEach
+  void start() {
+    pub = new TestPublisher("kv", 100);
+    sub =
+        KvEventSubscriber.builder(
+                (backend, events) -> {
+                  applied.add(new Applied(backend, events));
+                  return true;
+                })
+            .topic("kv")
+            .replayTimeout(Duration.ofSeconds(2))
+            .idleReconnect(Duration.ofSeconds(1)) // a connect that never completes is retried
+            .build();
+  }
+
+  @AfterEach
+  void stop() {
+    sub.close();
+    pub.close();
+  }
+
+  private void join(String replayEndpoint) {
+    sub.subscribe("b0", pub.endpoint, replayEndpoint);
+    pub.awaitSubscriber();
+  }
+
+  private Applied next() throws InterruptedException {
+    Applied a = applied.poll(10, TimeUnit.SECONDS);
+    assertThat(a).as("a batch within 10 s").isNotNull();
+    return a;
+  }
+
+  private static byte[] removed(long hash) {
+    return Batches.batch(1.0, p -> Batches.removedArray(p, hash));
+  }
+
+  private static List<KvEvent> removedEvents(long hash) {
+    return List.of(new BlockRemoved(new long[] {hash}, "GPU"));
+  }
+
+  @Test
+  void batchesInBothEncodingsReachTheSinkInOrder() throws Exception {
+    join(pub.replayEndpoint);
+    pub.publish(
+        Batches.batch(
+            1.0,
+            p ->
+                Batches.storedArray(
+                    p,
+                    new Object[] {new BigInteger("15760518052499183552")},
+                    null,
+                    Batches.tokens(0, 16))));
+    pub.publish(Batches.batch(2.0, p -> Batches.removedMap(p, 5L)));
+    Applied first = next();
+    assertThat(first.backend()).isEqualTo("b0");
+    assertThat(first.events())
+        .containsExactly(
+            new BlockStored(
+                new long[] {-2686226021210368064L}, null, Batches.tokens(0, 16), 16, "GPU"));
+    assertThat(next().events()).isEqualTo(removedEvents(5));
+    assertThat(sub.stats().gaps()).isZero();
+    assertThat(sub.stats().appliedBatches()).isEqualTo(2);
+  }
+
+  @Test
+  void aGapIsFilledByReplayInOrder() throws Exception {
+    join(pub.replayEndpoint);
+    pub.publish(removed(0));
+    assertThat(next().events()).isEqualTo(removedEvents(0));
+    pub.lose(removed(1));
+    pub.lose(removed(2));
+    pub.publish(removed(3));
+    assertThat(pub.serveReplay()).as("asks from the first missing seq").isEqualTo(1);
+    assertThat(next().events()).isEqualTo(removedEvents(1));
+    assertThat(next().events()).isEqualTo(removedEvents(2));
+    assertThat(next().events()).isEqualTo(removedEvents(3));
+    KvEventStats.Snapshot s = sub.stats();
+    assertThat(s.gaps()).isEqualTo(1);
+    assertThat(s.replayedBatches()).isEqualTo(2);
+    assertThat(s.replayFailures()).isZero();
+    assertThat(s.markedUnknown()).isZero();
+  }
+
+  @Test
+  void aReplayThatCannotFillTheGapMarksTheBackendUnknown() throws Exception {
+    join(pub.replayEndpoint);
+    pub.publish(removed(0));
+    next();
+    pub.lose(removed(1));
+    pub.forget(); // batch 1 has left the engine's buffer
+    pub.publish(removed(2));
+    pub.serveReplay();
+    assertThat(next().events()).containsExactly(AllBlocksCleared.INSTANCE);
+    assertThat(next().events()).isEqualTo(removedEvents(2));
+    assertThat(sub.stats().replayFailures()).isEqualTo(1);
+    assertThat(sub.stats().markedUnknown()).isEqualTo(1);
+  }
+
+  @Test
+  void aReplayThatTimesOutMarksTheBackendUnknown() throws Exception {
+    join(pub.replayEndpoint);
+    pub.publish(removed(0));
+    next();
+    pub.lose(removed(1));
+    pub.publish(removed(2));
+    pub.ignoreReplay();
+    assertThat(next().events()).containsExactly(AllBlocksCleared.INSTANCE);
+    assertThat(next().events()).isEqualTo(removedEvents(2));
+    assertThat(sub.stats().replayFailures()).isEqualTo(1);
+  }
+
+  @Test
+  void withoutAReplayEndpointAGapMarksTheBackendUnknown() throws Exception {
+    join(null);
+    pub.publish(removed(0));
+    next();
+    pub.lose(removed(1));
+    pub.publish(removed(2));
+    assertThat(next().events()).containsExactly(AllBlocksCleared.INSTANCE);
+    assertThat(next().events()).isEqualTo(removedEvents(2));
+  }
+
+  @Test
+  void garbageFramesAreCountedAndUndecodableBatchesMarkTheBackendUnknown() throws Exception {
+    join(pub.replayEndpoint);
+    pub.publish(removed(0));
+    next();
+    pub.sendRaw("kv".getBytes(), TestPublisher.seqBytes(1)); // two frames
+    pub.sendRaw("kv".getBytes(), new byte[] {1, 2, 3}, removed(9)); // a 3-byte seq
+    pub.sendRaw("kv".getBytes(), TestPublisher.seqBytes(1), new byte[] {(byte) 0xc1, 0, 7});
+    pub.nextSeq = 2;
+    pub.publish(removed(2));
+    assertThat(next().events()).containsExactly(AllBlocksCleared.INSTANCE);
+    assertThat(next().events()).isEqualTo(removedEvents(2));
+    KvEventStats.Snapshot s = sub.stats();
+    assertThat(s.garbageMessages()).isEqualTo(2);
+    assertThat(s.decodeErrors()).isEqualTo(1);
+    assertThat(s.gaps()).as("the undecodable batch still counts as received").isZero();
+  }
+
+  @Test
+  void aPublisherRestartDropsTheBackendsBlocks() throws Exception {
+    join(pub.replayEndpoint);
+    pub.publish(removed(0));
+    pub.publish(removed(1));
+    next();
+    next();
+    pub.nextSeq = 0; // a new engine process, with a new hash seed: its seq starts again
+    pub.forget();
+    pub.publish(removed(100));
+    assertThat(next().events()).containsExactly(AllBlocksCleared.INSTANCE);
+    assertThat(next().events()).isEqualTo(removedEvents(100));
+    assertThat(sub.stats().restarts()).isEqualTo(1);
+  }
+
+  @Test
+  void aJoinMidStreamReplaysWhatTheEngineStillBuffers() throws Exception {
+    pub.lose(removed(0));
+    pub.lose(removed(1));
+    join(pub.replayEndpoint);
+    pub.publish(removed(2));
+    assertThat(pub.serveReplay()).isZero();
+    assertThat(next().events()).isEqualTo(removedEvents(0));
+    assertThat(next().events()).isEqualTo(removedEvents(1));
+    assertThat(next().events()).isEqualTo(removedEvents(2));
+    assertThat(sub.stats().replayFailures()).isZero();
+  }
+
+  @Test
+  void aThrowingSinkIsCountedAndLaterBatchesStillArrive() throws Exception {
+    sub.close();
+    BlockingQueue<Long> seen = new LinkedBlockingQueue<>();
+    sub =
+        KvEventSubscriber.builder(
+                (backend, events) -> {
+                  long h = ((BlockRemoved) events.get(0)).blockHash(0);
+                  if (h == 0) {
+                    throw new IllegalStateException("boom");
+                  }
+                  seen.add(h);
+                  return true;
+                })
+            .topic("kv")
+            .idleReconnect(Duration.ofSeconds(1))
+            .build();
+    join(pub.replayEndpoint);
+    pub.publish(removed(0));
+    pub.publish(removed(1));
+    assertThat(seen.poll(10, TimeUnit.SECONDS)).isEqualTo(1L);
+    assertThat(sub.stats().applyErrors()).isEqualTo(1);
+  }
+
+  @Test
+  void unsubscribeAndCloseStopCleanly() throws Exception {
+    join(pub.replayEndpoint);
+    pub.publish(removed(0));
+    next();
+    sub.unsubscribe("b0");
+    sub.close();
+    assertThat(sub.stats().endpoints()).isLessThanOrEqualTo(1);
+  }
+}
