@@ -1,0 +1,163 @@
+package dev.prefixrouter.spring;
+
+import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.vllm.KvEventSubscriber;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.MeterBinder;
+import java.net.URI;
+import java.util.function.ToDoubleFunction;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * Precise mode: a {@link KvEventSubscriber} fed by every configured backend's engine, applying its
+ * KV events to the engine's prefix index, when router-vllm is on the classpath and {@code
+ * prefix-router.kv-events.enabled=true}. Backends added later through the actuator are not
+ * subscribed (call {@link KvEventSubscriber#subscribe} for them). Meters {@code prefixrouter.kv.*}
+ * when Micrometer is present.
+ */
+@AutoConfiguration(after = PrefixRouterAutoConfiguration.class)
+@ConditionalOnClass(KvEventSubscriber.class)
+@ConditionalOnBean(RoutingEngine.class)
+@ConditionalOnProperty(prefix = "prefix-router.kv-events", name = "enabled", havingValue = "true")
+@EnableConfigurationProperties({KvEventsProperties.class, PrefixRouterProperties.class})
+public class KvEventsAutoConfiguration {
+
+  @Bean(destroyMethod = "close")
+  @ConditionalOnMissingBean
+  public KvEventSubscriber prefixRouterKvEventSubscriber(
+      KvEventsProperties k, PrefixRouterProperties p, RoutingEngine engine) {
+    String prefix = "prefix-router.kv-events";
+    checkPort(prefix + ".port", k.getPort());
+    if (k.getReplayPort() != null) {
+      checkPort(prefix + ".replay-port", k.getReplayPort());
+    }
+    KvEventSubscriber.Builder b = KvEventSubscriber.builder(engine::applyKvEvents);
+    guard(prefix + ".topic", () -> b.topic(k.getTopic()));
+    guard(prefix + ".replay-timeout", () -> b.replayTimeout(k.getReplayTimeout()));
+    guard(prefix + ".idle-reconnect", () -> b.idleReconnect(k.getIdleReconnect()));
+    guard(prefix + ".queue-capacity", () -> b.queueCapacity(k.getQueueCapacity()));
+    String[][] endpoints = new String[p.getBackends().size()][];
+    for (int i = 0; i < endpoints.length; i++) {
+      PrefixRouterProperties.BackendProperties bp = p.getBackends().get(i);
+      String host = host("prefix-router.backends[" + i + "].url", bp.getUrl());
+      endpoints[i] =
+          new String[] {
+            bp.getId(),
+            "tcp://" + host + ":" + k.getPort(),
+            k.getReplayPort() == null ? null : "tcp://" + host + ":" + k.getReplayPort()
+          };
+    }
+    KvEventSubscriber subscriber = b.build();
+    for (String[] e : endpoints) {
+      subscriber.subscribe(e[0], e[1], e[2]);
+    }
+    return subscriber;
+  }
+
+  private static void checkPort(String property, int port) {
+    if (port < 1 || port > 65_535) {
+      throw new PrefixRouterPropertyException(property, "must be in [1, 65535], was " + port);
+    }
+  }
+
+  private static String host(String property, String url) {
+    if (url == null) {
+      throw new PrefixRouterPropertyException(property, "is required for kv-events");
+    }
+    try {
+      String host = URI.create(url).getHost();
+      if (host == null) {
+        throw new IllegalArgumentException("no host");
+      }
+      return host;
+    } catch (IllegalArgumentException e) {
+      throw new PrefixRouterPropertyException(property, "has no host: " + e.getMessage(), e);
+    }
+  }
+
+  private static void guard(String property, Runnable r) {
+    try {
+      r.run();
+    } catch (IllegalArgumentException e) {
+      throw new PrefixRouterPropertyException(property, e.getMessage(), e);
+    }
+  }
+
+  /** Meters for the subscriber, when Micrometer is present. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "io.micrometer.core.instrument.MeterRegistry")
+  static class KvEventMetricsConfiguration {
+    @Bean
+    MeterBinder prefixRouterKvEventMeters(KvEventSubscriber s) {
+      return registry -> bind(registry, s);
+    }
+
+    static void bind(MeterRegistry r, KvEventSubscriber s) {
+      counter(r, s, "prefixrouter.kv.events", "KV events applied", x -> x.stats().appliedEvents());
+      counter(r, s, "prefixrouter.kv.gaps", "sequence gaps seen", x -> x.stats().gaps());
+      counter(r, s, "prefixrouter.kv.replays", "replay requests", x -> x.stats().replays());
+      counter(
+          r,
+          s,
+          "prefixrouter.kv.replay.failures",
+          "gaps not filled",
+          x -> x.stats().replayFailures());
+      counter(
+          r,
+          s,
+          "prefixrouter.kv.decode.errors",
+          "undecodable batches",
+          x -> x.stats().decodeErrors());
+      counter(
+          r,
+          s,
+          "prefixrouter.kv.garbage",
+          "messages of the wrong shape",
+          x -> x.stats().garbageMessages());
+      counter(
+          r,
+          s,
+          "prefixrouter.kv.marked.unknown",
+          "backends' blocks dropped",
+          x -> x.stats().markedUnknown());
+      counter(
+          r,
+          s,
+          "prefixrouter.kv.skipped",
+          "events skipped (unknown type, malformed, other group)",
+          x -> {
+            var st = x.stats();
+            return st.unknownEventTypes() + st.malformedEvents() + st.skippedGroups();
+          });
+      Gauge.builder("prefixrouter.kv.lag", s, x -> lagSeconds(x.stats().lastLagMillis()))
+          .description("engine timestamp to apply, last batch (includes clock skew)")
+          .baseUnit("seconds")
+          .register(r);
+      Gauge.builder("prefixrouter.kv.queued", s, x -> x.stats().queued())
+          .description("batches waiting for the apply thread")
+          .register(r);
+    }
+
+    private static double lagSeconds(long millis) {
+      return millis < 0 ? Double.NaN : millis / 1000.0;
+    }
+
+    private static void counter(
+        MeterRegistry r,
+        KvEventSubscriber s,
+        String name,
+        String description,
+        ToDoubleFunction<KvEventSubscriber> f) {
+      FunctionCounter.builder(name, s, f).description(description).register(r);
+    }
+  }
+}

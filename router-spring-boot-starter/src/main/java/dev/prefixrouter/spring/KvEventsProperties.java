@@ -1,0 +1,81 @@
+package dev.prefixrouter.spring;
+
+import java.time.Duration;
+import org.jspecify.annotations.Nullable;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * {@code prefix-router.kv-events.*}: precise mode. With {@code enabled=true} every configured
+ * backend's engine KV-event stream ({@code tcp://<host of its url>:<port>}) is applied to the
+ * prefix index through a {@link dev.prefixrouter.vllm.KvEventSubscriber}.
+ */
+@ConfigurationProperties("prefix-router.kv-events")
+public class KvEventsProperties {
+  private boolean enabled;
+  private int port = 5557;
+  private @Nullable Integer replayPort;
+  private String topic = "";
+  private Duration replayTimeout = Duration.ofSeconds(2);
+  private Duration idleReconnect = Duration.ofSeconds(30);
+  private int queueCapacity = 4096;
+
+  /** Subscribe to the engines' KV events (vLLM {@code --kv-events-config}); default false. */
+  public boolean isEnabled() {
+    return enabled;
+  }
+
+  public void setEnabled(boolean enabled) {
+    this.enabled = enabled;
+  }
+
+  /** The engines' PUB port (vLLM's default 5557); data-parallel ranks are not expanded. */
+  public int getPort() {
+    return port;
+  }
+
+  public void setPort(int port) {
+    this.port = port;
+  }
+
+  /** The engines' replay ROUTER port, if they have one (vLLM's default has none). */
+  public @Nullable Integer getReplayPort() {
+    return replayPort;
+  }
+
+  public void setReplayPort(@Nullable Integer replayPort) {
+    this.replayPort = replayPort;
+  }
+
+  /** Topic prefix; "" (the engines' default) takes every message. */
+  public String getTopic() {
+    return topic;
+  }
+
+  public void setTopic(String topic) {
+    this.topic = topic;
+  }
+
+  public Duration getReplayTimeout() {
+    return replayTimeout;
+  }
+
+  public void setReplayTimeout(Duration replayTimeout) {
+    this.replayTimeout = replayTimeout;
+  }
+
+  public Duration getIdleReconnect() {
+    return idleReconnect;
+  }
+
+  public void setIdleReconnect(Duration idleReconnect) {
+    this.idleReconnect = idleReconnect;
+  }
+
+  public int getQueueCapacity() {
+    return queueCapacity;
+  }
+
+  public void setQueueCapacity(int queueCapacity) {
+    this.queueCapacity = queueCapacity;
+  }
+}

@@ -1,0 +1,121 @@
+package dev.prefixrouter.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.prefixrouter.api.Prompt;
+import dev.prefixrouter.api.RouteRequest;
+import dev.prefixrouter.api.Routed;
+import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.vllm.KvEventSubscriber;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.MeterBinder;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import org.junit.jupiter.api.Test;
+import org.msgpack.core.MessageBufferPacker;
+import org.msgpack.core.MessagePack;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
+
+/** Precise mode switched on by one property, against a real engine-like publisher on loopback. */
+class KvEventsAutoConfigurationTest {
+  private final ApplicationContextRunner runner =
+      new ApplicationContextRunner()
+          .withConfiguration(
+              AutoConfigurations.of(
+                  PrefixRouterAutoConfiguration.class, KvEventsAutoConfiguration.class))
+          .withBean(MeterRegistry.class, SimpleMeterRegistry::new);
+
+  @Test
+  void offByDefault() {
+    runner.run(ctx -> assertThat(ctx).doesNotHaveBean(KvEventSubscriber.class));
+  }
+
+  @Test
+  void onePropertyRoutesOnTheEnginesOwnEvents() throws Exception {
+    try (ZContext zmq = new ZContext(1)) {
+      ZMQ.Socket pub = zmq.createSocket(SocketType.XPUB);
+      pub.setLinger(0);
+      int port = pub.bindToRandomPort("tcp://127.0.0.1");
+      runner
+          .withPropertyValues(
+              "prefix-router.backends[0].id=b0",
+              "prefix-router.backends[0].url=http://127.0.0.1:8000",
+              "prefix-router.backends[0].models=m",
+              "prefix-router.backends[1].id=b1",
+              "prefix-router.backends[1].url=http://localhost:8001",
+              "prefix-router.backends[1].models=m",
+              "prefix-router.kv-events.enabled=true",
+              "prefix-router.kv-events.port=" + port,
+              "prefix-router.kv-events.idle-reconnect=1s")
+          .run(
+              ctx -> {
+                assertThat(ctx).hasSingleBean(KvEventSubscriber.class);
+                KvEventSubscriber events = ctx.getBean(KvEventSubscriber.class);
+                RoutingEngine engine = ctx.getBean(RoutingEngine.class);
+                // both backends subscribe to the one publisher (same port on loopback); a
+                // match on either shows the engine's events reached the index
+                pub.setReceiveTimeOut(10_000);
+                assertThat(pub.recv(0)).as("a subscription").isNotNull();
+                int[] tokens = new int[64];
+                for (int i = 0; i < tokens.length; i++) {
+                  tokens[i] = 1000 + i;
+                }
+                pub.sendMore(new byte[0]);
+                pub.sendMore(ByteBuffer.allocate(8).putLong(0).array());
+                pub.send(storedBatch(tokens));
+                long deadline = System.nanoTime() + 10_000_000_000L;
+                while (events.stats().appliedEvents() < 1 && System.nanoTime() < deadline) {
+                  Thread.onSpinWait();
+                }
+                assertThat(events.stats().appliedEvents()).isPositive();
+                Routed r =
+                    (Routed)
+                        engine.route(
+                            RouteRequest.builder("t", "m")
+                                .prompt(Prompt.ofTokens(tokens))
+                                .maxOutputTokens(1)
+                                .build());
+                assertThat(r.matchedTokens()).as("the engine's stored blocks").isEqualTo(64);
+                MeterRegistry meters = ctx.getBean(MeterRegistry.class);
+                ctx.getBeansOfType(MeterBinder.class).values().forEach(m -> m.bindTo(meters));
+                assertThat(meters.get("prefixrouter.kv.events").functionCounter().count())
+                    .isPositive();
+              });
+    }
+  }
+
+  @Test
+  void badPropertiesNameTheProperty() {
+    runner
+        .withPropertyValues(
+            "prefix-router.kv-events.enabled=true", "prefix-router.kv-events.replay-timeout=0s")
+        .run(
+            ctx ->
+                assertThat(ctx.getStartupFailure())
+                    .hasStackTraceContaining("prefix-router.kv-events.replay-timeout")
+                    .hasStackTraceContaining("must be in [10 ms, 60000 ms], was PT0S"));
+  }
+
+  /** {@code [ts, [BlockStored of 4 blocks, array form], 0]}. */
+  private static byte[] storedBatch(int[] tokens) throws IOException {
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(3).packDouble(1.0).packArrayHeader(1);
+      p.packArrayHeader(7).packString("BlockStored").packArrayHeader(4);
+      for (long h = 11; h <= 14; h++) {
+        p.packLong(h);
+      }
+      p.packNil().packArrayHeader(tokens.length);
+      for (int t : tokens) {
+        p.packInt(t);
+      }
+      p.packInt(16).packNil().packString("GPU");
+      p.packInt(0);
+      return p.toByteArray();
+    }
+  }
+}
