@@ -411,14 +411,26 @@ public final class KvEventDecoder {
     return null;
   }
 
-  private static long @Nullable [] hashes(MessageUnpacker u, int size) throws IOException {
+  /**
+   * The length of the array that comes next, checked against the bytes left; -1 (and the value
+   * skipped) if it is not an array.
+   */
+  private static int arrayLength(MessageUnpacker u, int size, String field) throws IOException {
     if (u.getNextFormat().getValueType() != ValueType.ARRAY) {
       u.skipValue();
-      return null;
+      return -1;
     }
     int n = u.unpackArrayHeader();
     if (n > size - u.getTotalReadBytes()) {
-      throw new IOException("block_hashes claims " + n + " elements");
+      throw new IOException(field + " claims " + n + " elements");
+    }
+    return n;
+  }
+
+  private static long @Nullable [] hashes(MessageUnpacker u, int size) throws IOException {
+    int n = arrayLength(u, size, "block_hashes");
+    if (n < 0) {
+      return null;
     }
     long[] out = new long[n];
     boolean ok = true;
@@ -431,13 +443,9 @@ public final class KvEventDecoder {
   }
 
   private static int @Nullable [] tokenIds(MessageUnpacker u, int size) throws IOException {
-    if (u.getNextFormat().getValueType() != ValueType.ARRAY) {
-      u.skipValue();
+    int n = arrayLength(u, size, "token_ids");
+    if (n < 0) {
       return null;
-    }
-    int n = u.unpackArrayHeader();
-    if (n > size - u.getTotalReadBytes()) {
-      throw new IOException("token_ids claims " + n + " elements");
     }
     int[] out = new int[n];
     boolean ok = true;
