@@ -3,8 +3,11 @@ package dev.prefixrouter.vllm;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
-/** The counters of a {@link KvEventSubscriber}; written by its two threads, read by anyone. */
-final class KvEventStats {
+/**
+ * The counters of a {@link KvEventSubscriber}; written by its two threads, read through {@link
+ * KvEventSubscriber#stats()} as a {@link Snapshot}. Thread-safe.
+ */
+public final class KvEventStats {
   final LongAdder messages = new LongAdder();
   final LongAdder garbageMessages = new LongAdder();
   final LongAdder batches = new LongAdder();
@@ -30,6 +33,8 @@ final class KvEventStats {
   final LongAdder unknownBackend = new LongAdder();
   private final AtomicLong lastLagMillis = new AtomicLong(-1);
   private volatile int endpoints;
+
+  KvEventStats() {}
 
   void count(KvEventDecoder.Batch b) {
     batches.increment();

@@ -585,7 +585,7 @@ public final class KvEventSubscriber implements AutoCloseable {
 
     /**
      * Reconnect backoff: the first retry after {@code min}, doubling up to {@code max} (1 ms .. 10
-     * min each, min <= max; default 100 ms .. 5 s).
+     * min each, {@code min <= max}; default 100 ms .. 5 s).
      */
     public Builder reconnectBackoff(Duration min, Duration max) {
       Duration lo = within("reconnectBackoff min", min, 1, 600_000);
