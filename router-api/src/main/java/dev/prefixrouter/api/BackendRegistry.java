@@ -15,7 +15,12 @@ public interface BackendRegistry {
    * in-flight counts, cache beliefs and draining state; a changed capacity is applied to the
    * index).
    *
+   * <p>Each part of the engine (index, health policy, scorer) takes the backend or none does: a
+   * part that rejects the descriptor leaves the engine as it was.
+   *
    * @throws IllegalStateException if the engine already holds its maximum number of backends
+   * @throws IllegalArgumentException if a part rejects the descriptor, e.g. {@code
+   *     RadixPrefixIndex} a {@code capacityBlocks} above its bound of 2,147,483,639 blocks
    */
   void add(Backend backend);
 

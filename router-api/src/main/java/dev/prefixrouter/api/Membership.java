@@ -89,9 +89,7 @@ final class Membership implements BackendRegistry {
                   + maxBackends
                   + " reached (removed backends free their slot once removal completes)");
         }
-        for (SlotLifecycle p : parts) {
-          p.addBackend(slot, backend);
-        }
+        addToParts(slot, backend);
         usedSlots.set(slot);
         BackendEntry e = new BackendEntry(slot, backend);
         BackendEntry[] entries = Arrays.copyOf(t.entries, t.entries.length + 1);
@@ -105,13 +103,52 @@ final class Membership implements BackendRegistry {
     listeners.notify(l -> l.onBackendAdded(backend));
   }
 
-  /** Swaps the descriptor; lock held. */
+  /**
+   * Adds the slot to every part, or to none: a part that rejects the descriptor (e.g. an index
+   * whose capacity bound it exceeds) has the parts before it forget the slot again. Lock held.
+   */
+  private void addToParts(int slot, Backend backend) {
+    int added = 0;
+    try {
+      for (SlotLifecycle p : parts) {
+        p.addBackend(slot, backend);
+        added++;
+      }
+    } catch (RuntimeException | Error x) {
+      for (int i = added - 1; i >= 0; i--) {
+        try {
+          parts[i].removeBackend(slot);
+        } catch (RuntimeException y) {
+          x.addSuppressed(y);
+        }
+      }
+      throw x;
+    }
+  }
+
+  /**
+   * Swaps the descriptor, in every part or in none: a part that rejects the new descriptor has the
+   * parts before it (and the entry) go back to the old one. Lock held.
+   */
   private void replace(BackendEntry existing, Backend backend) {
     Backend before = existing.backend;
-    existing.backend = backend;
-    for (SlotLifecycle p : parts) {
-      p.updateBackend(existing.slot, before, backend);
+    int updated = 0;
+    try {
+      for (SlotLifecycle p : parts) {
+        p.updateBackend(existing.slot, before, backend);
+        updated++;
+      }
+    } catch (RuntimeException | Error x) {
+      for (int i = updated - 1; i >= 0; i--) {
+        try {
+          parts[i].updateBackend(existing.slot, backend, before);
+        } catch (RuntimeException y) {
+          x.addSuppressed(y);
+        }
+      }
+      throw x;
     }
+    existing.backend = backend;
   }
 
   @Override

@@ -32,4 +32,26 @@ class EngineSlotsTest {
     engine.backends().add(Backend.of("b", "m"));
     assertThat(engine.backends().all()).hasSize(1);
   }
+
+  @Test
+  void aCapacityAboveTheIndexBoundIsRejectedAndChangesNothing() {
+    RoutingEngine engine = RoutingEngine.builder().prefixIndex(RadixPrefixIndex.create()).build();
+    long tooLarge = 1L << 40;
+    assertThatThrownBy(
+            () -> engine.backends().add(Backend.of("big", "m").withCapacityBlocks(tooLarge)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("capacityBlocks");
+    assertThat(engine.backends().all()).isEmpty();
+
+    engine.backends().add(Backend.of("b", "m").withCapacityBlocks(100));
+    assertThatThrownBy(
+            () -> engine.backends().add(Backend.of("b", "m").withCapacityBlocks(tooLarge)))
+        .isInstanceOf(IllegalArgumentException.class);
+    // the descriptor was not swapped while the index kept the old capacity
+    assertThat(engine.backends().all())
+        .singleElement()
+        .extracting(Backend::capacityBlocks)
+        .isEqualTo(100L);
+    assertThat(engine.inspect().backends()).hasSize(1);
+  }
 }

@@ -243,6 +243,9 @@ class RouteFuzzTest {
           engine.backends().add(b);
         } catch (IllegalStateException full) {
           // documented: the engine holds its maximum number of backends
+        } catch (IllegalArgumentException rejected) {
+          // documented: the radix index's capacity bound; nothing else may be rejected here
+          assertThat(b.capacityBlocks()).isGreaterThan(Integer.MAX_VALUE - 8L);
         }
       }
       case 1 -> engine.backends().remove(id);
