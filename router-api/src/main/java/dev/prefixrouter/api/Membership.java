@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import java.util.function.UnaryOperator;
 import org.jspecify.annotations.Nullable;
@@ -103,52 +104,42 @@ final class Membership implements BackendRegistry {
     listeners.notify(l -> l.onBackendAdded(backend));
   }
 
-  /**
-   * Adds the slot to every part, or to none: a part that rejects the descriptor (e.g. an index
-   * whose capacity bound it exceeds) has the parts before it forget the slot again. Lock held.
-   */
+  /** Adds the slot to every part, or to none (see {@link #inEveryPartOrNone}). Lock held. */
   private void addToParts(int slot, Backend backend) {
-    int added = 0;
-    try {
-      for (SlotLifecycle p : parts) {
-        p.addBackend(slot, backend);
-        added++;
-      }
-    } catch (RuntimeException | Error x) {
-      for (int i = added - 1; i >= 0; i--) {
-        try {
-          parts[i].removeBackend(slot);
-        } catch (RuntimeException y) {
-          x.addSuppressed(y);
-        }
-      }
-      throw x;
-    }
+    inEveryPartOrNone(p -> p.addBackend(slot, backend), p -> p.removeBackend(slot));
+  }
+
+  /** Swaps the descriptor in every part and the entry, or in none. Lock held. */
+  private void replace(BackendEntry existing, Backend backend) {
+    Backend before = existing.backend;
+    inEveryPartOrNone(
+        p -> p.updateBackend(existing.slot, before, backend),
+        p -> p.updateBackend(existing.slot, backend, before));
+    existing.backend = backend;
   }
 
   /**
-   * Swaps the descriptor, in every part or in none: a part that rejects the new descriptor has the
-   * parts before it (and the entry) go back to the old one. Lock held.
+   * Applies {@code change} to every part in order; if a part rejects it (e.g. an index whose
+   * capacity bound the descriptor exceeds), undoes it in the parts before that one, newest first,
+   * and rethrows. Lock held.
    */
-  private void replace(BackendEntry existing, Backend backend) {
-    Backend before = existing.backend;
-    int updated = 0;
+  private void inEveryPartOrNone(Consumer<SlotLifecycle> change, Consumer<SlotLifecycle> undo) {
+    int done = 0;
     try {
       for (SlotLifecycle p : parts) {
-        p.updateBackend(existing.slot, before, backend);
-        updated++;
+        change.accept(p);
+        done++;
       }
     } catch (RuntimeException | Error x) {
-      for (int i = updated - 1; i >= 0; i--) {
+      for (int i = done - 1; i >= 0; i--) {
         try {
-          parts[i].updateBackend(existing.slot, backend, before);
+          undo.accept(parts[i]);
         } catch (RuntimeException y) {
           x.addSuppressed(y);
         }
       }
       throw x;
     }
-    existing.backend = backend;
   }
 
   @Override
