@@ -79,6 +79,25 @@ final class DefaultRoutingEngine implements RoutingEngine {
   }
 
   @Override
+  public boolean applyPredicted(String backendId, long[] keys, int keyCount) {
+    Objects.requireNonNull(backendId, "backendId");
+    Objects.requireNonNull(keys, "keys");
+    PrefixIndex.checkKeyCount(keys, keyCount);
+    BackendEntry e = membership.entry(backendId);
+    if (e == null || !e.claim()) {
+      return false;
+    }
+    try {
+      if (keyCount > 0) {
+        index.recordRouted(keys, keyCount, e.slot, ticker.getAsLong());
+      }
+    } finally {
+      e.release();
+    }
+    return true;
+  }
+
+  @Override
   public RouterSnapshot inspect() {
     long now = ticker.getAsLong();
     BackendEntry[] entries = membership.entries();

@@ -38,13 +38,21 @@ final class Listeners {
       try {
         call.accept(l);
       } catch (RuntimeException ex) {
-        long now = ticker.getAsLong();
-        long last = lastWarning.get();
-        if ((last == Long.MIN_VALUE || now - last >= WARN_INTERVAL_NANOS)
-            && lastWarning.compareAndSet(last, now)) {
-          log.warn("routing listener {} threw; ignored (warnings rate-limited to 1/10s)", l, ex);
-        }
+        ignored(l, ex);
       }
+    }
+  }
+
+  /**
+   * Logs that a callback of the host ({@code source}: a listener, the prediction sink) threw and
+   * was ignored; at most one warning per 10 s for all of them together.
+   */
+  void ignored(Object source, RuntimeException ex) {
+    long now = ticker.getAsLong();
+    long last = lastWarning.get();
+    if ((last == Long.MIN_VALUE || now - last >= WARN_INTERVAL_NANOS)
+        && lastWarning.compareAndSet(last, now)) {
+      log.warn("routing callback {} threw; ignored (warnings rate-limited to 1/10s)", source, ex);
     }
   }
 }

@@ -3,6 +3,7 @@ package dev.prefixrouter.api;
 import dev.prefixrouter.api.spi.Admission;
 import dev.prefixrouter.api.spi.BlockHasher;
 import dev.prefixrouter.api.spi.HealthPolicy;
+import dev.prefixrouter.api.spi.PredictionSink;
 import dev.prefixrouter.api.spi.PrefixIndex;
 import dev.prefixrouter.api.spi.Scorer;
 import dev.prefixrouter.api.spi.TenantLimiter;
@@ -46,6 +47,7 @@ final class RoutePipeline {
   private final Scorer scorer;
   private final TenantLimiter limiter;
   private final HealthPolicy health;
+  private final PredictionSink predictions;
   private final Listeners listeners;
   private final Membership membership;
   private final LongSupplier ticker;
@@ -62,6 +64,7 @@ final class RoutePipeline {
     this.scorer = b.scorer;
     this.limiter = b.limiter;
     this.health = b.health;
+    this.predictions = b.predictionSink;
     this.listeners = listeners;
     this.membership = membership;
     this.ticker = b.ticker;
@@ -403,18 +406,23 @@ final class RoutePipeline {
                 queuedBefore,
                 decodesBefore,
                 c.cost(cand));
-        return lease.open(
-            new Routed(
-                attempt.request(),
-                e.backend,
-                attempt.model(),
-                fallbacks(c, order, rank),
-                attempt.promptTokens(),
-                matchedTokens,
-                c.cost(cand),
-                c.reason != null ? c.reason : scorer.name(),
-                attemptNo,
-                lease));
+        Routed routed =
+            lease.open(
+                new Routed(
+                    attempt.request(),
+                    e.backend,
+                    attempt.model(),
+                    fallbacks(c, order, rank),
+                    attempt.promptTokens(),
+                    matchedTokens,
+                    c.cost(cand),
+                    c.reason != null ? c.reason : scorer.name(),
+                    attemptNo,
+                    lease));
+        if (keyCount > 0) {
+          sharePrediction(lease, e.backend, keys, keyCount, c.matchedBlocks(cand));
+        }
+        return routed;
       } finally {
         e.release();
       }
@@ -425,6 +433,25 @@ final class RoutePipeline {
         Duration.ZERO,
         emptiedBy.message(attempt.model()),
         emptiedBy);
+  }
+
+  /**
+   * Hands the recorded keys to the {@link PredictionSink}: a {@link RuntimeException} is logged and
+   * ignored, an {@link Error} abandons the new lease before it propagates (the caller refunds).
+   */
+  private void sharePrediction(
+      DefaultLease lease, Backend backend, long[] keys, int keyCount, int heldBlocks) {
+    if (predictions == PredictionSink.none()) {
+      return;
+    }
+    try {
+      predictions.onPredicted(backend, keys, keyCount, heldBlocks);
+    } catch (RuntimeException ex) {
+      listeners.ignored(predictions, ex);
+    } catch (Error err) {
+      lease.abandon();
+      throw err;
+    }
   }
 
   /** The ids of up to {@code maxFallbacks} candidates ranked after {@code rank}. */

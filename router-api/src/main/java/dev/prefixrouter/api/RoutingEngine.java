@@ -50,6 +50,19 @@ public interface RoutingEngine {
    */
   boolean applyKvEvents(String backendId, List<? extends KvEvent> batch);
 
+  /**
+   * Records that another router replica routed the prompt {@code keys[0..keyCount)} to {@code
+   * backendId}: the index takes the keys as predicted blocks of that backend, exactly as it does
+   * for this engine's own routes, without counting a request, calling listeners or the {@link
+   * dev.prefixrouter.api.spi.PredictionSink} (no echo). Both replicas must hash alike (same hasher,
+   * block size and prefix-isolation setting). Cost: one {@code recordRouted} of the index. {@code
+   * keys} is not kept.
+   *
+   * @return false if no backend has this id (a record racing a removal is dropped, not an error)
+   * @throws IllegalArgumentException if {@code keyCount} is not in {@code [0, keys.length]}
+   */
+  boolean applyPredicted(String backendId, long[] keys, int keyCount);
+
   /** An immutable picture of the engine's state. */
   RouterSnapshot inspect();
 }

@@ -2,6 +2,7 @@ package dev.prefixrouter.api;
 
 import dev.prefixrouter.api.spi.BlockHasher;
 import dev.prefixrouter.api.spi.HealthPolicy;
+import dev.prefixrouter.api.spi.PredictionSink;
 import dev.prefixrouter.api.spi.PrefixIndex;
 import dev.prefixrouter.api.spi.RoutingListener;
 import dev.prefixrouter.api.spi.Scorer;
@@ -21,8 +22,8 @@ import java.util.function.LongSupplier;
  *
  * <p>Defaults: no prefix index and no hashing ({@link PrefixIndex#none()}, {@link
  * BlockHasher#none()}), {@link Scorer#leastInFlight()}, {@link TenantLimiter#unlimited()}, {@link
- * HealthPolicy#alwaysHealthy()}, {@code System::nanoTime}, at most 256 backends, 3 fallbacks, a
- * retry budget of 2 failovers per request, prefix isolation off.
+ * HealthPolicy#alwaysHealthy()}, no {@link PredictionSink}, {@code System::nanoTime}, at most 256
+ * backends, 3 fallbacks, a retry budget of 2 failovers per request, prefix isolation off.
  */
 public final class RoutingEngineBuilder {
 
@@ -35,6 +36,7 @@ public final class RoutingEngineBuilder {
   Scorer scorer = Scorer.leastInFlight();
   TenantLimiter limiter = TenantLimiter.unlimited();
   HealthPolicy health = HealthPolicy.alwaysHealthy();
+  PredictionSink predictionSink = PredictionSink.none();
   final List<RoutingListener> listeners = new ArrayList<>();
   LongSupplier ticker = System::nanoTime;
   int maxBackends = 256;
@@ -75,6 +77,15 @@ public final class RoutingEngineBuilder {
 
   public RoutingEngineBuilder health(HealthPolicy health) {
     this.health = Objects.requireNonNull(health, "health");
+    return this;
+  }
+
+  /**
+   * Where each route's predicted block keys go, e.g. a publisher that shares them with other router
+   * replicas (see {@link PredictionSink}); replaces the previous sink.
+   */
+  public RoutingEngineBuilder predictionSink(PredictionSink sink) {
+    this.predictionSink = Objects.requireNonNull(sink, "predictionSink");
     return this;
   }
 
