@@ -5,15 +5,10 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.prefixrouter.api.TenantSnapshot;
 import dev.prefixrouter.api.spi.Admission;
 import dev.prefixrouter.api.spi.TenantLimiter;
-import io.lettuce.core.ClientOptions;
-import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
-import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
-import io.lettuce.core.resource.ClientResources;
-import io.lettuce.core.resource.DefaultClientResources;
-import io.lettuce.core.resource.Delay;
+import io.lettuce.core.codec.StringCodec;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -143,8 +138,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
   private volatile boolean up;
   private volatile boolean closed;
   private long nextProbeNanos; // worker only
-  private @Nullable ClientResources resources; // worker only (and close)
-  private @Nullable RedisClient client; // worker only (and close)
+  private final RedisLink link;
   private @Nullable StatefulRedisConnection<String, String> connection;
   private @Nullable FleetBucketScript script;
 
@@ -157,6 +151,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
     this.chunkTokens = b.chunkTokens;
     this.commandTimeout = b.commandTimeout;
     this.retryIntervalNanos = b.retryInterval.toNanos();
+    this.link = new RedisLink(b.uri, b.retryInterval);
     this.fleetClockMicros = b.fleetClockMicros;
     this.workerNanos = b.workerNanos;
     this.tenants =
@@ -379,31 +374,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
   private RedisCommands<String, String> commands() {
     StatefulRedisConnection<String, String> c = connection;
     if (c == null) {
-      RedisClient rc = client;
-      if (rc == null) {
-        ClientResources res =
-            DefaultClientResources.builder()
-                .ioThreadPoolSize(2)
-                .computationThreadPoolSize(2)
-                .reconnectDelay(
-                    Delay.exponential(
-                        Duration.ofMillis(10),
-                        Duration.ofNanos(retryIntervalNanos),
-                        2,
-                        TimeUnit.MILLISECONDS))
-                .build();
-        resources = res;
-        rc = RedisClient.create(res, uri);
-        rc.setOptions(
-            ClientOptions.builder()
-                .autoReconnect(true)
-                .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                .timeoutOptions(TimeoutOptions.enabled(commandTimeout))
-                .build());
-        client = rc;
-      }
-      c = rc.connect();
-      c.setTimeout(commandTimeout);
+      c = link.connect(StringCodec.UTF8, commandTimeout);
       connection = c;
     }
     RedisCommands<String, String> sync = c.sync();
@@ -573,14 +544,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
     if (c != null) {
       c.close();
     }
-    RedisClient rc = client;
-    if (rc != null) {
-      rc.shutdown(Duration.ZERO, Duration.ofSeconds(1));
-    }
-    ClientResources res = resources;
-    if (res != null) {
-      res.shutdown(0, 1, TimeUnit.SECONDS);
-    }
+    link.close();
   }
 
   @Override
@@ -611,12 +575,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
 
     /** Prefix of every Redis key this limiter writes, 1 to 128 characters. */
     public Builder keyPrefix(String prefix) {
-      Objects.requireNonNull(prefix, "keyPrefix");
-      if (prefix.isEmpty() || prefix.length() > 128) {
-        throw new IllegalArgumentException(
-            "keyPrefix must be 1 to 128 characters, was " + prefix.length());
-      }
-      this.keyPrefix = prefix;
+      this.keyPrefix = Settings.keyPrefix(prefix);
       return this;
     }
 
@@ -691,25 +650,13 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
 
     /** Timeout of one Redis command, in [1 ms, 10 s]; a timeout marks Redis down. */
     public Builder commandTimeout(Duration timeout) {
-      Objects.requireNonNull(timeout, "commandTimeout");
-      if (timeout.compareTo(Duration.ofMillis(1)) < 0
-          || timeout.compareTo(Duration.ofSeconds(10)) > 0) {
-        throw new IllegalArgumentException(
-            "commandTimeout must be in [1 ms, 10 s], was " + timeout);
-      }
-      this.commandTimeout = timeout;
+      this.commandTimeout = Settings.commandTimeout(timeout);
       return this;
     }
 
     /** How often the worker probes Redis while it is down, in [10 ms, 1 min]. */
     public Builder retryInterval(Duration interval) {
-      Objects.requireNonNull(interval, "retryInterval");
-      if (interval.compareTo(Duration.ofMillis(10)) < 0
-          || interval.compareTo(Duration.ofMinutes(1)) > 0) {
-        throw new IllegalArgumentException(
-            "retryInterval must be in [10 ms, 1 min], was " + interval);
-      }
-      this.retryInterval = interval;
+      this.retryInterval = Settings.retryInterval(interval);
       return this;
     }
 
