@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The engine: its parts wired together. {@link Membership} owns the backends and the slot
@@ -31,6 +32,7 @@ final class DefaultRoutingEngine implements RoutingEngine {
   private final int snapshotTenants;
   private final Membership membership;
   private final RoutePipeline pipeline;
+  private final @Nullable CapacityPlanner planner;
 
   DefaultRoutingEngine(RoutingEngineBuilder b) {
     this.hasher = b.hasher;
@@ -44,6 +46,10 @@ final class DefaultRoutingEngine implements RoutingEngine {
     this.membership =
         new Membership(b.maxBackends, List.of(index, health, scorer), listeners, ticker);
     this.pipeline = new RoutePipeline(b, listeners, membership);
+    this.planner =
+        b.capacityObjective == null
+            ? null
+            : new CapacityPlanner(b.capacityObjective, ticker.getAsLong());
     for (Backend backend : b.backends) {
       membership.add(backend);
     }
@@ -129,7 +135,8 @@ final class DefaultRoutingEngine implements RoutingEngine {
         index.stats(names),
         membership.routedRequests(),
         pipeline.failovers(),
-        pipeline.rejectedCounts());
+        pipeline.rejectedCounts(),
+        planner == null ? List.of() : planner.plan(now, entries, scorer));
   }
 
   /** The signals the index reports for a slot, present ones only. */

@@ -17,6 +17,8 @@ import java.util.Optional;
  * @param routed requests routed (first attempts)
  * @param failovers successful failovers
  * @param rejected rejections by reason
+ * @param capacity one capacity plan per model when a {@link CapacityObjective} is configured, else
+ *     empty
  */
 public record RouterSnapshot(
     long takenAtNanos,
@@ -25,14 +27,33 @@ public record RouterSnapshot(
     IndexStats index,
     long routed,
     long failovers,
-    Map<RejectReason, Long> rejected) {
+    Map<RejectReason, Long> rejected,
+    List<CapacityPlan> capacity) {
 
   public RouterSnapshot {
     backends = List.copyOf(backends);
+    capacity = List.copyOf(capacity);
     tenants = List.copyOf(tenants);
     EnumMap<RejectReason, Long> ordered = new EnumMap<>(RejectReason.class);
     ordered.putAll(rejected);
     rejected = Collections.unmodifiableMap(ordered);
+  }
+
+  /** A snapshot without capacity plans. */
+  public RouterSnapshot(
+      long takenAtNanos,
+      List<BackendSnapshot> backends,
+      List<TenantSnapshot> tenants,
+      IndexStats index,
+      long routed,
+      long failovers,
+      Map<RejectReason, Long> rejected) {
+    this(takenAtNanos, backends, tenants, index, routed, failovers, rejected, List.of());
+  }
+
+  /** The capacity plan of a model, if planning is on and the model has backends. */
+  public Optional<CapacityPlan> capacity(String model) {
+    return capacity.stream().filter(c -> c.model().equals(model)).findFirst();
   }
 
   public Optional<BackendSnapshot> backend(String id) {

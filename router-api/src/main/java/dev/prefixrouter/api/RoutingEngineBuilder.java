@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Builds a {@link RoutingEngine}. Setters validate at once and name the field in their message;
@@ -44,6 +45,7 @@ public final class RoutingEngineBuilder {
   int retryBudget = 2;
   int snapshotTenants = 100;
   boolean prefixIsolation;
+  @Nullable CapacityObjective capacityObjective;
   final Map<String, String> aliases = new LinkedHashMap<>();
   final Map<String, Map<String, Integer>> splits = new LinkedHashMap<>();
 
@@ -145,6 +147,17 @@ public final class RoutingEngineBuilder {
    */
   public RoutingEngineBuilder prefixIsolation(boolean prefixIsolation) {
     this.prefixIsolation = prefixIsolation;
+    return this;
+  }
+
+  /**
+   * Turns on capacity planning: {@link RoutingEngine#inspect()} then carries, per model, the number
+   * of backends an M/M/c model says meets this TTFT objective ({@link CapacityPlan}). Off by
+   * default; routing costs the same either way (the plan is computed at inspection from counters
+   * the engine keeps anyway).
+   */
+  public RoutingEngineBuilder capacityObjective(CapacityObjective objective) {
+    this.capacityObjective = Objects.requireNonNull(objective, "capacityObjective");
     return this;
   }
 

@@ -1,6 +1,7 @@
 package dev.prefixrouter.spring;
 
 import dev.prefixrouter.api.Backend;
+import dev.prefixrouter.api.CapacityObjective;
 import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.RoutingEngineBuilder;
 import dev.prefixrouter.api.spi.BlockHasher;
@@ -16,6 +17,7 @@ import dev.prefixrouter.scoring.EstimatedTtftScorer;
 import dev.prefixrouter.scoring.Policies;
 import dev.prefixrouter.scoring.Quota;
 import dev.prefixrouter.scoring.TenantTokenBuckets;
+import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -154,6 +156,15 @@ public class PrefixRouterAutoConfiguration {
     guard("prefix-router.max-backends", () -> b.maxBackends(p.getMaxBackends()));
     guard("prefix-router.retry-budget", () -> b.retryBudget(p.getRetryBudget()));
     b.hasher(hasher).prefixIndex(index).scorer(scorer).limiter(limiter).health(health);
+    PrefixRouterProperties.Capacity cap = p.getCapacity();
+    Duration ttft = cap.getTtft();
+    if (ttft != null) {
+      guard(
+          "prefix-router.capacity",
+          () ->
+              b.capacityObjective(
+                  CapacityObjective.ttft(ttft, cap.getPercentile()).withWindow(cap.getWindow())));
+    }
     List<PrefixRouterProperties.BackendProperties> backends = p.getBackends();
     Set<String> ids = new HashSet<>();
     for (int i = 0; i < backends.size(); i++) {
@@ -343,6 +354,9 @@ public class PrefixRouterAutoConfiguration {
       Set.of(
           "prefix-router.max-backends",
           "prefix-router.retry-budget",
+          "prefix-router.capacity.ttft",
+          "prefix-router.capacity.percentile",
+          "prefix-router.capacity.window",
           "prefix-router.hashing.block-size",
           "prefix-router.hashing.block-chars",
           "prefix-router.index.default-capacity-blocks",

@@ -2,6 +2,7 @@ package dev.prefixrouter.spring;
 
 import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.BackendSnapshot;
+import dev.prefixrouter.api.CapacityPlan;
 import dev.prefixrouter.api.Failure;
 import dev.prefixrouter.api.HealthState;
 import dev.prefixrouter.api.Rejected;
@@ -45,6 +46,11 @@ import org.springframework.beans.factory.ObjectProvider;
  *   <tr><td>{@code prefixrouter.backend.lru.age}</td><td>gauge (seconds; NaN while the index's
  *       mirror has room), {@code backend}</td></tr>
  *   <tr><td>{@code prefixrouter.backend.breaker}</td><td>gauge 0 closed, 1 half-open, 2 open</td></tr>
+ *   <tr><td>{@code prefixrouter.capacity.recommended}</td><td>gauge, backends the capacity plan
+ *       recommends (NaN when the objective is unreachable), {@code model}; only with {@code
+ *       prefix-router.capacity.ttft} set</td></tr>
+ *   <tr><td>{@code prefixrouter.capacity.arrivals}</td><td>gauge, requests per second the plan
+ *       measured, {@code model}</td></tr>
  * </table>
  */
 public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
@@ -52,6 +58,7 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
   private final boolean tenantTags;
   private volatile @Nullable MeterRegistry registry;
   private final Map<String, List<Meter>> backendMeters = new ConcurrentHashMap<>();
+  private final Map<String, List<Meter>> capacityMeters = new ConcurrentHashMap<>();
 
   public PrefixRouterMetrics(ObjectProvider<RoutingEngine> engine, boolean tenantTags) {
     this.engine = engine;
@@ -64,7 +71,50 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
     RoutingEngine e = engine.getIfAvailable();
     if (e != null) {
       e.backends().all().forEach(b -> registerBackend(registry, b.id()));
+      registerCapacity(registry, e);
     }
+  }
+
+  /**
+   * One pair of capacity gauges per model the plan lists (planning on); a model whose backends are
+   * all removed keeps its gauges, at NaN, so their number is bounded by the models ever served.
+   */
+  private void registerCapacity(MeterRegistry r, RoutingEngine e) {
+    for (CapacityPlan plan : e.inspect().capacity()) {
+      String model = plan.model();
+      capacityMeters.computeIfAbsent(
+          model,
+          k ->
+              List.of(
+                  capacityGauge(
+                      r,
+                      "prefixrouter.capacity.recommended",
+                      model,
+                      p ->
+                          p.status() == CapacityPlan.Status.UNREACHABLE
+                              ? Double.NaN
+                              : p.recommendedBackends()),
+                  capacityGauge(
+                      r,
+                      "prefixrouter.capacity.arrivals",
+                      model,
+                      CapacityPlan::arrivalsPerSecond)));
+    }
+  }
+
+  private Gauge capacityGauge(
+      MeterRegistry r, String name, String model, ToDoubleFunction<CapacityPlan> f) {
+    return Gauge.builder(
+            name,
+            this,
+            self -> {
+              RoutingEngine e = engine.getIfAvailable();
+              return e == null
+                  ? Double.NaN
+                  : e.inspect().capacity(model).map(f::applyAsDouble).orElse(Double.NaN);
+            })
+        .tag("model", model)
+        .register(r);
   }
 
   private void registerBackend(MeterRegistry r, String id) {
@@ -186,6 +236,10 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
     MeterRegistry r = registry;
     if (r != null) {
       registerBackend(r, backend.id());
+      RoutingEngine e = engine.getIfAvailable();
+      if (e != null) {
+        registerCapacity(r, e);
+      }
     }
   }
 

@@ -40,6 +40,51 @@ public class PrefixRouterProperties {
   private final Index index = new Index();
   private final Poller poller = new Poller();
   private final Metrics metrics = new Metrics();
+  private final Capacity capacity = new Capacity();
+
+  /**
+   * Capacity planning: an M/M/c estimate, per model, of the backends needed to meet a TTFT
+   * objective, shown in the actuator snapshot and the {@code prefixrouter.capacity.*} gauges. A
+   * recommendation only; off unless {@code ttft} is set.
+   */
+  public static class Capacity {
+    /** The TTFT objective, e.g. 500ms; unset = planning off. */
+    private @Nullable Duration ttft;
+
+    /** The objective's percentile, in [0.5, 0.9999]. */
+    private double percentile = 0.95;
+
+    /** How far back arrival rates and token counts are measured, in [1s, 24h]. */
+    private Duration window = Duration.ofMinutes(1);
+
+    public @Nullable Duration getTtft() {
+      return ttft;
+    }
+
+    public void setTtft(@Nullable Duration ttft) {
+      this.ttft = ttft;
+    }
+
+    public double getPercentile() {
+      return percentile;
+    }
+
+    public void setPercentile(double percentile) {
+      this.percentile = percentile;
+    }
+
+    public Duration getWindow() {
+      return window;
+    }
+
+    public void setWindow(Duration window) {
+      this.window = window;
+    }
+  }
+
+  public Capacity getCapacity() {
+    return capacity;
+  }
 
   /** Micrometer meters. */
   public static class Metrics {

@@ -127,6 +127,58 @@ class ActuatorAndMetricsTest {
   }
 
   @Test
+  void capacityPlanIsInTheSnapshotAndItsGaugesOnlyWhenAnObjectiveIsSet() {
+    runner.run(
+        ctx -> {
+          MeterRegistry registry = new SimpleMeterRegistry();
+          ctx.getBean(PrefixRouterMetrics.class).bindTo(registry);
+          assertThat(ctx.getBean(PrefixRouterEndpoint.class).snapshot().capacity()).isEmpty();
+          assertThat(registry.find("prefixrouter.capacity.recommended").gauge()).isNull();
+        });
+    runner
+        .withPropertyValues(
+            "prefix-router.capacity.ttft=500ms",
+            "prefix-router.capacity.percentile=0.99",
+            "prefix-router.capacity.window=30s")
+        .run(
+            ctx -> {
+              MeterRegistry registry = new SimpleMeterRegistry();
+              ctx.getBean(PrefixRouterMetrics.class).bindTo(registry);
+              RoutingEngine engine = ctx.getBean(RoutingEngine.class);
+              Thread.sleep(20);
+              for (int i = 0; i < 5; i++) {
+                route(engine).lease().complete(new dev.prefixrouter.api.Usage(32, 1, 0));
+              }
+              var plan =
+                  ctx.getBean(PrefixRouterEndpoint.class).snapshot().capacity("m").orElseThrow();
+              assertThat(plan.backends()).isEqualTo(2);
+              assertThat(plan.arrivalsPerSecond()).isPositive();
+              assertThat(
+                      registry
+                          .get("prefixrouter.capacity.recommended")
+                          .tag("model", "m")
+                          .gauge()
+                          .value())
+                  .isEqualTo(plan.recommendedBackends());
+              assertThat(
+                      registry
+                          .get("prefixrouter.capacity.arrivals")
+                          .tag("model", "m")
+                          .gauge()
+                          .value())
+                  .isPositive();
+            });
+    runner
+        .withPropertyValues(
+            "prefix-router.capacity.ttft=500ms", "prefix-router.capacity.percentile=2")
+        .run(
+            ctx ->
+                assertThat(ctx.getStartupFailure())
+                    .hasStackTraceContaining("prefix-router.capacity.percentile")
+                    .hasStackTraceContaining("must be in [0.5, 0.9999], was 2.0"));
+  }
+
+  @Test
   void worksWithoutActuatorHealthOrMicrometer() {
     runner
         .withClassLoader(

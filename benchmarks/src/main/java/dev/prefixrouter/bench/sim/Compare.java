@@ -42,7 +42,7 @@ public final class Compare {
       usage: java -jar benchmarks/target/benchmarks.jar [compare] [options]
 
         --workload NAME       default | gateway | high-cache | low-cache | multi-turn | mooncake
-                              | tenants | faults | sweep            (default: default)
+                              | tenants | faults | sweep | capacity (default: default)
         --trace PATH          replay a Mooncake-format JSONL trace (implies --workload mooncake)
         --backends N          simulated backends, 1..256             (default 8; gateway: 3)
         --capacity-blocks N   KV blocks per backend, 16..10000000    (default 29205)
@@ -54,6 +54,8 @@ public final class Compare {
         --kv-events           backends publish KV events to the router
         --kv-event-delay-ms X event delivery delay                   (default 50)
         --kv-event-drop X     share of event batches dropped, [0, 1] (default 0)
+        --slo-ttft-ms X       capacity: the TTFT objective, (0, 3600000] (default 100)
+        --slo-percentile X    capacity: its percentile, [0.5, 0.9999]  (default 0.95)
         --out DIR             where results.json/.csv and report.html go (default sim-out)
         --help                this text
 
@@ -79,6 +81,8 @@ public final class Compare {
     double kvEventDrop;
     Path out = Path.of("sim-out");
     boolean help;
+    double sloTtftMs = 100;
+    double sloPercentile = 0.95;
 
     /** Prompts per group of the shared-prefix workloads: 16, or --requests / 256. */
     int perGroup() {
@@ -116,7 +120,8 @@ public final class Compare {
                   "mooncake",
                   "tenants",
                   "faults",
-                  "sweep");
+                  "sweep",
+                  "capacity");
           if (!known.contains(o.workload)) {
             throw new UsageException("unknown workload '" + o.workload + "'; known: " + known);
           }
@@ -138,6 +143,8 @@ public final class Compare {
             o.kvEventDelayMs = doubleIn(value(args, ++i, a), a, 0, 60_000);
         case "--kv-event-drop" -> o.kvEventDrop = doubleIn(value(args, ++i, a), a, 0, 1);
         case "--out" -> o.out = Path.of(value(args, ++i, a));
+        case "--slo-ttft-ms" -> o.sloTtftMs = doubleIn(value(args, ++i, a), a, 1e-3, 3_600_000);
+        case "--slo-percentile" -> o.sloPercentile = doubleIn(value(args, ++i, a), a, 0.5, 0.9999);
         case "--policies" -> {
           List<String> ps = new ArrayList<>();
           for (String p : value(args, ++i, a).split(",")) {
@@ -215,7 +222,7 @@ public final class Compare {
     }
   }
 
-  private static SimConfig config(Options o) {
+  static SimConfig config(Options o) {
     SimConfig c = SimConfig.defaults(o.backends, o.capacityBlocks);
     if (o.kvEvents) {
       c = c.withKvEvents(true, (long) (o.kvEventDelayMs * 1e6), o.kvEventDrop);
@@ -337,6 +344,9 @@ public final class Compare {
                 err));
       }
     }
+    if (o.workload.equals("capacity")) {
+      fleet.addAll(CapacityCheck.run(o, config(o), out, err));
+    }
     Files.createDirectories(o.out);
     Report.json(o.out.resolve("results.json"), fleet, gateway);
     Report.csv(o.out.resolve("results.csv"), fleet);
@@ -350,7 +360,7 @@ public final class Compare {
         (System.nanoTime() - start) / 1e9);
   }
 
-  private static List<PolicyResult> runFleet(
+  static List<PolicyResult> runFleet(
       String name,
       SimConfig config,
       List<SimRequest> requests,

@@ -3,6 +3,8 @@ package dev.prefixrouter.bench.sim;
 import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.BlockRemoved;
 import dev.prefixrouter.api.BlockStored;
+import dev.prefixrouter.api.CapacityObjective;
+import dev.prefixrouter.api.CapacityPlan;
 import dev.prefixrouter.api.Failure;
 import dev.prefixrouter.api.KvEvent;
 import dev.prefixrouter.api.LoadReport;
@@ -98,9 +100,17 @@ final class FleetSimulator {
     long outputTokens;
     int arrived;
     final Map<String, long[]> tenants = new LinkedHashMap<>(); // offered, admitted
+    final CapacityObjective objective;
+    CapacityPlan plan;
+    double[] sortedTtft;
 
     Run(String policy) {
+      this(policy, null);
+    }
+
+    Run(String policy, CapacityObjective objective) {
       this.policy = policy;
+      this.objective = objective;
       RoutingEngineBuilder b =
           RoutingEngine.builder()
               .ticker(() -> now)
@@ -114,6 +124,9 @@ final class FleetSimulator {
               .scorer(Policies.byName(policy))
               .health(
                   CircuitBreakers.builder().maxBackends(Math.max(16, config.backends())).build());
+      if (objective != null) {
+        b.capacityObjective(objective);
+      }
       if (config.quotaTokensPerMinute() > 0) {
         b.limiter(
             TenantTokenBuckets.builder()
@@ -250,6 +263,9 @@ final class FleetSimulator {
         }
         work |= b.hasWork();
       }
+      if (objective != null && arrived < requests.size()) {
+        plan = engine.inspect().capacity("m").orElse(null); // the last plan before arrivals end
+      }
       if (work || arrived < requests.size()) {
         schedule(now + config.scrapeIntervalNanos(), Type.SCRAPE, 0, null);
       }
@@ -332,6 +348,7 @@ final class FleetSimulator {
       double[] e = Arrays.copyOf(e2e, e2eCount);
       Arrays.sort(t);
       Arrays.sort(e);
+      sortedTtft = t;
       Map<String, double[]> tenantStats = new LinkedHashMap<>();
       tenants.forEach((k, v) -> tenantStats.put(k, new double[] {v[0], v[1]}));
       double makespan = now / 1e9;
@@ -374,6 +391,15 @@ final class FleetSimulator {
 
   PolicyResult run(String policy) {
     return new Run(policy).run();
+  }
+
+  /** One run of a policy with capacity planning on. */
+  record CapacityRun(PolicyResult result, CapacityPlan plan, double[] sortedTtft) {}
+
+  CapacityRun runWithPlanner(String policy, CapacityObjective objective) {
+    Run r = new Run(policy, objective);
+    PolicyResult result = r.run();
+    return new CapacityRun(result, r.plan, r.sortedTtft);
   }
 
   List<PolicyResult> runAll(List<String> policies) {

@@ -60,6 +60,19 @@ record SimConfig(
         seed);
   }
 
+  SimConfig withBackends(int n) {
+    return new SimConfig(
+        n,
+        profile,
+        scrapeIntervalNanos,
+        kvEvents,
+        kvEventDelayNanos,
+        kvEventDropRate,
+        faults,
+        quotaTokensPerMinute,
+        seed);
+  }
+
   SimConfig withQuota(long tokensPerMinute) {
     return new SimConfig(
         backends,

@@ -99,6 +99,14 @@ final class Workloads {
   }
 
   /**
+   * Capacity planning: the low-cache prompts (256-token shared system prompt, 2048-token question)
+   * with 16-token answers, so prefill dominates, at 100 requests/s × {@code rateScale}.
+   */
+  static List<SimRequest> capacity(double rateScale, long seed, int perGroup) {
+    return sharedPrefix(256, perGroup, 256, 2048, 16, 100 * rateScale, seed, new String[] {"t"});
+  }
+
+  /**
    * Two tenants on the high-cache prompts: "greedy" offers 10× the token quota, "polite" half of
    * it. Returns the requests; the quota is {@link #TENANT_QUOTA_TOKENS_PER_MINUTE}.
    */
