@@ -63,6 +63,17 @@ public interface BackendRegistry {
    */
   boolean reportLoad(String backendId, LoadReport report);
 
+  /**
+   * Hands the backend's health policy a failure observed outside a request, e.g. by a prober or a
+   * metrics poller that has not reached the backend for some time. The policy treats it as it
+   * treats a lease's failure (a circuit breaker counts it towards opening, or re-opens a half-open
+   * breaker); a failure that does not {@link Failure#countsAgainstBackend() count} changes nothing.
+   * Cheap and thread-safe; the caller decides how often to report.
+   *
+   * @return false if no backend has this id (a report racing a removal is not an error)
+   */
+  boolean reportFailure(String backendId, Failure failure);
+
   /** The current descriptor of a backend. */
   Optional<Backend> get(String backendId);
 

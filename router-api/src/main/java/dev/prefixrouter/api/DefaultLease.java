@@ -1,7 +1,6 @@
 package dev.prefixrouter.api;
 
 import dev.prefixrouter.api.spi.FirstTokenObservation;
-import dev.prefixrouter.api.spi.HealthPolicy;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
@@ -9,8 +8,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The lease of one placement: a state machine {@code OPEN → STREAMING → COMPLETED / FAILED_*} (or
@@ -19,7 +16,6 @@ import org.slf4j.LoggerFactory;
  * decodes, active tokens) and the tenant's true-up when it ends. Thread-safe; O(1) per call.
  */
 final class DefaultLease implements Lease {
-  private static final Logger log = LoggerFactory.getLogger(RoutingEngine.class);
 
   private static final int OPEN = 0;
   private static final int STREAMING = 1;
@@ -268,19 +264,7 @@ final class DefaultLease implements Lease {
 
   /** Feeds the breaker (claim held by the caller) and reports a state change. */
   private void healthFeedback(long now, @Nullable Failure failure) {
-    HealthPolicy health = pipeline.health();
-    HealthState before = health.state(entry.slot, now);
-    if (failure == null) {
-      health.onSuccess(entry.slot, now);
-    } else {
-      health.onFailure(entry.slot, failure, now);
-    }
-    HealthState after = health.state(entry.slot, now);
-    if (before != after) {
-      Backend b = entry.backend;
-      log.info("backend {} health {} -> {}", b.id(), before, after);
-      pipeline.listeners().notify(l -> l.onHealthChanged(b, before, after));
-    }
+    pipeline.membership().healthFeedback(entry, now, failure);
   }
 
   @Override

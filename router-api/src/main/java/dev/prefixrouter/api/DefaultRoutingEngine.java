@@ -44,7 +44,7 @@ final class DefaultRoutingEngine implements RoutingEngine {
     this.snapshotTenants = b.snapshotTenants;
     Listeners listeners = new Listeners(b.listeners, b.ticker);
     this.membership =
-        new Membership(b.maxBackends, List.of(index, health, scorer), listeners, ticker);
+        new Membership(b.maxBackends, List.of(index, health, scorer), health, listeners, ticker);
     this.pipeline = new RoutePipeline(b, listeners, membership);
     this.planner =
         b.capacityObjective == null

@@ -1,5 +1,6 @@
 package dev.prefixrouter.api;
 
+import dev.prefixrouter.api.spi.HealthPolicy;
 import dev.prefixrouter.api.spi.SlotLifecycle;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -31,6 +32,7 @@ final class Membership implements BackendRegistry {
 
   private final int maxBackends;
   private final SlotLifecycle[] parts;
+  private final HealthPolicy health;
   private final Listeners listeners;
   private final LongSupplier ticker;
 
@@ -47,10 +49,19 @@ final class Membership implements BackendRegistry {
 
   private final List<BackendEntry> removing = new ArrayList<>();
 
-  /** Hands {@code maxBackends} down to every part ({@link SlotLifecycle#start}). */
-  Membership(int maxBackends, List<SlotLifecycle> parts, Listeners listeners, LongSupplier ticker) {
+  /**
+   * Hands {@code maxBackends} down to every part ({@link SlotLifecycle#start}); {@code health} is
+   * one of {@code parts}.
+   */
+  Membership(
+      int maxBackends,
+      List<SlotLifecycle> parts,
+      HealthPolicy health,
+      Listeners listeners,
+      LongSupplier ticker) {
     this.maxBackends = maxBackends;
     this.parts = parts.toArray(new SlotLifecycle[0]);
+    this.health = health;
     this.listeners = listeners;
     this.ticker = ticker;
     for (SlotLifecycle p : this.parts) {
@@ -240,6 +251,43 @@ final class Membership implements BackendRegistry {
     long age = Bounds.saturatedNanos(report.age());
     e.load = new BackendEntry.TimedLoad(report, Bounds.saturatedMinus(now, age));
     return true;
+  }
+
+  @Override
+  public boolean reportFailure(String backendId, Failure failure) {
+    Objects.requireNonNull(backendId, "backendId");
+    Objects.requireNonNull(failure, "failure");
+    BackendEntry e = table.byId.get(backendId);
+    if (e == null || !e.claim()) {
+      return false;
+    }
+    try {
+      if (failure.countsAgainstBackend()) {
+        healthFeedback(e, ticker.getAsLong(), failure);
+      }
+    } finally {
+      e.release();
+    }
+    return true;
+  }
+
+  /**
+   * Feeds a success ({@code failure == null}) or a failure to the backend's health policy and
+   * reports a state change; the caller holds a claim on the entry.
+   */
+  void healthFeedback(BackendEntry entry, long now, @Nullable Failure failure) {
+    HealthState before = health.state(entry.slot, now);
+    if (failure == null) {
+      health.onSuccess(entry.slot, now);
+    } else {
+      health.onFailure(entry.slot, failure, now);
+    }
+    HealthState after = health.state(entry.slot, now);
+    if (before != after) {
+      Backend b = entry.backend;
+      log.info("backend {} health {} -> {}", b.id(), before, after);
+      listeners.notify(l -> l.onHealthChanged(b, before, after));
+    }
   }
 
   @Override

@@ -493,6 +493,10 @@ final class RoutePipeline {
     return listeners;
   }
 
+  Membership membership() {
+    return membership;
+  }
+
   long failovers() {
     return failovers.sum();
   }

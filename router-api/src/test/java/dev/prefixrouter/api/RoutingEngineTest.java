@@ -218,6 +218,27 @@ class RoutingEngineTest {
   }
 
   @Test
+  void failuresReportedOutsideALeaseFeedTheBreaker() {
+    Fakes.RecordingListener listener = new Fakes.RecordingListener();
+    RoutingEngine engine =
+        builder()
+            .health(new Fakes.SimpleBreaker(2))
+            .listener(listener)
+            .backend(Backend.of("a", "m"))
+            .backend(Backend.of("b", "m"))
+            .build();
+    assertThat(engine.backends().reportFailure("a", Failure.of(Failure.Kind.CANCELLED))).isTrue();
+    assertThat(engine.backends().reportFailure("a", Failure.of(Failure.Kind.CONNECT))).isTrue();
+    assertThat(engine.inspect().backend("a").orElseThrow().health()).isEqualTo(HealthState.CLOSED);
+    assertThat(engine.backends().reportFailure("a", Failure.of(Failure.Kind.TIMEOUT))).isTrue();
+    assertThat(listener.events).contains("health a CLOSED->OPEN");
+    for (int i = 0; i < 5; i++) {
+      assertThat(routed(engine.route(req("m"))).backendId()).isEqualTo("b");
+    }
+    assertThat(engine.backends().reportFailure("gone", Failure.of(Failure.Kind.CONNECT))).isFalse();
+  }
+
+  @Test
   void cancelledAndClientErrorsDoNotFeedTheBreaker() {
     RoutingEngine engine =
         builder().health(new Fakes.SimpleBreaker(1)).backend(Backend.of("a", "m")).build();

@@ -41,10 +41,13 @@ public class KvEventsAutoConfiguration {
       checkPort(prefix + ".replay-port", k.getReplayPort());
     }
     KvEventSubscriber.Builder b = KvEventSubscriber.builder(engine::applyKvEvents);
-    guard(prefix + ".topic", () -> b.topic(k.getTopic()));
-    guard(prefix + ".replay-timeout", () -> b.replayTimeout(k.getReplayTimeout()));
-    guard(prefix + ".idle-reconnect", () -> b.idleReconnect(k.getIdleReconnect()));
-    guard(prefix + ".queue-capacity", () -> b.queueCapacity(k.getQueueCapacity()));
+    PrefixRouterPropertyException.naming(prefix + ".topic", () -> b.topic(k.getTopic()));
+    PrefixRouterPropertyException.naming(
+        prefix + ".replay-timeout", () -> b.replayTimeout(k.getReplayTimeout()));
+    PrefixRouterPropertyException.naming(
+        prefix + ".idle-reconnect", () -> b.idleReconnect(k.getIdleReconnect()));
+    PrefixRouterPropertyException.naming(
+        prefix + ".queue-capacity", () -> b.queueCapacity(k.getQueueCapacity()));
     String[][] endpoints = new String[p.getBackends().size()][];
     for (int i = 0; i < endpoints.length; i++) {
       PrefixRouterProperties.BackendProperties bp = p.getBackends().get(i);
@@ -81,14 +84,6 @@ public class KvEventsAutoConfiguration {
       return host;
     } catch (IllegalArgumentException e) {
       throw new PrefixRouterPropertyException(property, "has no host: " + e.getMessage(), e);
-    }
-  }
-
-  private static void guard(String property, Runnable r) {
-    try {
-      r.run();
-    } catch (IllegalArgumentException e) {
-      throw new PrefixRouterPropertyException(property, e.getMessage(), e);
     }
   }
 

@@ -244,23 +244,6 @@ public class PrefixRouterAutoConfiguration {
             });
   }
 
-  @Bean
-  @ConditionalOnMissingBean
-  @ConditionalOnProperty(prefix = "prefix-router.poller", name = "enabled", havingValue = "true")
-  public MetricsPoller prefixRouterMetricsPoller(PrefixRouterProperties p, RoutingEngine engine) {
-    Map<String, String> urls = new java.util.HashMap<>();
-    for (PrefixRouterProperties.BackendProperties b : p.getBackends()) {
-      if (b.getId() != null && b.getUrl() != null) {
-        urls.put(b.getId(), b.getUrl());
-      }
-    }
-    return guard(
-        "prefix-router.poller",
-        () ->
-            new MetricsPoller(
-                engine, urls::get, p.getPoller().getInterval(), p.getPoller().getTimeout()));
-  }
-
   /** The actuator endpoint and health indicator, when Spring Boot Actuator is present. */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(name = "org.springframework.boot.actuate.endpoint.annotation.Endpoint")

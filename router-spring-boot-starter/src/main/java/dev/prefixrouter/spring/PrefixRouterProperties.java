@@ -106,14 +106,23 @@ public class PrefixRouterProperties {
 
   /** The optional backend metrics poller. */
   public static class Poller {
-    /** Poll each backend's {url}/metrics (vLLM or SGLang names) into load reports. */
+    /**
+     * Poll each backend's {url}/metrics (vLLM or SGLang names) into load reports (needs router-vllm
+     * on the classpath).
+     */
     private boolean enabled;
 
-    /** Time between polls. */
+    /** Time between polls (each backend's scrapes run in parallel), 10ms..1h. */
     private Duration interval = Duration.ofMillis(500);
 
-    /** Timeout of one scrape. */
+    /** Timeout of one request (connect, answer, body), 10ms..60s. */
     private Duration timeout = Duration.ofSeconds(2);
+
+    /**
+     * A backend answering neither /metrics nor /health this long is reported to the health policy
+     * at every poll until it answers, 0..1h.
+     */
+    private Duration unreachableAfter = Duration.ofSeconds(10);
 
     public boolean isEnabled() {
       return enabled;
@@ -137,6 +146,14 @@ public class PrefixRouterProperties {
 
     public void setTimeout(Duration timeout) {
       this.timeout = timeout;
+    }
+
+    public Duration getUnreachableAfter() {
+      return unreachableAfter;
+    }
+
+    public void setUnreachableAfter(Duration unreachableAfter) {
+      this.unreachableAfter = unreachableAfter;
     }
   }
 

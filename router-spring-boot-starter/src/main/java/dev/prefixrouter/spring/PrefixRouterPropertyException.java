@@ -27,6 +27,18 @@ public class PrefixRouterPropertyException extends IllegalStateException {
     this.reason = reason;
   }
 
+  /**
+   * Runs a builder step that validates one property's value, turning its {@link
+   * IllegalArgumentException} into this exception naming the property.
+   */
+  static void naming(String property, Runnable step) {
+    try {
+      step.run();
+    } catch (IllegalArgumentException e) {
+      throw new PrefixRouterPropertyException(property, String.valueOf(e.getMessage()), e);
+    }
+  }
+
   /** The property path, e.g. {@code prefix-router.backends[1].id}. */
   public String property() {
     return property;

@@ -560,7 +560,7 @@ public final class KvEventSubscriber implements AutoCloseable {
 
     /** How long one replay may take, 10 ms .. 60 s (default 2 s). */
     public Builder replayTimeout(Duration timeout) {
-      this.replayTimeout = within("replayTimeout", timeout, 10, 60_000);
+      this.replayTimeout = Durations.within("replayTimeout", timeout, 10, 60_000);
       return this;
     }
 
@@ -588,8 +588,8 @@ public final class KvEventSubscriber implements AutoCloseable {
      * min each, {@code min <= max}; default 100 ms .. 5 s).
      */
     public Builder reconnectBackoff(Duration min, Duration max) {
-      Duration lo = within("reconnectBackoff min", min, 1, 600_000);
-      Duration hi = within("reconnectBackoff max", max, 1, 600_000);
+      Duration lo = Durations.within("reconnectBackoff min", min, 1, 600_000);
+      Duration hi = Durations.within("reconnectBackoff max", max, 1, 600_000);
       if (lo.compareTo(hi) > 0) {
         throw new IllegalArgumentException(
             "reconnectBackoff min must be <= max, was " + lo + " > " + hi);
@@ -606,18 +606,8 @@ public final class KvEventSubscriber implements AutoCloseable {
      * loopback connects on a loaded host. A gap across the new socket is replayed as usual.
      */
     public Builder idleReconnect(Duration idle) {
-      this.idleReconnect = within("idleReconnect", idle, 100, 3_600_000);
+      this.idleReconnect = Durations.within("idleReconnect", idle, 100, 3_600_000);
       return this;
-    }
-
-    private static Duration within(String field, Duration d, long minMillis, long maxMillis) {
-      Objects.requireNonNull(d, field);
-      if (d.compareTo(Duration.ofMillis(minMillis)) < 0
-          || d.compareTo(Duration.ofMillis(maxMillis)) > 0) {
-        throw new IllegalArgumentException(
-            field + " must be in [" + minMillis + " ms, " + maxMillis + " ms], was " + d);
-      }
-      return d;
     }
 
     /** Starts the subscriber's two threads. */

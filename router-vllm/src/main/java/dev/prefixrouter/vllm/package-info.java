@@ -1,5 +1,6 @@
 /**
- * Adapters for OpenAI-compatible inference engines (vLLM, SGLang): the OpenAI request reader.
+ * Adapters for OpenAI-compatible inference engines (vLLM, SGLang): the OpenAI request reader, the
+ * KV-event subscriber and the Prometheus metrics poller.
  *
  * <p>Framework-neutral: nothing here starts a thread or opens a socket on class load, and every
  * type documents its thread safety.

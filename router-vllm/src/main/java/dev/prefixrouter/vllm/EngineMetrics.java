@@ -1,4 +1,4 @@
-package dev.prefixrouter.spring;
+package dev.prefixrouter.vllm;
 
 import dev.prefixrouter.api.LoadReport;
 import java.util.OptionalLong;

@@ -1,4 +1,4 @@
-package dev.prefixrouter.spring;
+package dev.prefixrouter.vllm;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

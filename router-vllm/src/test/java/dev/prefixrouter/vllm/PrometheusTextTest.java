@@ -1,4 +1,4 @@
-package dev.prefixrouter.spring;
+package dev.prefixrouter.vllm;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
