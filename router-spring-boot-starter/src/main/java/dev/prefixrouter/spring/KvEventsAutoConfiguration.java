@@ -6,7 +6,6 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
-import java.net.URI;
 import java.util.function.ToDoubleFunction;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -20,9 +19,9 @@ import org.springframework.context.annotation.Configuration;
 /**
  * Precise mode: a {@link KvEventSubscriber} fed by every configured backend's engine, applying its
  * KV events to the engine's prefix index, when router-vllm is on the classpath and {@code
- * prefix-router.kv-events.enabled=true}. Backends added later through the actuator are not
- * subscribed (call {@link KvEventSubscriber#subscribe} for them). Meters {@code prefixrouter.kv.*}
- * when Micrometer is present.
+ * prefix-router.kv-events.enabled=true}. Backends added later (the actuator's {@code add} with a
+ * {@code url}) are subscribed and removed ones unsubscribed by {@link KvEventMembership}. Meters
+ * {@code prefixrouter.kv.*} when Micrometer is present.
  */
 @AutoConfiguration(after = PrefixRouterAutoConfiguration.class)
 @ConditionalOnClass(KvEventSubscriber.class)
@@ -31,15 +30,26 @@ import org.springframework.context.annotation.Configuration;
 @EnableConfigurationProperties({KvEventsProperties.class, PrefixRouterProperties.class})
 public class KvEventsAutoConfiguration {
 
-  @Bean(destroyMethod = "close")
+  /** Follows the engine's membership once the subscriber is attached. */
+  @Bean
   @ConditionalOnMissingBean
-  public KvEventSubscriber prefixRouterKvEventSubscriber(
-      KvEventsProperties k, PrefixRouterProperties p, RoutingEngine engine) {
+  public KvEventMembership prefixRouterKvEventMembership(KvEventsProperties k, BackendUrls urls) {
     String prefix = "prefix-router.kv-events";
     checkPort(prefix + ".port", k.getPort());
     if (k.getReplayPort() != null) {
       checkPort(prefix + ".replay-port", k.getReplayPort());
     }
+    return new KvEventMembership(urls, k.getPort(), k.getReplayPort());
+  }
+
+  @Bean(destroyMethod = "close")
+  @ConditionalOnMissingBean
+  public KvEventSubscriber prefixRouterKvEventSubscriber(
+      KvEventsProperties k,
+      PrefixRouterProperties p,
+      RoutingEngine engine,
+      KvEventMembership membership) {
+    String prefix = "prefix-router.kv-events";
     KvEventSubscriber.Builder b = KvEventSubscriber.builder(engine::applyKvEvents);
     PrefixRouterPropertyException.naming(prefix + ".topic", () -> b.topic(k.getTopic()));
     PrefixRouterPropertyException.naming(
@@ -48,42 +58,20 @@ public class KvEventsAutoConfiguration {
         prefix + ".idle-reconnect", () -> b.idleReconnect(k.getIdleReconnect()));
     PrefixRouterPropertyException.naming(
         prefix + ".queue-capacity", () -> b.queueCapacity(k.getQueueCapacity()));
-    String[][] endpoints = new String[p.getBackends().size()][];
-    for (int i = 0; i < endpoints.length; i++) {
-      PrefixRouterProperties.BackendProperties bp = p.getBackends().get(i);
-      String host = host("prefix-router.backends[" + i + "].url", bp.getUrl());
-      endpoints[i] =
-          new String[] {
-            bp.getId(),
-            "tcp://" + host + ":" + k.getPort(),
-            k.getReplayPort() == null ? null : "tcp://" + host + ":" + k.getReplayPort()
-          };
+    for (int i = 0; i < p.getBackends().size(); i++) {
+      if (p.getBackends().get(i).getUrl() == null) {
+        throw new PrefixRouterPropertyException(
+            "prefix-router.backends[" + i + "].url", "is required for kv-events");
+      }
     }
     KvEventSubscriber subscriber = b.build();
-    for (String[] e : endpoints) {
-      subscriber.subscribe(e[0], e[1], e[2]);
-    }
+    membership.attach(subscriber, engine);
     return subscriber;
   }
 
   private static void checkPort(String property, int port) {
     if (port < 1 || port > 65_535) {
       throw new PrefixRouterPropertyException(property, "must be in [1, 65535], was " + port);
-    }
-  }
-
-  private static String host(String property, String url) {
-    if (url == null) {
-      throw new PrefixRouterPropertyException(property, "is required for kv-events");
-    }
-    try {
-      String host = URI.create(url).getHost();
-      if (host == null) {
-        throw new IllegalArgumentException("no host");
-      }
-      return host;
-    } catch (IllegalArgumentException e) {
-      throw new PrefixRouterPropertyException(property, "has no host: " + e.getMessage(), e);
     }
   }
 

@@ -6,8 +6,6 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.function.ToDoubleFunction;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -21,7 +19,8 @@ import org.springframework.context.annotation.Configuration;
 
 /**
  * The backend metrics poller ({@link MetricsPoller} of router-vllm) from {@code
- * prefix-router.poller.*}: started with the context, closed with it; meters {@code
+ * prefix-router.poller.*}, polling every backend with a URL in {@link BackendUrls} (so backends the
+ * actuator adds with a {@code url} too): started with the context, closed with it; meters {@code
  * prefixrouter.poller.*} when Micrometer is present. With {@code prefix-router.poller.enabled=true}
  * and router-vllm missing from the classpath, startup fails naming the property.
  */
@@ -37,13 +36,8 @@ public class MetricsPollerAutoConfiguration {
   static class PollerConfiguration {
     @Bean(initMethod = "start", destroyMethod = "close")
     @ConditionalOnMissingBean
-    MetricsPoller prefixRouterMetricsPoller(PrefixRouterProperties p, RoutingEngine engine) {
-      Map<String, String> urls = new HashMap<>();
-      for (PrefixRouterProperties.BackendProperties b : p.getBackends()) {
-        if (b.getId() != null && b.getUrl() != null) {
-          urls.put(b.getId(), b.getUrl());
-        }
-      }
+    MetricsPoller prefixRouterMetricsPoller(
+        PrefixRouterProperties p, RoutingEngine engine, BackendUrls urls) {
       PrefixRouterProperties.Poller q = p.getPoller();
       MetricsPoller.Builder b = MetricsPoller.builder(engine, urls::get);
       PrefixRouterPropertyException.naming(

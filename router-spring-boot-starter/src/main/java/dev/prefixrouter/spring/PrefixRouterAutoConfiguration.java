@@ -244,14 +244,35 @@ public class PrefixRouterAutoConfiguration {
             });
   }
 
+  /** The backends' base URLs from {@code prefix-router.backends[*].url}, kept for runtime adds. */
+  @Bean
+  @ConditionalOnMissingBean
+  public BackendUrls prefixRouterBackendUrls(PrefixRouterProperties p) {
+    BackendUrls urls = new BackendUrls();
+    List<PrefixRouterProperties.BackendProperties> backends = p.getBackends();
+    for (int i = 0; i < backends.size(); i++) {
+      PrefixRouterProperties.BackendProperties b = backends.get(i);
+      if (b.getId() != null && b.getUrl() != null) {
+        String id = b.getId();
+        guard(
+            "prefix-router.backends[" + i + "].url",
+            () -> {
+              urls.put(id, b.getUrl());
+              return urls;
+            });
+      }
+    }
+    return urls;
+  }
+
   /** The actuator endpoint and health indicator, when Spring Boot Actuator is present. */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(name = "org.springframework.boot.actuate.endpoint.annotation.Endpoint")
   static class ActuatorConfiguration {
     @Bean
     @ConditionalOnMissingBean
-    PrefixRouterEndpoint prefixRouterEndpoint(RoutingEngine engine) {
-      return new PrefixRouterEndpoint(engine);
+    PrefixRouterEndpoint prefixRouterEndpoint(RoutingEngine engine, BackendUrls urls) {
+      return new PrefixRouterEndpoint(engine, urls);
     }
   }
 

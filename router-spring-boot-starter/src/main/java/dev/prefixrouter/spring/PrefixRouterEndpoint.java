@@ -20,9 +20,12 @@ import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
 /**
  * Actuator endpoint {@code prefixrouter}: {@code GET} the engine snapshot or one backend ({@code
  * /actuator/prefixrouter/{id}}, 404 if unknown); {@code POST /actuator/prefixrouter/{id}} with
- * {@code {"action": "add" | "remove" | "drain" | "undrain", "models": "m1,m2", "capacityBlocks":
- * n}} to change membership at runtime. {@code models} is a comma-separated string; a JSON array of
- * strings is accepted too (Spring joins it with commas).
+ * {@code {"action": "add" | "remove" | "drain" | "undrain", "models": "m1,m2", "capacityBlocks": n,
+ * "url": "http://10.0.0.5:8000"}} to change membership at runtime. The optional {@code url} of an
+ * {@code add} is the backend's base URL (kept in {@link BackendUrls}): with it the metrics poller
+ * scrapes the new backend and precise mode subscribes to its KV events; {@code remove} forgets it.
+ * {@code models} is a comma-separated string; a JSON array of strings is accepted too (Spring joins
+ * it with commas).
  *
  * <p>Answers: 200 with {@code {id, action, result}}; 400 with {@code {error}} for an unknown
  * action, a missing field or an invalid backend; 404 for an unknown id (remove, drain, undrain);
@@ -37,9 +40,11 @@ import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
 public class PrefixRouterEndpoint {
   private static final int STATUS_CONFLICT = 409;
   private final RoutingEngine engine;
+  private final BackendUrls urls;
 
-  public PrefixRouterEndpoint(RoutingEngine engine) {
+  public PrefixRouterEndpoint(RoutingEngine engine, BackendUrls urls) {
     this.engine = engine;
+    this.urls = urls;
   }
 
   @ReadOperation
@@ -54,7 +59,11 @@ public class PrefixRouterEndpoint {
 
   @WriteOperation
   public synchronized WebEndpointResponse<Map<String, Object>> change(
-      @Selector String id, String action, @Nullable String models, @Nullable Long capacityBlocks) {
+      @Selector String id,
+      String action,
+      @Nullable String models,
+      @Nullable Long capacityBlocks,
+      @Nullable String url) {
     String result;
     try {
       switch (action) {
@@ -65,22 +74,25 @@ public class PrefixRouterEndpoint {
                 STATUS_CONFLICT,
                 "backend '" + clip(id) + "' exists; remove it first to replace it");
           }
-          engine
-              .backends()
-              .add(
-                  new Backend(
-                      id,
-                      served,
-                      Set.of(),
-                      Map.of(),
-                      capacityBlocks == null ? 0 : capacityBlocks,
-                      1.0));
+          Backend backend =
+              new Backend(
+                  id, served, Set.of(), Map.of(), capacityBlocks == null ? 0 : capacityBlocks, 1.0);
+          if (url != null) {
+            urls.put(id, url); // before the add: the add's listeners look it up
+          }
+          try {
+            engine.backends().add(backend);
+          } catch (RuntimeException e) {
+            urls.remove(id);
+            throw e;
+          }
           result = "added";
         }
         case "remove" -> {
           if (!engine.backends().remove(id)) {
             return notFound(id);
           }
+          urls.remove(id);
           result = "removed";
         }
         case "drain" -> {

@@ -41,22 +41,31 @@ class ActuatorAndMetricsTest {
           assertThat(ep.snapshot().backends()).hasSize(2);
           assertThat(ep.backend("b0")).isNotNull();
           assertThat(ep.backend("nope")).isNull();
-          assertThat(ep.change("b1", "drain", null, null).getBody())
+          assertThat(ep.change("b1", "drain", null, null, null).getBody())
               .containsEntry("result", "draining");
           for (int i = 0; i < 5; i++) {
             assertThat(route(engine).backendId()).isEqualTo("b0");
           }
-          ep.change("b1", "undrain", null, null);
-          ep.change("b2", "add", "m", 500L);
+          ep.change("b1", "undrain", null, null, null);
+          ep.change("b2", "add", "m", 500L, null);
           assertThat(engine.backends().get("b2").orElseThrow().capacityBlocks()).isEqualTo(500);
-          assertThat(ep.change("b2", "remove", null, null).getBody())
+          assertThat(ep.change("b2", "remove", null, null, null).getBody())
               .containsEntry("result", "removed");
-          var explode = ep.change("b0", "explode", null, null);
+          var explode = ep.change("b0", "explode", null, null, null);
           assertThat(explode.getStatus()).isEqualTo(400);
           assertThat(explode.getBody().get("error").toString()).contains("action must be");
-          var noModels = ep.change("b3", "add", null, null);
+          var noModels = ep.change("b3", "add", null, null, null);
           assertThat(noModels.getStatus()).isEqualTo(400);
           assertThat(noModels.getBody().get("error").toString()).contains("add needs models");
+          BackendUrls urls = ctx.getBean(BackendUrls.class);
+          ep.change("b4", "add", "m", null, "http://10.0.0.9:8000");
+          assertThat(urls.get("b4")).isEqualTo("http://10.0.0.9:8000");
+          ep.change("b4", "remove", null, null, null);
+          assertThat(urls.get("b4")).isNull();
+          var badUrl = ep.change("b5", "add", "m", null, "ftp://10.0.0.9:8000");
+          assertThat(badUrl.getStatus()).isEqualTo(400);
+          assertThat(badUrl.getBody().get("error").toString()).contains("absolute http(s) URL");
+          assertThat(engine.backends().get("b5")).isEmpty();
         });
   }
 

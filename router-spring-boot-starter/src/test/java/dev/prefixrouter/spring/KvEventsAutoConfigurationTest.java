@@ -2,10 +2,12 @@ package dev.prefixrouter.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.Prompt;
 import dev.prefixrouter.api.RouteRequest;
 import dev.prefixrouter.api.Routed;
 import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.api.spi.IndexSignal;
 import dev.prefixrouter.vllm.KvEventSubscriber;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
@@ -87,6 +89,67 @@ class KvEventsAutoConfigurationTest {
                     .isPositive();
               });
     }
+  }
+
+  @Test
+  void backendsAddedAtRuntimeAreSubscribedAndRemovedOnesUnsubscribed() throws Exception {
+    try (ZContext zmq = new ZContext(1)) {
+      ZMQ.Socket pub = zmq.createSocket(SocketType.XPUB);
+      pub.setLinger(0);
+      pub.setXpubVerbose(true); // every subscriber's subscription, not only the first
+      int port = pub.bindToRandomPort("tcp://127.0.0.1");
+      runner
+          .withPropertyValues(
+              "prefix-router.backends[0].id=b0",
+              "prefix-router.backends[0].url=http://127.0.0.1:8000",
+              "prefix-router.backends[0].models=m",
+              "prefix-router.kv-events.enabled=true",
+              "prefix-router.kv-events.port=" + port,
+              "prefix-router.kv-events.idle-reconnect=1s")
+          .run(
+              ctx -> {
+                KvEventSubscriber events = ctx.getBean(KvEventSubscriber.class);
+                KvEventMembership membership = ctx.getBean(KvEventMembership.class);
+                RoutingEngine engine = ctx.getBean(RoutingEngine.class);
+                ctx.getBean(BackendUrls.class).put("b1", "http://localhost:8001");
+                engine.backends().add(Backend.of("b1", "m"));
+                engine.backends().add(Backend.of("b2", "m")); // no url: not subscribed
+                engine.backends().update("b1", b -> b.withCapacityBlocks(1000)); // no churn
+                assertThat(membership.subscribed())
+                    .containsOnlyKeys("b0", "b1")
+                    .containsEntry("b1", "tcp://localhost:" + port);
+                int[] tokens = new int[64];
+                for (int i = 0; i < tokens.length; i++) {
+                  tokens[i] = 2000 + i;
+                }
+                // send until b1's index holds the blocks (a fresh loopback connect may need
+                // the idle reconnect; batches sent before it are simply not seen)
+                long deadline = System.nanoTime() + 20_000_000_000L;
+                long seq = 0;
+                while (confirmed(engine, "b1") < 4 && System.nanoTime() < deadline) {
+                  pub.sendMore(new byte[0]);
+                  pub.sendMore(ByteBuffer.allocate(8).putLong(seq++).array());
+                  pub.send(storedBatch(tokens));
+                  Thread.sleep(50);
+                }
+                assertThat(confirmed(engine, "b1")).as("b1's confirmed blocks").isEqualTo(4);
+                engine.backends().remove("b1");
+                assertThat(membership.subscribed()).containsOnlyKeys("b0");
+                while (events.stats().endpoints() != 1 && System.nanoTime() < deadline) {
+                  Thread.sleep(10);
+                }
+                assertThat(events.stats().endpoints()).isEqualTo(1);
+              });
+    }
+  }
+
+  private static long confirmed(RoutingEngine engine, String id) {
+    return engine
+        .inspect()
+        .backend(id)
+        .orElseThrow()
+        .indexSignals()
+        .getOrDefault(IndexSignal.CONFIRMED_BLOCKS, 0L);
   }
 
   @Test

@@ -1,0 +1,83 @@
+package dev.prefixrouter.spring;
+
+import dev.prefixrouter.api.Backend;
+import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.api.spi.RoutingListener;
+import dev.prefixrouter.vllm.KvEventSubscriber;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Keeps precise mode's subscriptions in step with the engine's backends: a backend added at runtime
+ * whose base URL is in {@link BackendUrls} (the actuator's {@code add} with a {@code url}) is
+ * subscribed at {@code tcp://<host>:<kv-events port>}, a removed one is unsubscribed. A {@link
+ * RoutingListener} the starter registers on the engine it builds (an application's own {@code
+ * RoutingEngine} bean does not get it: only its backends present at startup are subscribed). Inert
+ * until {@link #attach}; a descriptor update of a subscribed backend changes nothing. Thread-safe;
+ * each call only queues a command for the subscriber's I/O thread.
+ */
+public final class KvEventMembership implements RoutingListener {
+  private static final Logger log = LoggerFactory.getLogger(KvEventMembership.class);
+
+  private final BackendUrls urls;
+  private final int port;
+  private final @Nullable Integer replayPort;
+  private final Map<String, String> subscribed = new ConcurrentHashMap<>(); // id -> endpoint
+  private volatile @Nullable KvEventSubscriber subscriber;
+
+  KvEventMembership(BackendUrls urls, int port, @Nullable Integer replayPort) {
+    this.urls = urls;
+    this.port = port;
+    this.replayPort = replayPort;
+  }
+
+  /** Starts following: subscribes every current backend that has a URL. */
+  void attach(KvEventSubscriber s, RoutingEngine engine) {
+    subscriber = s;
+    for (Backend b : engine.backends().all()) {
+      follow(s, b.id());
+    }
+  }
+
+  /** The endpoints subscribed, by backend id. */
+  Map<String, String> subscribed() {
+    return Map.copyOf(subscribed);
+  }
+
+  @Override
+  public void onBackendAdded(Backend backend) {
+    KvEventSubscriber s = subscriber;
+    if (s != null) {
+      follow(s, backend.id());
+    }
+  }
+
+  @Override
+  public void onBackendRemoved(Backend backend) {
+    KvEventSubscriber s = subscriber;
+    if (s != null && subscribed.remove(backend.id()) != null) {
+      s.unsubscribe(backend.id());
+    }
+  }
+
+  private void follow(KvEventSubscriber s, String id) {
+    String url = urls.get(id);
+    if (url == null) {
+      log.warn("backend {} has no url: its KV events are not subscribed (routing predicts)", id);
+      return;
+    }
+    String host = BackendUrls.host(url);
+    String endpoint = "tcp://" + host + ":" + port;
+    String before = subscribed.put(id, endpoint);
+    if (endpoint.equals(before)) {
+      return; // an update of the descriptor, or attach racing an add
+    }
+    if (before != null) {
+      s.unsubscribe(id);
+    }
+    s.subscribe(id, endpoint, replayPort == null ? null : "tcp://" + host + ":" + replayPort);
+  }
+}
