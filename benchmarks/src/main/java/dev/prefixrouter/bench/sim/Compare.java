@@ -42,7 +42,7 @@ public final class Compare {
       usage: java -jar benchmarks/target/benchmarks.jar [compare] [options]
 
         --workload NAME       default | gateway | high-cache | low-cache | multi-turn | mooncake
-                              | tenants | faults | sweep | capacity (default: default)
+                              | tenants | faults | sweep | capacity | rag  (default: default)
         --trace PATH          replay a Mooncake-format JSONL trace (implies --workload mooncake)
         --backends N          simulated backends, 1..256             (default 8; gateway: 3)
         --capacity-blocks N   KV blocks per backend, 16..10000000    (default 29205)
@@ -121,7 +121,8 @@ public final class Compare {
                   "tenants",
                   "faults",
                   "sweep",
-                  "capacity");
+                  "capacity",
+                  "rag");
           if (!known.contains(o.workload)) {
             throw new UsageException("unknown workload '" + o.workload + "'; known: " + known);
           }
@@ -339,6 +340,23 @@ public final class Compare {
                 String.format(Locale.ROOT, "(g) high-cache at %.2fx rate", scale),
                 config(o),
                 Workloads.highCache(scale, o.seed, o.perGroup()),
+                o,
+                out,
+                err));
+      }
+    }
+    if (o.workload.equals("rag")) {
+      int n = o.requests == Integer.MAX_VALUE ? 4096 : o.requests;
+      for (Workloads.ChunkOrdering ordering : Workloads.ChunkOrdering.values()) {
+        fleet.addAll(
+            runFleet(
+                String.format(
+                    Locale.ROOT,
+                    "(i) rag, chunks in %s order, %.0f req/s",
+                    ordering.name().toLowerCase(Locale.ROOT).replace('_', ' '),
+                    100 * o.rateScale),
+                config(o),
+                Workloads.rag(ordering, o.rateScale, o.seed, n),
                 o,
                 out,
                 err));

@@ -6,6 +6,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
@@ -104,6 +105,65 @@ final class Workloads {
    */
   static List<SimRequest> capacity(double rateScale, long seed, int perGroup) {
     return sharedPrefix(256, perGroup, 256, 2048, 16, 100 * rateScale, seed, new String[] {"t"});
+  }
+
+  /** How a RAG request's retrieved chunks are ordered in its prompt. */
+  enum ChunkOrdering {
+    /** As retrieved: a per-request relevance order (a random permutation here). */
+    RETRIEVAL,
+    /** {@link dev.prefixrouter.api.ChunkOrder#canonicalById}: equal sets become equal. */
+    CANONICAL_ID,
+    /** {@link dev.prefixrouter.api.ChunkOrder#canonical} by corpus rank: popular chunks first. */
+    CANONICAL_RANK
+  }
+
+  static final int RAG_CORPUS = 20_000;
+  static final int RAG_CHUNK_TOKENS = 256;
+  static final int RAG_CHUNKS_PER_REQUEST = 5;
+
+  /**
+   * RAG: a shared 256-token system prompt, 5 distinct chunks of 256 tokens drawn from a Zipf(1.0)
+   * corpus of 20,000 chunks, a unique 96-token question; 64-token answers; Poisson arrivals at 100
+   * requests/s × {@code rateScale}. The draws are the same for every ordering (same seed), only the
+   * chunks' order in the prompt differs.
+   */
+  static List<SimRequest> rag(ChunkOrdering ordering, double rateScale, long seed, int n) {
+    double[] cdf = new double[RAG_CORPUS];
+    double sum = 0;
+    for (int r = 0; r < RAG_CORPUS; r++) {
+      sum += 1.0 / (r + 1);
+      cdf[r] = sum;
+    }
+    SplittableRandom rnd = new SplittableRandom(seed * 31 + 17);
+    int[] system = segment(1_000_000L, 256);
+    long[] at = poisson(n, 100 * rateScale, seed + 1);
+    List<SimRequest> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      List<Integer> drawn = new ArrayList<>(RAG_CHUNKS_PER_REQUEST);
+      while (drawn.size() < RAG_CHUNKS_PER_REQUEST) {
+        double u = rnd.nextDouble() * sum;
+        int pos = Arrays.binarySearch(cdf, u);
+        int rank = pos >= 0 ? pos : Math.min(RAG_CORPUS - 1, -pos - 1);
+        if (!drawn.contains(rank)) {
+          drawn.add(rank); // retrieval order: the draw order
+        }
+      }
+      List<Integer> ordered =
+          switch (ordering) {
+            case RETRIEVAL -> drawn;
+            case CANONICAL_ID ->
+                dev.prefixrouter.api.ChunkOrder.canonicalById(drawn, r -> "chunk-" + r);
+            case CANONICAL_RANK -> dev.prefixrouter.api.ChunkOrder.canonical(drawn, r -> r);
+          };
+      int[][] parts = new int[ordered.size() + 2][];
+      parts[0] = system;
+      for (int c = 0; c < ordered.size(); c++) {
+        parts[c + 1] = segment(7_000_000L + ordered.get(c), RAG_CHUNK_TOKENS);
+      }
+      parts[parts.length - 1] = segment(9_000_000L + i, 96);
+      out.add(new SimRequest(i, at[i], "t", null, concat(parts), 64));
+    }
+    return out;
   }
 
   /**
