@@ -56,6 +56,11 @@ public final class Compare {
         --kv-event-drop X     share of event batches dropped, [0, 1] (default 0)
         --slo-ttft-ms X       capacity: the TTFT objective, (0, 3600000] (default 100)
         --slo-percentile X    capacity: its percentile, [0.5, 0.9999]  (default 0.95)
+        --replicas N          router replicas in front of the fleet, each arrival to a
+                              random one, each with its own engine, 1..64  (default 1)
+        --shared-predictions  replicas share predictions (in-process, through
+                              PredictionSink -> applyPredicted)
+        --share-delay-ms X    publish-to-apply delay of a shared prediction (default 5)
         --out DIR             where results.json/.csv and report.html go (default sim-out)
         --help                this text
 
@@ -80,9 +85,17 @@ public final class Compare {
     double kvEventDelayMs = 50;
     double kvEventDrop;
     Path out = Path.of("sim-out");
+    int replicas = 1;
+    boolean sharedPredictions;
+    double shareDelayMs = 5;
     boolean help;
     double sloTtftMs = 100;
     double sloPercentile = 0.95;
+
+    /** The router replicas of every fleet run. */
+    ReplicaSetup replicaSetup() {
+      return new ReplicaSetup(replicas, sharedPredictions, (long) (shareDelayMs * 1e6));
+    }
 
     /** Prompts per group of the shared-prefix workloads: 16, or --requests / 256. */
     int perGroup() {
@@ -108,6 +121,9 @@ public final class Compare {
       switch (a) {
         case "--help", "-h" -> o.help = true;
         case "--kv-events" -> o.kvEvents = true;
+        case "--shared-predictions" -> o.sharedPredictions = true;
+        case "--replicas" -> o.replicas = intIn(value(args, ++i, a), a, 1, 64);
+        case "--share-delay-ms" -> o.shareDelayMs = doubleIn(value(args, ++i, a), a, 0, 60_000);
         case "--workload" -> {
           o.workload = value(args, ++i, a);
           List<String> known =
@@ -385,6 +401,14 @@ public final class Compare {
       Options o,
       PrintStream out,
       PrintStream err) {
+    if (o.replicas > 1) {
+      name +=
+          String.format(
+              Locale.ROOT,
+              " [%d replicas, %s]",
+              o.replicas,
+              o.sharedPredictions ? "shared" : "unshared");
+    }
     err.printf(
         Locale.ROOT,
         "%s: %d requests, %d backends, %d policies%n",
@@ -392,7 +416,7 @@ public final class Compare {
         requests.size(),
         config.backends(),
         o.policies.size());
-    FleetSimulator sim = new FleetSimulator(name, config, requests, err);
+    FleetSimulator sim = new FleetSimulator(name, config, requests, err).replicas(o.replicaSetup());
     List<PolicyResult> rs = sim.runAll(o.policies);
     Report.table(out, name, rs);
     return rs;

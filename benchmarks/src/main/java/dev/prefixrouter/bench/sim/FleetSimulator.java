@@ -49,8 +49,12 @@ final class FleetSimulator {
     STEP_END,
     SCRAPE,
     KV_DELIVER,
-    FAULT
+    FAULT,
+    SHARE
   }
+
+  /** A prediction of replica {@code from} on its way to the others. */
+  private record Shared(int from, String backend, long[] keys) {}
 
   private record Event(long time, long seq, Type type, int index, Object payload) {}
 
@@ -59,6 +63,7 @@ final class FleetSimulator {
   private final long[][] keys;
   private final String workload;
   private final PrintStream progress;
+  private ReplicaSetup replicaSetup = ReplicaSetup.single();
 
   FleetSimulator(
       String workload, SimConfig config, List<SimRequest> requests, PrintStream progress) {
@@ -72,6 +77,12 @@ final class FleetSimulator {
     }
   }
 
+  /** Runs every policy behind {@code setup}'s replicas (default: one). */
+  FleetSimulator replicas(ReplicaSetup setup) {
+    this.replicaSetup = setup;
+    return this;
+  }
+
   /** One run: mutable state of a policy's simulation. */
   private final class Run implements SimBackend.Listener {
     final String policy;
@@ -80,7 +91,8 @@ final class FleetSimulator {
             (a, b) -> a.time != b.time ? Long.compare(a.time, b.time) : Long.compare(a.seq, b.seq));
     long seq;
     long now;
-    final RoutingEngine engine;
+    final RoutingEngine[] engines;
+    final SplittableRandom replicaRnd = new SplittableRandom(config.seed() * 31 + 7);
     final SimBackend[] backends;
     final Map<String, Integer> index = new HashMap<>();
     final SplittableRandom rnd = new SplittableRandom(config.seed());
@@ -111,6 +123,23 @@ final class FleetSimulator {
     Run(String policy, CapacityObjective objective) {
       this.policy = policy;
       this.objective = objective;
+      backends = new SimBackend[config.backends()];
+      for (int i = 0; i < backends.length; i++) {
+        String id = "b" + i;
+        backends[i] = new SimBackend(id, config.profile(), this);
+        index.put(id, i);
+      }
+      engines = new RoutingEngine[replicaSetup.replicas()];
+      for (int r = 0; r < engines.length; r++) {
+        engines[r] = engine(policy, r);
+      }
+      routed = new int[backends.length];
+      ttft = new double[requests.size()];
+      e2e = new double[requests.size()];
+    }
+
+    /** Replica {@code r}'s engine: its own index, scorer, breakers and limiter. */
+    private RoutingEngine engine(String policy, int r) {
       RoutingEngineBuilder b =
           RoutingEngine.builder()
               .ticker(() -> now)
@@ -133,17 +162,23 @@ final class FleetSimulator {
                 .defaultQuota(Quota.perMinute(config.quotaTokensPerMinute()))
                 .build());
       }
-      backends = new SimBackend[config.backends()];
-      for (int i = 0; i < backends.length; i++) {
-        String id = "b" + i;
-        backends[i] = new SimBackend(id, config.profile(), this);
-        index.put(id, i);
-        b.backend(Backend.of(id, "m").withCapacityBlocks(config.profile().capacityBlocks()));
+      if (replicaSetup.shared() && replicaSetup.replicas() > 1) {
+        b.predictionSink(
+            (backend, ks, n, held) -> {
+              if (config.kvEvents() && held >= n) {
+                return; // every replica learns held blocks from the engines' events
+              }
+              schedule(
+                  now + replicaSetup.shareDelayNanos(),
+                  Type.SHARE,
+                  0,
+                  new Shared(r, backend.id(), Arrays.copyOf(ks, n)));
+            });
       }
-      engine = b.build();
-      routed = new int[backends.length];
-      ttft = new double[requests.size()];
-      e2e = new double[requests.size()];
+      for (SimBackend s : backends) {
+        b.backend(Backend.of(s.id, "m").withCapacityBlocks(config.profile().capacityBlocks()));
+      }
+      return b.build();
     }
 
     void schedule(long time, Type type, int idx, Object payload) {
@@ -168,8 +203,13 @@ final class FleetSimulator {
           case ARRIVAL -> arrive(e.index);
           case STEP_END -> stepEnd(e.index, (Long) e.payload);
           case SCRAPE -> scrape();
-          case KV_DELIVER -> engine.applyKvEvents("b" + e.index, castEvents(e.payload));
+          case KV_DELIVER -> {
+            for (RoutingEngine engine : engines) {
+              engine.applyKvEvents("b" + e.index, castEvents(e.payload));
+            }
+          }
           case FAULT -> fault(e.index, (SimConfig.Fault.Kind) e.payload);
+          case SHARE -> share((Shared) e.payload);
         }
         if (progress != null && (arrived & 1023) == 0) {
           long wall = System.nanoTime();
@@ -194,6 +234,7 @@ final class FleetSimulator {
       SimRequest r = requests.get(i);
       long[] t = tenants.computeIfAbsent(r.tenant(), k -> new long[2]);
       t[0]++;
+      RoutingEngine engine = engines[engines.length == 1 ? 0 : replicaRnd.nextInt(engines.length)];
       RouteDecision d =
           engine.route(
               RouteRequest.builder(r.tenant(), "m")
@@ -257,17 +298,27 @@ final class FleetSimulator {
       boolean work = false;
       for (SimBackend b : backends) {
         if (!b.dead) {
-          engine
-              .backends()
-              .reportLoad(b.id, LoadReport.of(b.running.size(), b.waiting.size(), b.kvUsage()));
+          LoadReport report = LoadReport.of(b.running.size(), b.waiting.size(), b.kvUsage());
+          for (RoutingEngine engine : engines) {
+            engine.backends().reportLoad(b.id, report);
+          }
         }
         work |= b.hasWork();
       }
       if (objective != null && arrived < requests.size()) {
-        plan = engine.inspect().capacity("m").orElse(null); // the last plan before arrivals end
+        plan = engines[0].inspect().capacity("m").orElse(null); // the last plan before arrivals end
       }
       if (work || arrived < requests.size()) {
         schedule(now + config.scrapeIntervalNanos(), Type.SCRAPE, 0, null);
+      }
+    }
+
+    /** A shared prediction reaches every replica but the one that routed it. */
+    void share(Shared p) {
+      for (int r = 0; r < engines.length; r++) {
+        if (r != p.from()) {
+          engines[r].applyPredicted(p.backend(), p.keys(), p.keys().length);
+        }
       }
     }
 
