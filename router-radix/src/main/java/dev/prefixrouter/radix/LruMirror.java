@@ -201,6 +201,19 @@ final class LruMirror {
     }
   }
 
+  /**
+   * Moves entry {@code e} just less recent than {@code anchor}, with its stamp. {@code e} must hold
+   * no predicted blocks (it is in the recency list only).
+   */
+  void placeBelow(int anchor, int e) {
+    if (predicted.contains(e)) {
+      throw new IllegalStateException("entry " + e + " holds predicted blocks");
+    }
+    stamp[e] = stamp[anchor];
+    recency.unlink(e);
+    recency.linkAfter(anchor, e);
+  }
+
   /** Forgets an entry. */
   void remove(int e) {
     recency.unlink(e);

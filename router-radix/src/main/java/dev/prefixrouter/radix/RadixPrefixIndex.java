@@ -51,13 +51,20 @@ import org.jspecify.annotations.Nullable;
  * Each backend has an {@link LruMirror} of its KV cache with a capacity in blocks ({@code Backend
  * .capacityBlocks()}, or {@link Builder#defaultCapacityBlocks} when unknown; changeable at
  * runtime), one entry per (node, backend). A write touches the entries of its path deepest first
- * with one stamp, so ancestors are always more recent than descendants. Over capacity, blocks go
- * from the tail of the least recently used entry (shortening its {@code held}, dropping it at
- * zero); a path longer than the capacity keeps its first {@code capacity} blocks; blocks of the
- * path already held are touched before anything is evicted, so a write never evicts its own path. A
- * node that no backend holds and that has no children is unlinked at once, so memory is bounded by
- * the sum of the capacities: 8 bytes per held block for its key, stored once, plus a few tens of
- * bytes per node and per entry. The published LRU age ({@link #signal} of {@link
+ * with one stamp, so ancestors are always more recent than descendants. A KV store below a parent
+ * block the backend holds does not refresh recency: its blocks take the parent's place in the LRU
+ * order (just less recent than the parent, deepest last), so a confirmation neither makes the
+ * stored blocks nor their shared prefix look more recent than the routes that used them (the
+ * engine's own LRU orders blocks by when requests free them, which the routes approximate). Only a
+ * store that must evict to make room touches its path and then the held path above its parent, so
+ * that its eviction never takes its own blocks or their prefix. Either way what a backend holds
+ * stays prefix-closed in eviction order: no block is evicted before a held descendant. Over
+ * capacity, blocks go from the tail of the least recently used entry (shortening its {@code held},
+ * dropping it at zero); a path longer than the capacity keeps its first {@code capacity} blocks;
+ * blocks of the path already held are touched before anything is evicted, so a write never evicts
+ * its own path. A node that no backend holds and that has no children is unlinked at once, so
+ * memory is bounded by the sum of the capacities: 8 bytes per held block for its key, stored once,
+ * plus a few tens of bytes per node and per entry. The published LRU age ({@link #signal} of {@link
  * IndexSignal#LRU_AGE_NANOS}) is the age of the next victim's stamp once the mirror is full.
  *
  * <h2>Predicted and confirmed blocks</h2>
@@ -546,10 +553,12 @@ public final class RadixPrefixIndex implements PrefixIndex {
   /**
    * Holds the first {@code min(n, capacity)} blocks of the path {@code keys[0, n)} below {@code
    * attach} on {@code m}'s backend (confirmed if {@code confirm}), all touched with one stamp,
-   * deepest first, then what it holds above {@code attach} ({@link #touchAbove}). The structure of
-   * the whole path exists afterwards (nodes beyond what is held are unlinked again unless someone
-   * holds them); {@link #path} and {@link #pathStart} describe it. Returns the number of path
-   * nodes. Lock held.
+   * deepest first, then what it holds above {@code attach} ({@link #touchAbove}); except for a
+   * store ({@code confirm}) below a held {@code attach} that evicts nothing: its entries are placed
+   * just less recent than {@code attach}'s, with its stamp (recency is not refreshed). The
+   * structure of the whole path exists afterwards (nodes beyond what is held are unlinked again
+   * unless someone holds them); {@link #path} and {@link #pathStart} describe it. Returns the
+   * number of path nodes. Lock held.
    */
   private int touchPath(LruMirror m, Node attach, long[] keys, int n, boolean confirm, long now) {
     int slot = m.slot;
@@ -573,18 +582,31 @@ public final class RadixPrefixIndex implements PrefixIndex {
       d += x.length();
       at = x;
     }
+    int missing = hold - present;
+    int anchor = -1;
+    if (confirm && attach != root && m.size() + missing <= m.capacity()) {
+      int pe = attach.entry(slot);
+      if (pe >= 0 && m.held(pe) == attach.length()) {
+        anchor = pe;
+      }
+    }
     for (int i = count - 1; i >= 0; i--) {
       int e = path[i].entry(slot);
       if (e >= 0) {
-        m.touch(e, stamp);
         if (confirm) {
           m.set(e, m.held(e), m.held(e));
         }
+        if (anchor >= 0) {
+          m.placeBelow(anchor, e);
+        } else {
+          m.touch(e, stamp);
+        }
       }
     }
-    int missing = hold - present;
     if (missing == 0 && hold == n) {
-      touchAbove(m, attach, stamp);
+      if (anchor < 0) {
+        touchAbove(m, attach, stamp);
+      }
       return count; // held in full: recency and confirmation were all there was to do
     }
     // 2. make room with blocks outside the path (the path's own are now the most recent)
@@ -621,7 +643,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       int e = x.entry(slot);
       if (e < 0) {
         markChanging(slot);
-        e = m.add(x, len, confirm ? len : 0, stamp);
+        e = anchor >= 0 ? m.addBelow(anchor, x, len, len) : m.add(x, len, confirm ? len : 0, stamp);
         x.setHolder(slot, len, e);
       } else {
         if (m.held(e) != len) {
@@ -629,10 +651,16 @@ public final class RadixPrefixIndex implements PrefixIndex {
           x.setHeld(slot, len);
         }
         m.set(e, len, confirm ? len : m.confirmed(e));
-        m.touch(e, stamp);
+        if (anchor >= 0) {
+          m.placeBelow(anchor, e);
+        } else {
+          m.touch(e, stamp);
+        }
       }
     }
-    touchAbove(m, attach, stamp);
+    if (anchor < 0) {
+      touchAbove(m, attach, stamp);
+    }
     if (hold < n) {
       cleanup(path[count - 1]);
     }

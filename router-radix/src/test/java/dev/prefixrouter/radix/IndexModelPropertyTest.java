@@ -12,6 +12,7 @@ import dev.prefixrouter.api.Prompt;
 import dev.prefixrouter.api.spi.BlockHasher;
 import dev.prefixrouter.api.spi.IndexSignal;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -52,19 +53,21 @@ class IndexModelPropertyTest {
   }
 
   /**
-   * Reference model of one backend, block by block: each held block has the stamp of the last write
-   * that touched it (one stamp per write, the clock made strictly increasing) and its depth in that
-   * write's path. The victim is the block with the oldest stamp, the deepest among equal stamps:
-   * the index's run-granular mirror takes blocks from the tail of its least recently used entry,
-   * and a write touches its entries deepest first. A write holds the first {@code capacity} blocks
-   * of its path, touches those it holds already, then evicts others, then inserts the rest; a store
-   * below a parent then touches the held blocks from the parent up to the root. Engine hashes map
-   * to router keys with copy counts; a removal takes a block out once no copy of any hash mapped to
+   * Reference model of one backend, block by block: the held blocks in LRU order (most recent
+   * first), each with the stamp of the last write that touched it (one stamp per write, the clock
+   * made strictly increasing); the victim is the least recent block. A write holds the first {@code
+   * capacity} blocks of its path: it touches those it holds already (deepest first, so the head
+   * ends most recent), evicts others, then touches the whole path again. A store below a parent
+   * block the backend holds that needs no eviction instead places its blocks just less recent than
+   * the parent, with the parent's stamp (recency is not refreshed); a store that must evict touches
+   * as a route does and then the held blocks from its parent up to the root. Engine hashes map to
+   * router keys with copy counts; a removal takes a block out once no copy of any hash mapped to
    * its key is left.
    */
   static final class ModelBackend {
     long capacity;
-    final Map<Long, long[]> held = new HashMap<>(); // key -> {stamp, depth}
+    final Map<Long, long[]> held = new HashMap<>(); // key -> {stamp}
+    final List<Long> order = new ArrayList<>(); // held keys, most recent first
     final Set<Long> confirmed = new HashSet<>();
     final Map<Long, Long> engineToRouter = new HashMap<>();
     final Map<Long, Integer> engineCopies = new HashMap<>();
@@ -83,22 +86,31 @@ class IndexModelPropertyTest {
     }
 
     long victim() {
-      long best = 0;
-      long[] bestAt = null;
-      for (Map.Entry<Long, long[]> e : held.entrySet()) {
-        long[] v = e.getValue();
-        if (bestAt == null || v[0] < bestAt[0] || (v[0] == bestAt[0] && v[1] > bestAt[1])) {
-          best = e.getKey();
-          bestAt = v;
-        }
-      }
-      return best;
+      return order.get(order.size() - 1);
     }
 
     void evictOldest() {
-      long k = victim();
+      forget(victim());
+    }
+
+    private void forget(long k) {
       held.remove(k);
+      order.remove(k);
       confirmed.remove(k);
+    }
+
+    /** Makes {@code k} the most recent block, with {@code stamp}. */
+    private void touch(long k, long stamp) {
+      order.remove(k);
+      order.add(0, k);
+      held.put(k, new long[] {stamp});
+    }
+
+    /** Places {@code k} just less recent than {@code parent}, with its stamp. */
+    private void placeBelow(long parent, long k) {
+      order.remove(k);
+      order.add(order.indexOf(parent) + 1, k);
+      held.put(k, new long[] {held.get(parent)[0]});
     }
 
     /** The index's LRU age: "room" below capacity, else the age of the victim's stamp. */
@@ -117,10 +129,7 @@ class IndexModelPropertyTest {
       touchPath(keys, n, confirm, null);
     }
 
-    /**
-     * {@link #touchPath(long[], int, boolean)} below {@code parent}: afterwards the held blocks of
-     * the path from the root to {@code parent} are touched too, as more recent than the path.
-     */
+    /** {@link #touchPath(long[], int, boolean)} below {@code parent} (a store). */
     void touchPath(long[] keys, int n, boolean confirm, Long parent) {
       for (int i = 0; i < n; i++) {
         if (i > 0) {
@@ -129,41 +138,52 @@ class IndexModelPropertyTest {
           parentOf.put(keys[0], parent);
         }
       }
-      long stamp = touchPathOnly(keys, n, confirm);
-      int depth = -1;
-      for (Long k = parent; k != null; k = parentOf.get(k), depth--) {
-        if (held.containsKey(k)) {
-          held.put(k, new long[] {stamp, depth});
-        }
-      }
-    }
-
-    private long touchPathOnly(long[] keys, int n, boolean confirm) {
       long stamp = nextStamp();
       int hold = (int) Math.min(n, capacity);
       int present = 0;
       for (int i = 0; i < hold; i++) {
         if (held.containsKey(keys[i])) {
-          held.put(keys[i], new long[] {stamp, i});
-          if (confirm) {
-            confirmed.add(keys[i]);
-          }
           present++;
         }
       }
       int missing = hold - present;
-      while (held.size() + missing > capacity) {
-        evictOldest();
-      }
-      for (int i = 0; i < hold; i++) {
-        if (!held.containsKey(keys[i])) {
-          held.put(keys[i], new long[] {stamp, i});
+      boolean below =
+          confirm
+              && parent != null
+              && held.containsKey(parent)
+              && held.size() + missing <= capacity;
+      for (int i = hold - 1; i >= 0; i--) {
+        if (held.containsKey(keys[i])) {
           if (confirm) {
             confirmed.add(keys[i]);
           }
+          if (below) {
+            placeBelow(parent, keys[i]);
+          } else {
+            touch(keys[i], stamp);
+          }
         }
       }
-      return stamp;
+      while (held.size() + missing > capacity) {
+        evictOldest();
+      }
+      for (int i = hold - 1; i >= 0; i--) {
+        if (below) {
+          placeBelow(parent, keys[i]);
+        } else {
+          touch(keys[i], stamp);
+        }
+        if (confirm) {
+          confirmed.add(keys[i]);
+        }
+      }
+      if (!below) {
+        for (Long k = parent; k != null; k = parentOf.get(k)) {
+          if (held.containsKey(k)) {
+            touch(k, stamp);
+          }
+        }
+      }
     }
 
     int match(long[] keys) {
@@ -209,8 +229,7 @@ class IndexModelPropertyTest {
       int left = refs.getOrDefault(k, 0) - 1;
       if (left <= 0) {
         refs.remove(k);
-        held.remove(k);
-        confirmed.remove(k);
+        forget(k);
       } else {
         refs.put(k, left);
       }
