@@ -1,6 +1,5 @@
 package dev.prefixrouter.scoring;
 
-import java.math.BigInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -10,8 +9,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * repaid only by refill at the bucket's rate, never forgiven by idle time. Debt saturates at {@link
  * #MAX_DEBT} tokens.
  *
- * <p>Cost: O(1); a refill whose {@code elapsed × refill} exceeds 63 bits (only after very long idle
- * times or with huge rates) takes a {@link BigInteger} slow path.
+ * <p>Cost: O(1) and no allocation beyond the new state; a product that exceeds 63 bits (a refill
+ * after a very long idle time, a wait with a huge rate) is divided exactly in 128 bits ({@link
+ * #divide}, a 64-step loop).
  */
 final class TokenBucket {
   /** Deepest debt held: 2^62 tokens (an adjust beyond it saturates). */
@@ -54,13 +54,10 @@ final class TokenBucket {
       add = produced / periodNanos;
       rem = produced % periodNanos;
     } else {
-      BigInteger[] qr =
-          BigInteger.valueOf(elapsed)
-              .multiply(BigInteger.valueOf(refill))
-              .add(BigInteger.valueOf(s.remainder))
-              .divideAndRemainder(BigInteger.valueOf(periodNanos));
-      add = qr[0].bitLength() < 63 ? qr[0].longValue() : Long.MAX_VALUE;
-      rem = qr[1].longValue();
+      long sumLo = lo + s.remainder;
+      long sumHi = hi + (Long.compareUnsigned(sumLo, lo) < 0 ? 1 : 0);
+      add = divide(sumHi, sumLo, periodNanos);
+      rem = sumLo - add * periodNanos; // exact unless add saturated, when it is not used
     }
     if (add >= deficit) {
       return new State(capacity, now, 0);
@@ -80,13 +77,36 @@ final class TokenBucket {
     if (hi == 0 && lo >= 0) {
       return Math.max(1, ceilDiv(lo - r.remainder, refill));
     }
-    BigInteger needed =
-        BigInteger.valueOf(deficit)
-            .multiply(BigInteger.valueOf(periodNanos))
-            .subtract(BigInteger.valueOf(r.remainder));
-    BigInteger[] qr = needed.divideAndRemainder(BigInteger.valueOf(refill));
-    BigInteger wait = qr[1].signum() > 0 ? qr[0].add(BigInteger.ONE) : qr[0];
-    return wait.bitLength() < 63 ? Math.max(1, wait.longValue()) : Long.MAX_VALUE;
+    long neededLo = lo - r.remainder;
+    long neededHi = hi - (Long.compareUnsigned(lo, r.remainder) < 0 ? 1 : 0);
+    long wait = divide(neededHi, neededLo, refill);
+    if (wait != Long.MAX_VALUE && neededLo != wait * refill) {
+      wait++; // a remainder: round up
+    }
+    return Math.max(1, wait);
+  }
+
+  /**
+   * {@code floor((hi · 2^64 + lo) / d)} for a non-negative 128-bit dividend ({@code hi >= 0},
+   * {@code lo} unsigned) and {@code d > 0}, saturating at {@link Long#MAX_VALUE}; exact,
+   * allocation-free (restoring division, one quotient bit per step).
+   */
+  static long divide(long hi, long lo, long d) {
+    if (Long.compareUnsigned(hi, d) >= 0) {
+      return Long.MAX_VALUE; // the quotient needs more than 64 bits
+    }
+    long q = 0;
+    for (int i = 0; i < 64; i++) {
+      boolean top = hi < 0;
+      hi = (hi << 1) | (lo >>> 63);
+      lo <<= 1;
+      q <<= 1;
+      if (top || Long.compareUnsigned(hi, d) >= 0) {
+        hi -= d;
+        q |= 1;
+      }
+    }
+    return q < 0 ? Long.MAX_VALUE : q;
   }
 
   /** Takes {@code n} tokens if there; otherwise returns the nanos until they would be (> 0). */

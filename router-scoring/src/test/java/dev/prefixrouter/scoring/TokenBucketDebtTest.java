@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
@@ -96,6 +97,52 @@ class TokenBucketDebtTest {
     long wait = fast.tryTake(10, 0);
     assertThat(fast.tryTake(10, wait - 1)).isPositive();
     assertThat(fast.tryTake(10, wait)).isZero();
+  }
+
+  /** A random value of a random bit length in {@code [1, bits]} (all magnitudes get tried). */
+  private static long anyMagnitude(SplittableRandom rnd, int bits) {
+    int b = 1 + rnd.nextInt(bits);
+    return (1L << (b - 1)) | (rnd.nextLong() & ((1L << (b - 1)) - 1));
+  }
+
+  /**
+   * The 128-bit division behind waits and refills whose products pass 63 bits agrees with {@link
+   * BigInteger} (floor, saturating at {@code Long.MAX_VALUE}), and so does the rounded-up wait of a
+   * bucket with a huge rate and deep debt. Operands of every magnitude, fixed seed.
+   */
+  @Test
+  void wideArithmeticMatchesBigInteger() {
+    BigInteger max = BigInteger.valueOf(Long.MAX_VALUE);
+    SplittableRandom rnd = new SplittableRandom(14);
+    for (int i = 0; i < 20_000; i++) {
+      long d = anyMagnitude(rnd, 63);
+      long hi =
+          rnd.nextInt(4) == 0
+              ? anyMagnitude(rnd, 63)
+              : Long.remainderUnsigned(anyMagnitude(rnd, 63), d);
+      long lo = rnd.nextLong();
+      BigInteger n =
+          BigInteger.valueOf(hi).shiftLeft(64).add(new BigInteger(Long.toUnsignedString(lo)));
+      BigInteger q = n.divide(BigInteger.valueOf(d)).min(max);
+      assertThat(TokenBucket.divide(hi, lo, d))
+          .as("(%d, %d) / %d", hi, lo, d)
+          .isEqualTo(q.longValueExact());
+    }
+    for (int i = 0; i < 20_000; i++) {
+      long capacity = anyMagnitude(rnd, 40);
+      long refill = anyMagnitude(rnd, 40);
+      long period = anyMagnitude(rnd, 54);
+      long debt = anyMagnitude(rnd, 62);
+      TokenBucket t = new TokenBucket(capacity, refill, period, 0);
+      t.adjust(debt, 0);
+      long tokens = t.available(0);
+      BigInteger need = BigInteger.valueOf(capacity - tokens).multiply(BigInteger.valueOf(period));
+      BigInteger[] qr = need.divideAndRemainder(BigInteger.valueOf(refill));
+      BigInteger wait = qr[1].signum() > 0 ? qr[0].add(BigInteger.ONE) : qr[0];
+      assertThat(t.waitFor(capacity, 0))
+          .as("capacity %d, refill %d, period %d, debt %d", capacity, refill, period, debt)
+          .isEqualTo(wait.min(max).max(BigInteger.ONE).longValueExact());
+    }
   }
 
   /**
