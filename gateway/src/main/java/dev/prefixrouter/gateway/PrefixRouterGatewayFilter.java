@@ -1,0 +1,578 @@
+package dev.prefixrouter.gateway;
+
+import dev.prefixrouter.api.Failure;
+import dev.prefixrouter.api.Rejected;
+import dev.prefixrouter.api.RouteDecision;
+import dev.prefixrouter.api.Routed;
+import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.api.Usage;
+import dev.prefixrouter.spring.BackendUrls;
+import dev.prefixrouter.vllm.OpenAiRequest;
+import dev.prefixrouter.vllm.OpenAiRequestException;
+import dev.prefixrouter.vllm.OpenAiRequestReader;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeoutException;
+import org.jspecify.annotations.Nullable;
+import org.reactivestreams.Publisher;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.cloud.gateway.filter.GatewayFilter;
+import org.springframework.cloud.gateway.filter.GatewayFilterChain;
+import org.springframework.cloud.gateway.filter.NettyWriteResponseFilter;
+import org.springframework.cloud.gateway.support.ServerWebExchangeUtils;
+import org.springframework.core.Ordered;
+import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DataBufferLimitException;
+import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.core.io.buffer.DefaultDataBufferFactory;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatusCode;
+import org.springframework.http.MediaType;
+import org.springframework.http.server.reactive.ServerHttpRequest;
+import org.springframework.http.server.reactive.ServerHttpRequestDecorator;
+import org.springframework.http.server.reactive.ServerHttpResponse;
+import org.springframework.http.server.reactive.ServerHttpResponseDecorator;
+import org.springframework.web.server.ResponseStatusException;
+import org.springframework.web.server.ServerWebExchange;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * The Spring Cloud Gateway filter that routes an OpenAI request with the {@link RoutingEngine} and
+ * lets the gateway's own Netty routing forward it:
+ *
+ * <ol>
+ *   <li>the tenant comes from the API key (when keys are configured; 401 without a valid one), else
+ *       from the tenant header, else the default tenant (the body's {@code user} only when
+ *       allowed);
+ *   <li>the body is read once, up to the configured size (413 beyond), and parsed by {@link
+ *       OpenAiRequestReader} (400 or 413 with the reader's problem as the error code);
+ *   <li>a streamed chat or completions request that did not ask for usage gets {@code
+ *       stream_options.include_usage} (so the tenant is charged the engine's counts);
+ *   <li>{@link RoutingEngine#route} decides inside a Micrometer {@link Observation} named {@value
+ *       #OBSERVATION}; a {@link Rejected} is answered as {@link OpenAiErrors} maps it;
+ *   <li>the chosen backend's URL ({@link BackendUrls}) becomes the request URL (by {@link
+ *       BackendUrlFilter}); the response passes through chunk by chunk (an event stream is flushed
+ *       per chunk) while a {@link ResponseTap} reports the first content line ({@code
+ *       firstToken()}) and reads the usage, given to {@code complete(usage)} at the end;
+ *   <li>a connect failure, a closed connection, a 5xx status or an idle timeout before the first
+ *       byte reaches the client fails the lease and fails over within the engine's retry budget
+ *       (when the budget or the backends run out: the backend's own 5xx is passed through, a
+ *       connect failure becomes 502 and a timeout 504); after the first byte, the lease fails and
+ *       the stream ends;
+ *   <li>a client that goes away cancels the exchange, which fails the lease as {@code CANCELLED}.
+ * </ol>
+ *
+ * <p>Ordered just before {@link NettyWriteResponseFilter} so that its response decorator is the one
+ * the write goes through. Thread-safe and shared by every request; the per-request state lives in
+ * the exchange's pipeline.
+ */
+public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
+  /** Order: right before {@link NettyWriteResponseFilter}. */
+  public static final int ORDER = NettyWriteResponseFilter.WRITE_RESPONSE_FILTER_ORDER - 1;
+
+  /** Name of the observation around each routing decision. */
+  public static final String OBSERVATION = "prefixrouter.route";
+
+  /** Response header naming the backend that served (or last tried) the request. */
+  public static final String BACKEND_HEADER = "X-Prefix-Router-Backend";
+
+  /** Request and response header carrying the request id (taken from the client when valid). */
+  public static final String REQUEST_ID_HEADER = "X-Request-Id";
+
+  /** Exchange attribute holding the chosen backend's base URL, for {@link BackendUrlFilter}. */
+  static final String TARGET_ATTR = PrefixRouterGatewayFilter.class.getName() + ".target";
+
+  private static final Logger LOG = LoggerFactory.getLogger(PrefixRouterGatewayFilter.class);
+  private static final int MAX_REQUEST_ID = 128;
+
+  private final RoutingEngine engine;
+  private final OpenAiRequestReader reader;
+  private final BackendUrls urls;
+  private final ApiKeys keys;
+  private final GatewayMetrics metrics;
+  private final ObservationRegistry observations;
+  private final String tenantHeader;
+  private final boolean tenantFromUser;
+  private final String defaultTenant;
+  private final int maxBodyBytes;
+  private final Duration idleTimeout;
+  private final boolean includeUsage;
+
+  /**
+   * @throws IllegalArgumentException if a property is out of range (the message names it)
+   */
+  public PrefixRouterGatewayFilter(
+      RoutingEngine engine,
+      BackendUrls urls,
+      ApiKeys keys,
+      PrefixRouterGatewayProperties p,
+      GatewayMetrics metrics,
+      ObservationRegistry observations) {
+    this.engine = Objects.requireNonNull(engine, "engine");
+    this.urls = Objects.requireNonNull(urls, "urls");
+    this.keys = Objects.requireNonNull(keys, "keys");
+    this.metrics = Objects.requireNonNull(metrics, "metrics");
+    this.observations = Objects.requireNonNull(observations, "observations");
+    long max = p.getMaxBodySize().toBytes();
+    if (max < 1024 || max > (1 << 30)) {
+      throw new IllegalArgumentException(
+          "prefix-router.gateway.max-body-size must be 1KB..1GB, was " + p.getMaxBodySize());
+    }
+    this.maxBodyBytes = (int) max;
+    if (p.getIdleTimeout().isNegative() || p.getIdleTimeout().isZero()) {
+      throw new IllegalArgumentException(
+          "prefix-router.gateway.idle-timeout must be positive, was " + p.getIdleTimeout());
+    }
+    this.idleTimeout = p.getIdleTimeout();
+    this.tenantHeader = p.getTenantHeader().strip();
+    this.tenantFromUser = p.isTenantFromUser();
+    this.defaultTenant = p.getDefaultTenant();
+    this.includeUsage = p.isIncludeUsage();
+    this.reader =
+        OpenAiRequestReader.builder()
+            .maxBodyBytes(maxBodyBytes)
+            .defaultTenant(p.getDefaultTenant())
+            .build();
+  }
+
+  @Override
+  public int getOrder() {
+    return ORDER;
+  }
+
+  @Override
+  public Mono<Void> filter(ServerWebExchange exchange, GatewayFilterChain chain) {
+    long start = System.nanoTime();
+    ServerHttpRequest request = exchange.getRequest();
+    ServerHttpResponse response = exchange.getResponse();
+    String requestId = requestId(request.getHeaders().getFirst(REQUEST_ID_HEADER));
+    String traceId = Trace.traceId(request.getHeaders().getFirst(Trace.TRACEPARENT));
+    response.getHeaders().set(REQUEST_ID_HEADER, requestId);
+    String tenant;
+    if (keys.enabled()) {
+      tenant = keys.tenant(request.getHeaders().getFirst(HttpHeaders.AUTHORIZATION));
+      if (tenant == null) {
+        metrics.refused("unauthorized");
+        return OpenAiErrors.write(
+            response,
+            401,
+            "invalid_request_error",
+            "invalid_api_key",
+            null,
+            "missing or unknown API key (Authorization: Bearer <key>)");
+      }
+    } else {
+      String h = tenantHeader.isEmpty() ? null : request.getHeaders().getFirst(tenantHeader);
+      tenant = h != null && !h.isBlank() ? h : tenantFromUser ? null : defaultTenant;
+    }
+    Call call = new Call(exchange, requestId, traceId, start);
+    return DataBufferUtils.join(request.getBody(), maxBodyBytes)
+        .map(
+            b -> {
+              byte[] bytes = new byte[b.readableByteCount()];
+              b.read(bytes);
+              DataBufferUtils.release(b);
+              return bytes;
+            })
+        .defaultIfEmpty(new byte[0])
+        .map(Body::new)
+        .onErrorResume(DataBufferLimitException.class, e -> Mono.just(Body.TOO_LARGE))
+        .flatMap(body -> route(call, chain, body, tenant))
+        .doOnCancel(call::cancelled);
+  }
+
+  private record Body(byte @Nullable [] bytes) {
+    static final Body TOO_LARGE = new Body(null);
+  }
+
+  private Mono<Void> route(
+      Call call, GatewayFilterChain chain, Body body, @Nullable String tenant) {
+    ServerHttpResponse response = call.exchange.getResponse();
+    if (body.bytes() == null) {
+      metrics.refused("too_large");
+      return OpenAiErrors.write(
+          response,
+          413,
+          "invalid_request_error",
+          "too_large",
+          null,
+          "body exceeds the limit of " + maxBodyBytes + " bytes");
+    }
+    OpenAiRequest parsed;
+    try {
+      parsed = reader.read(body.bytes(), tenant);
+    } catch (OpenAiRequestException e) {
+      metrics.refused("bad_request");
+      int status = e.problem() == OpenAiRequestException.Problem.TOO_LARGE ? 413 : 400;
+      return OpenAiErrors.write(
+          response,
+          status,
+          "invalid_request_error",
+          e.problem().name().toLowerCase(Locale.ROOT),
+          e.field(),
+          e.getMessage());
+    }
+    byte[] forward =
+        includeUsage ? StreamOptions.withIncludeUsage(body.bytes(), parsed) : body.bytes();
+    call.parsed = parsed;
+    call.forward = forwardRequest(call, forward);
+    RouteDecision d = observe(parsed);
+    if (d instanceof Rejected r) {
+      metrics.rejected(r);
+      call.log("rejected", OpenAiErrors.status(r), null);
+      return OpenAiErrors.rejected(response, r, "");
+    }
+    return attempt(call, chain, (Routed) d);
+  }
+
+  private RouteDecision observe(OpenAiRequest parsed) {
+    Observation obs =
+        Observation.createNotStarted(OBSERVATION, observations)
+            .lowCardinalityKeyValue("endpoint", parsed.endpoint().name().toLowerCase(Locale.ROOT))
+            .lowCardinalityKeyValue("stream", Boolean.toString(parsed.stream()))
+            .start();
+    try {
+      RouteDecision d = engine.route(parsed.routeRequest());
+      if (d instanceof Routed r) {
+        obs.lowCardinalityKeyValue("outcome", "routed");
+        obs.lowCardinalityKeyValue("model", r.resolvedModel());
+        obs.highCardinalityKeyValue("backend", r.backendId());
+      } else {
+        obs.lowCardinalityKeyValue(
+            "outcome", ((Rejected) d).reason().name().toLowerCase(Locale.ROOT));
+      }
+      return d;
+    } catch (RuntimeException | Error e) {
+      obs.error(e);
+      throw e;
+    } finally {
+      obs.stop();
+    }
+  }
+
+  private Mono<Void> attempt(Call call, GatewayFilterChain chain, Routed routed) {
+    ServerWebExchange exchange = call.exchange;
+    call.current = routed;
+    String url = urls.get(routed.backendId());
+    URI base =
+        url == null
+            ? null
+            : URI.create(url.endsWith("/") ? url.substring(0, url.length() - 1) : url);
+    if (base == null) {
+      routed.lease().fail(new Failure(Failure.Kind.CONNECT, "no URL for the backend"));
+      return failover(call, chain, routed, "has no URL", 502);
+    }
+    exchange.getAttributes().put(TARGET_ATTR, base);
+    exchange.getResponse().getHeaders().set(BACKEND_HEADER, routed.backendId());
+    Attempt a = new Attempt(call, routed);
+    ServerWebExchange ax =
+        exchange
+            .mutate()
+            .request(call.forward)
+            .response(a.new TapResponse(exchange.getResponse()))
+            .build();
+    return chain
+        .filter(ax)
+        .then(Mono.<Void>fromRunnable(a::finish))
+        .onErrorResume(e -> afterError(call, chain, a, e));
+  }
+
+  private Mono<Void> afterError(Call call, GatewayFilterChain chain, Attempt a, Throwable e) {
+    Routed routed = a.routed;
+    if (e == FailoverSignal.INSTANCE && a.next != null) {
+      ServerWebExchangeUtils.reset(call.exchange);
+      metrics.failover(routed.resolvedModel());
+      return attempt(call, chain, a.next);
+    }
+    Failure f = classify(e);
+    routed.lease().fail(f);
+    if (a.tap != null && a.tap.bytesSeen()) {
+      call.log("failed_midstream", 0, f);
+      metrics.request(routed.resolvedModel(), "failed", call.elapsedNanos());
+      return Mono.error(e);
+    }
+    if (f.kind() == Failure.Kind.CONNECT
+        || f.kind() == Failure.Kind.TIMEOUT
+        || f.kind() == Failure.Kind.SERVER_ERROR) {
+      ServerWebExchangeUtils.reset(call.exchange);
+      return failover(
+          call, chain, routed, f.detail(), f.kind() == Failure.Kind.TIMEOUT ? 504 : 502);
+    }
+    call.log("failed", 0, f);
+    metrics.request(routed.resolvedModel(), "failed", call.elapsedNanos());
+    return Mono.error(e);
+  }
+
+  private Mono<Void> failover(
+      Call call, GatewayFilterChain chain, Routed failed, String why, int status) {
+    RouteDecision next = failed.lease().failover();
+    if (next instanceof Routed r) {
+      metrics.failover(failed.resolvedModel());
+      return attempt(call, chain, r);
+    }
+    Rejected rej = (Rejected) next;
+    metrics.request(failed.resolvedModel(), "failed", call.elapsedNanos());
+    call.log("failed", status, null);
+    return OpenAiErrors.write(
+        call.exchange.getResponse(),
+        status,
+        "server_error",
+        status == 504 ? "backend_timeout" : "backend_failed",
+        null,
+        "backend '" + failed.backendId() + "' " + why + "; no failover: " + rej.message());
+  }
+
+  static Failure classify(Throwable e) {
+    if (e instanceof TimeoutException) {
+      return new Failure(Failure.Kind.TIMEOUT, "timed out: " + e.getMessage());
+    }
+    if (e instanceof ResponseStatusException s && s.getStatusCode().value() == 504) {
+      return new Failure(Failure.Kind.TIMEOUT, "no response in time");
+    }
+    if (e instanceof ConnectException || e instanceof UnknownHostException) {
+      return new Failure(Failure.Kind.CONNECT, "connect failed: " + e.getMessage());
+    }
+    if (e instanceof IOException) {
+      return new Failure(Failure.Kind.SERVER_ERROR, "connection failed: " + e.getMessage());
+    }
+    return new Failure(Failure.Kind.ENGINE_ERROR, String.valueOf(e));
+  }
+
+  private ServerHttpRequest forwardRequest(Call call, byte[] body) {
+    ServerHttpRequest original = call.exchange.getRequest();
+    HttpHeaders headers = new HttpHeaders();
+    headers.putAll(original.getHeaders());
+    headers.setContentLength(body.length);
+    headers.remove(HttpHeaders.TRANSFER_ENCODING);
+    headers.set(REQUEST_ID_HEADER, call.requestId);
+    headers.set(Trace.TRACEPARENT, Trace.traceparent(call.traceId));
+    if (keys.enabled()) {
+      headers.remove(HttpHeaders.AUTHORIZATION); // the gateway's key is not the backend's
+    }
+    return new ServerHttpRequestDecorator(original) {
+      @Override
+      public HttpHeaders getHeaders() {
+        return headers;
+      }
+
+      @Override
+      public Flux<DataBuffer> getBody() {
+        return Flux.defer(() -> Flux.just(DefaultDataBufferFactory.sharedInstance.wrap(body)));
+      }
+    };
+  }
+
+  private static String requestId(@Nullable String given) {
+    if (given != null && !given.isEmpty() && given.length() <= MAX_REQUEST_ID) {
+      boolean ok = true;
+      for (int i = 0; i < given.length() && ok; i++) {
+        char c = given.charAt(i);
+        ok = c > 0x20 && c < 0x7f;
+      }
+      if (ok) {
+        return given;
+      }
+    }
+    return Trace.hex(ThreadLocalRandom.current().nextLong())
+        + Trace.hex(ThreadLocalRandom.current().nextLong());
+  }
+
+  /** Signals, without a stack trace, that an attempt's 5xx is failed over. */
+  private static final class FailoverSignal extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    static final FailoverSignal INSTANCE = new FailoverSignal();
+
+    private FailoverSignal() {
+      super("fail over", null, false, false);
+    }
+  }
+
+  /** One client request across its attempts. */
+  private final class Call {
+    final ServerWebExchange exchange;
+    final String requestId;
+    final String traceId;
+    final long startNanos;
+    @Nullable OpenAiRequest parsed;
+    @Nullable ServerHttpRequest forward;
+    volatile @Nullable Routed current;
+
+    Call(ServerWebExchange exchange, String requestId, String traceId, long startNanos) {
+      this.exchange = exchange;
+      this.requestId = requestId;
+      this.traceId = traceId;
+      this.startNanos = startNanos;
+    }
+
+    long elapsedNanos() {
+      return System.nanoTime() - startNanos;
+    }
+
+    void cancelled() {
+      Routed r = current;
+      if (r != null && !r.lease().isEnded()) {
+        r.lease().fail(Failure.of(Failure.Kind.CANCELLED));
+        metrics.request(r.resolvedModel(), "cancelled", elapsedNanos());
+        log("cancelled", 0, null);
+      }
+    }
+
+    void log(String outcome, int status, @Nullable Failure failure) {
+      if (!LOG.isInfoEnabled()) {
+        return;
+      }
+      Routed r = current;
+      OpenAiRequest p = parsed;
+      var e =
+          LOG.atInfo()
+              .setMessage("request {}")
+              .addArgument(outcome)
+              .addKeyValue("request_id", requestId)
+              .addKeyValue("trace_id", traceId)
+              .addKeyValue("outcome", outcome)
+              .addKeyValue("duration_ms", elapsedNanos() / 1_000_000);
+      if (status > 0) {
+        e = e.addKeyValue("status", status);
+      }
+      if (p != null) {
+        e =
+            e.addKeyValue("tenant", p.routeRequest().tenant())
+                .addKeyValue("endpoint", p.endpoint().name().toLowerCase(Locale.ROOT))
+                .addKeyValue("stream", p.stream());
+      }
+      if (r != null) {
+        e =
+            e.addKeyValue("model", r.resolvedModel())
+                .addKeyValue("backend", r.backendId())
+                .addKeyValue("attempt", r.attempt())
+                .addKeyValue("prompt_tokens", r.promptTokens())
+                .addKeyValue("matched_tokens", r.matchedTokens());
+      }
+      if (failure != null) {
+        e = e.addKeyValue("failure", failure.kind().name()).addKeyValue("detail", failure.detail());
+      }
+      e.log();
+    }
+  }
+
+  /** One backend attempt of a call. */
+  private final class Attempt {
+    final Call call;
+    final Routed routed;
+    @Nullable ResponseTap tap;
+    @Nullable Routed next;
+
+    /** Whether the backend's body was read to its end (not cut off by the client going away). */
+    volatile boolean bodyEnded;
+
+    Attempt(Call call, Routed routed) {
+      this.call = call;
+      this.routed = routed;
+    }
+
+    /** Null to go on writing, or an error that ends this attempt (to fail over). */
+    @Nullable Mono<Void> beforeBody(ServerHttpResponse response) {
+      MediaType type = null;
+      try {
+        type = response.getHeaders().getContentType();
+      } catch (RuntimeException e) {
+        // an invalid content type is passed through as is; the body is then not an event stream
+      }
+      boolean stream = type != null && MediaType.TEXT_EVENT_STREAM.isCompatibleWith(type);
+      tap = new ResponseTap(stream, maxBodyBytes, this::firstContent);
+      HttpStatusCode status = response.getStatusCode();
+      if (status != null && status.is5xxServerError()) {
+        routed.lease().fail(Failure.httpStatus(status.value()));
+        RouteDecision d = routed.lease().failover();
+        if (d instanceof Routed r) {
+          next = r;
+          return Mono.error(FailoverSignal.INSTANCE);
+        }
+        // nowhere else to go: the backend's own answer goes to the client
+      }
+      return null;
+    }
+
+    Flux<DataBuffer> watch(Flux<DataBuffer> body) {
+      ResponseTap t = Objects.requireNonNull(tap);
+      return body.timeout(idleTimeout)
+          .doOnNext(t::onChunk)
+          .doOnComplete(
+              () -> {
+                t.onEnd();
+                bodyEnded = true;
+              });
+    }
+
+    void firstContent() {
+      routed.lease().firstToken();
+      metrics.ttft(routed.resolvedModel(), call.elapsedNanos());
+    }
+
+    void finish() {
+      if (tap != null && !bodyEnded) {
+        // the write ended without the body's end: the client went away mid-response
+        call.cancelled();
+        return;
+      }
+      HttpStatusCode status = call.exchange.getResponse().getStatusCode();
+      int code = status == null ? 200 : status.value();
+      if (code >= 400) {
+        Failure f = Failure.httpStatus(code);
+        routed.lease().fail(f);
+        metrics.request(
+            routed.resolvedModel(), code >= 500 ? "failed" : "client_error", call.elapsedNanos());
+        call.log(code >= 500 ? "failed" : "client_error", code, f);
+        return;
+      }
+      ResponseTap t = tap;
+      Usage u = t == null ? null : t.usage();
+      if (u == null) {
+        // no usage from the engine: the prompt as routed and one token per streamed event
+        int events = t == null ? 0 : t.dataEvents();
+        u = Usage.of(routed.promptTokens(), Math.max(0, events));
+      }
+      routed.lease().complete(u);
+      metrics.request(routed.resolvedModel(), "ok", call.elapsedNanos());
+      metrics.tokens(routed.resolvedModel(), u);
+      call.log("ok", code, null);
+    }
+
+    /** The response as the gateway's write filter sees it, watched on the way to the client. */
+    final class TapResponse extends ServerHttpResponseDecorator {
+      TapResponse(ServerHttpResponse delegate) {
+        super(delegate);
+      }
+
+      @Override
+      public Mono<Void> writeWith(Publisher<? extends DataBuffer> body) {
+        Mono<Void> stop = beforeBody(getDelegate());
+        if (stop != null) {
+          return stop;
+        }
+        return super.writeWith(watch(Flux.from(body)));
+      }
+
+      @Override
+      public Mono<Void> writeAndFlushWith(
+          Publisher<? extends Publisher<? extends DataBuffer>> body) {
+        Mono<Void> stop = beforeBody(getDelegate());
+        if (stop != null) {
+          return stop;
+        }
+        Flux<DataBuffer> chunks = Flux.from(body).concatMap(p -> Flux.from(p));
+        return super.writeAndFlushWith(watch(chunks).map(Flux::just));
+      }
+    }
+  }
+}

@@ -1,0 +1,159 @@
+package dev.prefixrouter.gateway;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.jspecify.annotations.Nullable;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.util.unit.DataSize;
+
+/** {@code prefix-router.gateway.*}: the OpenAI-compatible routes, tenants, keys and timeouts. */
+@ConfigurationProperties("prefix-router.gateway")
+public class PrefixRouterGatewayProperties {
+
+  /**
+   * Whether to add the routes /v1/chat/completions, /v1/completions and /v1/responses (POST,
+   * through the engine) and /v1/models (GET, answered from the engine's backends).
+   */
+  private boolean routesEnabled = true;
+
+  /**
+   * Request header naming the tenant when API keys are off; blank = none. With API keys on, the
+   * key's tenant is used and this header is ignored.
+   */
+  private String tenantHeader = "X-Tenant";
+
+  /**
+   * Whether the body's {@code user} may name the tenant when no header or key does. Off by default:
+   * a client must not pick its own quota.
+   */
+  private boolean tenantFromUser;
+
+  /** Tenant of requests that no key, header (or, if allowed, body) names. */
+  private String defaultTenant = "anonymous";
+
+  /** Largest request body read (it is read once, into memory), 1 KiB .. 1 GiB. */
+  private DataSize maxBodySize = DataSize.ofMegabytes(8);
+
+  /**
+   * Longest silence of a backend's response body: between the response headers and the first chunk,
+   * and between two chunks (SSE-aware: a long stream is fine as long as it keeps moving). Positive;
+   * time to the response headers is Spring Cloud Gateway's own {@code httpclient.response-timeout}.
+   */
+  private Duration idleTimeout = Duration.ofSeconds(60);
+
+  /**
+   * Ask the engine for a final usage chunk on streamed chat and completions requests ({@code
+   * stream_options.include_usage}) when the client did not, so the tenant is charged real counts.
+   */
+  private boolean includeUsage = true;
+
+  /**
+   * API keys, each as the SHA-256 of the key (64 hex digits) and its tenant. When any is set, every
+   * request needs {@code Authorization: Bearer <key>} with one of them (else 401).
+   */
+  private List<ApiKey> apiKeys = new ArrayList<>();
+
+  /**
+   * SHA-256 (64 hex digits) of the key that may use writing actuator operations ({@code
+   * Authorization: Bearer <key>}); unset = every non-read actuator request is refused (403).
+   */
+  private @Nullable String adminKeySha256;
+
+  /** One API key, stored only as its hash. */
+  public static class ApiKey {
+    /** SHA-256 of the key, 64 hex digits. */
+    private @Nullable String sha256;
+
+    /** Tenant charged for requests made with this key. */
+    private @Nullable String tenant;
+
+    public @Nullable String getSha256() {
+      return sha256;
+    }
+
+    public void setSha256(@Nullable String sha256) {
+      this.sha256 = sha256;
+    }
+
+    public @Nullable String getTenant() {
+      return tenant;
+    }
+
+    public void setTenant(@Nullable String tenant) {
+      this.tenant = tenant;
+    }
+  }
+
+  public boolean isRoutesEnabled() {
+    return routesEnabled;
+  }
+
+  public void setRoutesEnabled(boolean routesEnabled) {
+    this.routesEnabled = routesEnabled;
+  }
+
+  public String getTenantHeader() {
+    return tenantHeader;
+  }
+
+  public void setTenantHeader(String tenantHeader) {
+    this.tenantHeader = tenantHeader;
+  }
+
+  public boolean isTenantFromUser() {
+    return tenantFromUser;
+  }
+
+  public void setTenantFromUser(boolean tenantFromUser) {
+    this.tenantFromUser = tenantFromUser;
+  }
+
+  public String getDefaultTenant() {
+    return defaultTenant;
+  }
+
+  public void setDefaultTenant(String defaultTenant) {
+    this.defaultTenant = defaultTenant;
+  }
+
+  public DataSize getMaxBodySize() {
+    return maxBodySize;
+  }
+
+  public void setMaxBodySize(DataSize maxBodySize) {
+    this.maxBodySize = maxBodySize;
+  }
+
+  public Duration getIdleTimeout() {
+    return idleTimeout;
+  }
+
+  public void setIdleTimeout(Duration idleTimeout) {
+    this.idleTimeout = idleTimeout;
+  }
+
+  public boolean isIncludeUsage() {
+    return includeUsage;
+  }
+
+  public void setIncludeUsage(boolean includeUsage) {
+    this.includeUsage = includeUsage;
+  }
+
+  public List<ApiKey> getApiKeys() {
+    return apiKeys;
+  }
+
+  public void setApiKeys(List<ApiKey> apiKeys) {
+    this.apiKeys = apiKeys;
+  }
+
+  public @Nullable String getAdminKeySha256() {
+    return adminKeySha256;
+  }
+
+  public void setAdminKeySha256(@Nullable String adminKeySha256) {
+    this.adminKeySha256 = adminKeySha256;
+  }
+}

@@ -1,0 +1,385 @@
+package dev.prefixrouter.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.prefixrouter.api.RoutingEngine;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * The runnable gateway (its own application class) in front of fake engines on loopback, called by
+ * the JDK's HTTP client: streaming chunk by chunk with usage, non-streaming usage, failover on 5xx
+ * and on a refused connection, the idle timeout, a client that goes away, and every rejection as
+ * OpenAI's error JSON with its status.
+ */
+@SpringBootTest(
+    classes = GatewayApplication.class,
+    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+    properties = {
+      "prefix-router.scorer.policy=round-robin",
+      "prefix-router.limiter.tenants.tiny=60",
+      "prefix-router.gateway.idle-timeout=1s",
+      "management.endpoints.web.exposure.include=health,prefixrouter,prometheus",
+      "management.endpoint.prefixrouter.access=unrestricted"
+    })
+class GatewayEndToEndTest {
+  private static final String MAIN_KEY = "sk-main-test";
+  private static final String TINY_KEY = "sk-tiny-test";
+
+  static final FakeEngine OK1 = engine("ok1", FakeEngine.Mode.OK);
+  static final FakeEngine OK2 = engine("ok2", FakeEngine.Mode.OK);
+  static final FakeEngine GATED = engine("gated", FakeEngine.Mode.GATED);
+  static final FakeEngine BAD = engine("bad", FakeEngine.Mode.FAIL_500);
+  static final FakeEngine GOOD = engine("good", FakeEngine.Mode.OK);
+  static final FakeEngine ALIVE = engine("alive", FakeEngine.Mode.OK);
+  static final FakeEngine SILENT = engine("silent", FakeEngine.Mode.SILENT);
+  static final FakeEngine HOLD = engine("hold", FakeEngine.Mode.HOLD);
+  static final FakeEngine DRAINED = engine("drained", FakeEngine.Mode.OK);
+
+  @DynamicPropertySource
+  static void backends(DynamicPropertyRegistry r) throws IOException {
+    int i = 0;
+    i = backend(r, i, "ok1", OK1.url(), "chat");
+    i = backend(r, i, "ok2", OK2.url(), "chat");
+    i = backend(r, i, "gated", GATED.url(), "gated");
+    i = backend(r, i, "bad", BAD.url(), "flaky");
+    i = backend(r, i, "good", GOOD.url(), "flaky");
+    i = backend(r, i, "dead", "http://127.0.0.1:" + closedPort(), "deadish");
+    i = backend(r, i, "alive", ALIVE.url(), "deadish");
+    i = backend(r, i, "silent", SILENT.url(), "silent");
+    i = backend(r, i, "hold", HOLD.url(), "hold");
+    backend(r, i, "drained", DRAINED.url(), "drained");
+    // (an indexed list binds from one property source only: every entry is given here)
+    r.add("prefix-router.gateway.api-keys[0].tenant", () -> "main");
+    r.add("prefix-router.gateway.api-keys[1].tenant", () -> "tiny");
+    r.add("prefix-router.gateway.api-keys[0].sha256", () -> ApiKeys.sha256Hex(MAIN_KEY));
+    r.add("prefix-router.gateway.api-keys[1].sha256", () -> ApiKeys.sha256Hex(TINY_KEY));
+  }
+
+  @LocalServerPort int port;
+  @Autowired RoutingEngine engine;
+  @Autowired MeterRegistry meters;
+
+  private final HttpClient client =
+      HttpClient.newBuilder()
+          .version(HttpClient.Version.HTTP_1_1)
+          .connectTimeout(Duration.ofSeconds(2))
+          .build();
+
+  @AfterAll
+  static void stop() {
+    for (FakeEngine e : List.of(OK1, OK2, GATED, BAD, GOOD, ALIVE, SILENT, HOLD, DRAINED)) {
+      e.close();
+    }
+  }
+
+  @Test
+  void streamsChunkByChunkAndChargesTheEnginesUsage() throws Exception {
+    double completionBefore = counter("prefixrouter.gateway.tokens", "gated", "completion");
+    long ttftBefore = ttftCount("gated");
+    HttpResponse<InputStream> res =
+        client.send(post("/v1/chat/completions", chat("gated", true), MAIN_KEY), ofStream());
+    assertThat(res.statusCode()).isEqualTo(200);
+    assertThat(res.headers().firstValue("content-type"))
+        .hasValueSatisfying(v -> assertThat(v).startsWith("text/event-stream"));
+    List<String> lines = new ArrayList<>();
+    try (BufferedReader in = reader(res)) {
+      String line;
+      while ((line = in.readLine()) != null && !line.contains("hello")) {
+        lines.add(line);
+      }
+      // the engine is still holding the rest of its answer: the first chunk came through alone
+      assertThat(line).contains("hello");
+      GATED.gate.countDown();
+      while ((line = in.readLine()) != null) {
+        lines.add(line);
+      }
+    }
+    assertThat(String.join("\n", lines)).contains("from gated").contains("[DONE]");
+    assertThat(GATED.gateTimedOut).as("first chunk held back until the stream ended").isFalse();
+    // the gateway asked for usage; the client sees the engine's usage chunk
+    assertThat(GATED.bodies.get(GATED.bodies.size() - 1)).contains("\"include_usage\":true");
+    assertThat(String.join("\n", lines)).contains("\"completion_tokens\":7");
+    // complete(usage) with the engine's counts (not the number of chunks), firstToken once
+    awaitTrue(
+        () ->
+            counter("prefixrouter.gateway.tokens", "gated", "completion") - completionBefore
+                == FakeEngine.COMPLETION_TOKENS);
+    assertThat(ttftCount("gated")).isEqualTo(ttftBefore + 1);
+    awaitTrue(() -> engine.inspect().backend("gated").orElseThrow().inFlight() == 0);
+  }
+
+  @Test
+  void nonStreamingPassesTheBodyAndChargesItsUsage() throws Exception {
+    double before = counter("prefixrouter.gateway.tokens", "chat", "prompt");
+    HttpResponse<String> res =
+        client.send(post("/v1/chat/completions", chat("chat", false), MAIN_KEY), ofString());
+    assertThat(res.statusCode()).isEqualTo(200);
+    assertThat(res.body()).contains("\"completion_tokens\":7").contains("hi from ok");
+    assertThat(res.headers().firstValue("X-Request-Id")).isPresent();
+    awaitTrue(
+        () ->
+            counter("prefixrouter.gateway.tokens", "chat", "prompt") - before
+                == FakeEngine.PROMPT_TOKENS);
+  }
+
+  @Test
+  void a5xxBeforeTheFirstByteFailsOver() throws Exception {
+    for (int i = 0; i < 10 && BAD.requests.get() == 0; i++) {
+      HttpResponse<String> res =
+          client.send(post("/v1/chat/completions", chat("flaky", false), MAIN_KEY), ofString());
+      assertThat(res.statusCode()).isEqualTo(200);
+      assertThat(res.body()).contains("hi from good");
+      assertThat(res.headers().firstValue(PrefixRouterGatewayFilter.BACKEND_HEADER))
+          .hasValue("good");
+    }
+    assertThat(BAD.requests.get()).as("the 500 engine was tried").isPositive();
+  }
+
+  @Test
+  void aRefusedConnectionFailsOver() throws Exception {
+    double before = failovers("deadish");
+    for (int i = 0; i < 10 && failovers("deadish") == before; i++) {
+      HttpResponse<String> res =
+          client.send(post("/v1/chat/completions", chat("deadish", true), MAIN_KEY), ofString());
+      assertThat(res.statusCode()).isEqualTo(200);
+      assertThat(res.body()).contains("from alive");
+    }
+    assertThat(failovers("deadish")).isGreaterThan(before);
+  }
+
+  @Test
+  void aSilentEngineTimesOutAs504() throws Exception {
+    HttpResponse<String> res =
+        client.send(post("/v1/chat/completions", chat("silent", true), MAIN_KEY), ofString());
+    assertThat(res.statusCode()).isEqualTo(504);
+    assertThat(res.body()).contains("\"code\":\"backend_timeout\"");
+  }
+
+  @Test
+  void aClientThatGoesAwayEndsTheLeaseAndTheUpstreamCall() throws Exception {
+    HttpResponse<InputStream> res =
+        client.send(post("/v1/chat/completions", chat("hold", true), MAIN_KEY), ofStream());
+    BufferedReader in = reader(res);
+    String line;
+    while ((line = in.readLine()) != null && !line.contains("hello")) {
+      // skip to the first content chunk
+    }
+    assertThat(line).contains("hello");
+    assertThat(engine.inspect().backend("hold").orElseThrow().inFlight()).isEqualTo(1);
+    res.body().close();
+    awaitTrue(() -> engine.inspect().backend("hold").orElseThrow().inFlight() == 0);
+    assertThat(HOLD.readerGone.await(5, TimeUnit.SECONDS)).isTrue();
+    var cancelled =
+        meters
+            .find("prefixrouter.gateway.requests")
+            .tag("model", "hold")
+            .tag("outcome", "cancelled");
+    assertThat(cancelled.timer()).isNotNull();
+    assertThat(cancelled.timer().count()).isEqualTo(1);
+  }
+
+  @Test
+  void rejectionsAreOpenAiErrorsWithTheirStatus() throws Exception {
+    HttpResponse<String> unknown =
+        client.send(
+            post("/v1/chat/completions", chat("no-such-model", false), MAIN_KEY), ofString());
+    assertThat(unknown.statusCode()).isEqualTo(404);
+    assertThat(unknown.body()).contains("\"code\":\"model_not_found\"").contains("\"error\":{");
+
+    engine.backends().drain("drained");
+    HttpResponse<String> drained =
+        client.send(post("/v1/chat/completions", chat("drained", false), MAIN_KEY), ofString());
+    assertThat(drained.statusCode()).isEqualTo(503);
+    assertThat(drained.body()).contains("\"code\":\"no_healthy_backend\"");
+
+    HttpResponse<String> bad =
+        client.send(
+            post("/v1/chat/completions", "{\"model\": \"chat\", \"messages\": [", MAIN_KEY),
+            ofString());
+    assertThat(bad.statusCode()).isEqualTo(400);
+    assertThat(bad.body()).contains("\"code\":\"malformed_json\"");
+
+    HttpResponse<String> noKey =
+        client.send(post("/v1/chat/completions", chat("chat", false), null), ofString());
+    assertThat(noKey.statusCode()).isEqualTo(401);
+    assertThat(noKey.body()).contains("\"code\":\"invalid_api_key\"");
+
+    HttpResponse<String> tooLarge =
+        client.send(
+            post("/v1/chat/completions", chatWithMaxTokens("chat", 1000), TINY_KEY), ofString());
+    assertThat(tooLarge.statusCode()).isEqualTo(413);
+    assertThat(tooLarge.body()).contains("\"code\":\"request_too_large\"");
+
+    HttpResponse<String> limited = null;
+    for (int i = 0; i < 10; i++) {
+      limited =
+          client.send(
+              post("/v1/chat/completions", chatWithMaxTokens("chat", 40), TINY_KEY), ofString());
+      if (limited.statusCode() != 200) {
+        break;
+      }
+    }
+    assertThat(limited.statusCode()).isEqualTo(429);
+    assertThat(limited.headers().firstValue("Retry-After"))
+        .hasValueSatisfying(v -> assertThat(Long.parseLong(v)).isPositive());
+    assertThat(limited.body()).contains("\"code\":\"rate_limit_exceeded\"");
+  }
+
+  @Test
+  void modelsListsWhatTheBackendsServe() throws Exception {
+    HttpResponse<String> res =
+        client.send(
+            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/models"))
+                .header("Authorization", "Bearer " + MAIN_KEY)
+                .build(),
+            ofString());
+    assertThat(res.statusCode()).isEqualTo(200);
+    assertThat(res.body()).contains("\"id\":\"chat\"").contains("\"id\":\"flaky\"");
+  }
+
+  @Test
+  void prometheusShowsTheGatewaysHistogramsInSeconds() throws Exception {
+    client.send(post("/v1/chat/completions", chat("chat", true), MAIN_KEY), ofString());
+    HttpResponse<String> res =
+        client.send(
+            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/actuator/prometheus"))
+                .build(),
+            ofString());
+    assertThat(res.statusCode()).isEqualTo(200);
+    assertThat(res.body())
+        .contains("prefixrouter_gateway_ttft_seconds_bucket{")
+        .contains("prefixrouter_gateway_requests_seconds_bucket{")
+        .contains("prefixrouter_route_seconds_count{");
+  }
+
+  @Test
+  void actuatorWritesAreRefusedWithoutAnAdminKey() throws Exception {
+    HttpResponse<String> res =
+        client.send(
+            HttpRequest.newBuilder(
+                    URI.create("http://127.0.0.1:" + port + "/actuator/prefixrouter/new"))
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"action\":\"add\",\"models\":\"x\"}"))
+                .build(),
+            ofString());
+    assertThat(res.statusCode()).isEqualTo(403);
+    assertThat(engine.backends().get("new")).isEmpty();
+    HttpResponse<String> read =
+        client.send(
+            HttpRequest.newBuilder(
+                    URI.create("http://127.0.0.1:" + port + "/actuator/prefixrouter"))
+                .build(),
+            ofString());
+    assertThat(read.statusCode()).isEqualTo(200);
+  }
+
+  // --- helpers
+
+  private HttpRequest post(String path, String body, String key) {
+    HttpRequest.Builder b =
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+            .timeout(Duration.ofSeconds(10))
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(body));
+    if (key != null) {
+      b.header("Authorization", "Bearer " + key);
+    }
+    return b.build();
+  }
+
+  private static String chat(String model, boolean stream) {
+    return "{\"model\":\""
+        + model
+        + "\",\"stream\":"
+        + stream
+        + ",\"messages\":[{\"role\":\"user\",\"content\":\"hello there\"}]}";
+  }
+
+  private static String chatWithMaxTokens(String model, int maxTokens) {
+    return "{\"model\":\""
+        + model
+        + "\",\"max_tokens\":"
+        + maxTokens
+        + ",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+  }
+
+  private double counter(String name, String model, String kind) {
+    var c = meters.find(name).tag("model", model).tag("kind", kind).counter();
+    return c == null ? 0 : c.count();
+  }
+
+  private double failovers(String model) {
+    var c = meters.find("prefixrouter.gateway.failovers").tag("model", model).counter();
+    return c == null ? 0 : c.count();
+  }
+
+  private long ttftCount(String model) {
+    var t = meters.find("prefixrouter.gateway.ttft").tag("model", model).timer();
+    return t == null ? 0 : t.count();
+  }
+
+  private static HttpResponse.BodyHandler<String> ofString() {
+    return HttpResponse.BodyHandlers.ofString();
+  }
+
+  private static HttpResponse.BodyHandler<InputStream> ofStream() {
+    return HttpResponse.BodyHandlers.ofInputStream();
+  }
+
+  private static BufferedReader reader(HttpResponse<InputStream> res) {
+    return new BufferedReader(new InputStreamReader(res.body(), StandardCharsets.UTF_8));
+  }
+
+  private static void awaitTrue(BooleanSupplier condition) throws InterruptedException {
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (!condition.getAsBoolean()) {
+      assertThat(System.nanoTime()).as("condition not met within 5 s").isLessThan(end);
+      Thread.sleep(10);
+    }
+  }
+
+  private static int backend(
+      DynamicPropertyRegistry r, int i, String id, String url, String model) {
+    String p = "prefix-router.backends[" + i + "].";
+    r.add(p + "id", () -> id);
+    r.add(p + "url", () -> url);
+    r.add(p + "models[0]", () -> model);
+    return i + 1;
+  }
+
+  private static int closedPort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  private static FakeEngine engine(String name, FakeEngine.Mode mode) {
+    try {
+      return new FakeEngine(name, mode);
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}
