@@ -1,6 +1,8 @@
 package dev.prefixrouter.spring;
 
 import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.api.spi.BlockHasher;
+import dev.prefixrouter.vllm.HashParityCheck;
 import dev.prefixrouter.vllm.KvEventSubscriber;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
@@ -21,7 +23,9 @@ import org.springframework.context.annotation.Configuration;
  * KV events to the engine's prefix index, when router-vllm is on the classpath and {@code
  * prefix-router.kv-events.enabled=true}. Backends added later (the actuator's {@code add} with a
  * {@code url}) are subscribed and removed ones unsubscribed by {@link KvEventMembership}. Meters
- * {@code prefixrouter.kv.*} when Micrometer is present.
+ * {@code prefixrouter.kv.*} when Micrometer is present. A {@link HashParityCheck} (the starter's
+ * engine's prediction sink; a customizer of your own that sets another sink replaces it) reports
+ * when the engines' blocks do not hash to the keys routing computes.
  */
 @AutoConfiguration(after = PrefixRouterAutoConfiguration.class)
 @ConditionalOnClass(KvEventSubscriber.class)
@@ -42,15 +46,32 @@ public class KvEventsAutoConfiguration {
     return new KvEventMembership(urls, k.getPort(), k.getReplayPort());
   }
 
+  /**
+   * The hash-parity self-test: fed the keys routing computes (as the engine's prediction sink) and
+   * the engines' events (in the subscriber's sink).
+   */
+  @Bean
+  @ConditionalOnMissingBean
+  public HashParityCheck prefixRouterHashParityCheck(BlockHasher hasher) {
+    return HashParityCheck.builder(hasher).build();
+  }
+
+  /** Registers the parity check as the starter-built engine's prediction sink. */
+  @Bean
+  public RoutingEngineBuilderCustomizer prefixRouterHashParitySink(HashParityCheck parity) {
+    return b -> b.predictionSink(parity);
+  }
+
   @Bean(destroyMethod = "close")
   @ConditionalOnMissingBean
   public KvEventSubscriber prefixRouterKvEventSubscriber(
       KvEventsProperties k,
       PrefixRouterProperties p,
       RoutingEngine engine,
-      KvEventMembership membership) {
+      KvEventMembership membership,
+      HashParityCheck parity) {
     String prefix = "prefix-router.kv-events";
-    KvEventSubscriber.Builder b = KvEventSubscriber.builder(engine::applyKvEvents);
+    KvEventSubscriber.Builder b = KvEventSubscriber.builder(parity.sink(engine::applyKvEvents));
     PrefixRouterPropertyException.naming(prefix + ".topic", () -> b.topic(k.getTopic()));
     PrefixRouterPropertyException.naming(
         prefix + ".replay-timeout", () -> b.replayTimeout(k.getReplayTimeout()));
@@ -82,6 +103,41 @@ public class KvEventsAutoConfiguration {
     @Bean
     MeterBinder prefixRouterKvEventMeters(KvEventSubscriber s) {
       return registry -> bind(registry, s);
+    }
+
+    @Bean
+    MeterBinder prefixRouterHashParityMeters(HashParityCheck parity) {
+      return registry -> bindParity(registry, parity);
+    }
+
+    static void bindParity(MeterRegistry r, HashParityCheck p) {
+      counter(
+          r,
+          p,
+          "prefixrouter.kv.parity.checked",
+          "sequence-starting engine blocks checked against routed keys",
+          x -> x.stats().checked());
+      counter(
+          r,
+          p,
+          "prefixrouter.kv.parity.matched",
+          "checked blocks whose key routing had computed",
+          x -> x.stats().matched());
+      counter(
+          r,
+          p,
+          "prefixrouter.kv.parity.mismatches",
+          "windows of checked blocks none of which routing had computed",
+          x -> x.stats().mismatches());
+      counter(
+          r,
+          p,
+          "prefixrouter.kv.parity.block.size.mismatches",
+          "engine blocks of another size than the router's",
+          x -> x.stats().blockSizeMismatches());
+      Gauge.builder("prefixrouter.kv.parity.mismatch", p, x -> x.stats().mismatch() ? 1 : 0)
+          .description("1 while the engines' blocks do not hash to the keys routing computes")
+          .register(r);
     }
 
     static void bind(MeterRegistry r, KvEventSubscriber s) {
@@ -134,12 +190,8 @@ public class KvEventsAutoConfiguration {
       return millis < 0 ? Double.NaN : millis / 1000.0;
     }
 
-    private static void counter(
-        MeterRegistry r,
-        KvEventSubscriber s,
-        String name,
-        String description,
-        ToDoubleFunction<KvEventSubscriber> f) {
+    private static <T> void counter(
+        MeterRegistry r, T s, String name, String description, ToDoubleFunction<T> f) {
       FunctionCounter.builder(name, s, f).description(description).register(r);
     }
   }

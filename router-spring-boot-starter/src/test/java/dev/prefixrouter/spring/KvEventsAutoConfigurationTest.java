@@ -8,12 +8,14 @@ import dev.prefixrouter.api.RouteRequest;
 import dev.prefixrouter.api.Routed;
 import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.spi.IndexSignal;
+import dev.prefixrouter.vllm.HashParityCheck;
 import dev.prefixrouter.vllm.KvEventSubscriber;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
@@ -98,14 +100,7 @@ class KvEventsAutoConfigurationTest {
       pub.setLinger(0);
       pub.setXpubVerbose(true); // every subscriber's subscription, not only the first
       int port = pub.bindToRandomPort("tcp://127.0.0.1");
-      runner
-          .withPropertyValues(
-              "prefix-router.backends[0].id=b0",
-              "prefix-router.backends[0].url=http://127.0.0.1:8000",
-              "prefix-router.backends[0].models=m",
-              "prefix-router.kv-events.enabled=true",
-              "prefix-router.kv-events.port=" + port,
-              "prefix-router.kv-events.idle-reconnect=1s")
+      oneBackend(port)
           .run(
               ctx -> {
                 KvEventSubscriber events = ctx.getBean(KvEventSubscriber.class);
@@ -124,14 +119,8 @@ class KvEventsAutoConfigurationTest {
                 }
                 // send until b1's index holds the blocks (a fresh loopback connect may need
                 // the idle reconnect; batches sent before it are simply not seen)
-                long deadline = System.nanoTime() + 20_000_000_000L;
-                long seq = 0;
-                while (confirmed(engine, "b1") < 4 && System.nanoTime() < deadline) {
-                  pub.sendMore(new byte[0]);
-                  pub.sendMore(ByteBuffer.allocate(8).putLong(seq++).array());
-                  pub.send(storedBatch(tokens));
-                  Thread.sleep(50);
-                }
+                long deadline =
+                    publishUntil(pub, storedBatch(tokens), () -> confirmed(engine, "b1") >= 4);
                 assertThat(confirmed(engine, "b1")).as("b1's confirmed blocks").isEqualTo(4);
                 engine.backends().remove("b1");
                 assertThat(membership.subscribed()).containsOnlyKeys("b0");
@@ -143,6 +132,35 @@ class KvEventsAutoConfigurationTest {
     }
   }
 
+  /** The runner with one backend whose engine publishes on {@code port} of loopback. */
+  private ApplicationContextRunner oneBackend(int port) {
+    return runner.withPropertyValues(
+        "prefix-router.backends[0].id=b0",
+        "prefix-router.backends[0].url=http://127.0.0.1:8000",
+        "prefix-router.backends[0].models=m",
+        "prefix-router.kv-events.enabled=true",
+        "prefix-router.kv-events.port=" + port,
+        "prefix-router.kv-events.idle-reconnect=1s");
+  }
+
+  /**
+   * Publishes the batch with rising seqs every 50 ms until {@code done} or 20 s (a fresh loopback
+   * connect may need the subscriber's idle reconnect; batches sent before it are not seen); returns
+   * the deadline.
+   */
+  private static long publishUntil(ZMQ.Socket pub, byte[] batch, BooleanSupplier done)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + 20_000_000_000L;
+    long seq = 0;
+    while (!done.getAsBoolean() && System.nanoTime() < deadline) {
+      pub.sendMore(new byte[0]);
+      pub.sendMore(ByteBuffer.allocate(8).putLong(seq++).array());
+      pub.send(batch);
+      Thread.sleep(50);
+    }
+    return deadline;
+  }
+
   private static long confirmed(RoutingEngine engine, String id) {
     return engine
         .inspect()
@@ -150,6 +168,37 @@ class KvEventsAutoConfigurationTest {
         .orElseThrow()
         .indexSignals()
         .getOrDefault(IndexSignal.CONFIRMED_BLOCKS, 0L);
+  }
+
+  @Test
+  void theParityCheckSeesTheRoutedTokensInTheEnginesEvents() throws Exception {
+    try (ZContext zmq = new ZContext(1)) {
+      ZMQ.Socket pub = zmq.createSocket(SocketType.XPUB);
+      pub.setLinger(0);
+      int port = pub.bindToRandomPort("tcp://127.0.0.1");
+      oneBackend(port)
+          .run(
+              ctx -> {
+                HashParityCheck parity = ctx.getBean(HashParityCheck.class);
+                RoutingEngine engine = ctx.getBean(RoutingEngine.class);
+                int[] tokens = new int[64];
+                for (int i = 0; i < tokens.length; i++) {
+                  tokens[i] = 3000 + i;
+                }
+                engine.route(
+                    RouteRequest.builder("t", "m")
+                        .prompt(Prompt.ofTokens(tokens))
+                        .maxOutputTokens(1)
+                        .build());
+                publishUntil(pub, storedBatch(tokens), () -> parity.stats().checked() > 0);
+                assertThat(parity.stats().checked()).isPositive();
+                assertThat(parity.stats().matched()).isEqualTo(parity.stats().checked());
+                MeterRegistry meters = new SimpleMeterRegistry();
+                ctx.getBeansOfType(MeterBinder.class).values().forEach(m -> m.bindTo(meters));
+                assertThat(meters.get("prefixrouter.kv.parity.matched").functionCounter().count())
+                    .isPositive();
+              });
+    }
   }
 
   @Test
