@@ -18,7 +18,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
@@ -114,10 +113,7 @@ public final class RedisPredictionSharing implements PredictionSink, AutoCloseab
   private final LongAdder skippedHeld = new LongAdder();
   private final LongAdder unknownBackend = new LongAdder();
   private final LongAdder undecodable = new LongAdder();
-  private final LongAdder transitions = new LongAdder();
-
-  private final Object stateLock = new Object();
-  private volatile boolean up;
+  private final LinkState state;
   private volatile boolean closed;
 
   /** Set when Redis went down: the reader works out where to resume. */
@@ -146,6 +142,12 @@ public final class RedisPredictionSharing implements PredictionSink, AutoCloseab
     this.commandTimeout = b.commandTimeout;
     this.retryIntervalNanos = b.retryInterval.toNanos();
     this.buffer = new PredictionBuffer(b.bufferRecords, b.bufferKeys);
+    this.state =
+        new LinkState(
+            log,
+            link.address(),
+            "replica " + b.replicaId + " shares predictions again",
+            "replica " + b.replicaId + " routes on its own predictions only");
   }
 
   /** A builder for the Redis at {@code uri} (e.g. {@code redis://127.0.0.1:6379}). */
@@ -165,19 +167,13 @@ public final class RedisPredictionSharing implements PredictionSink, AutoCloseab
       throw new IllegalStateException(closed ? "closed" : "already attached to " + this.engine);
     }
     this.engine = engine;
-    Thread p = new Thread(this::publishLoop, "prefixrouter-redis-predictions-publish");
-    Thread r = new Thread(() -> readLoop(engine), "prefixrouter-redis-predictions-read");
-    p.setDaemon(true);
-    r.setDaemon(true);
-    publisher = p;
-    reader = r;
-    p.start();
-    r.start();
+    publisher = Workers.start("prefixrouter-redis-predictions-publish", this::publishLoop);
+    reader = Workers.start("prefixrouter-redis-predictions-read", () -> readLoop(engine));
   }
 
   @Override
   public void onPredicted(Backend backend, long[] keys, int keyCount, int heldBlocks) {
-    if (!up) {
+    if (!state.up()) {
       droppedDown.increment();
       return;
     }
@@ -200,7 +196,7 @@ public final class RedisPredictionSharing implements PredictionSink, AutoCloseab
           conn = link.connect(ByteArrayCodec.INSTANCE, commandTimeout);
         }
         RedisCommands<byte[], byte[]> c = conn.sync();
-        if (!up) {
+        if (!state.up()) {
           c.ping();
           markUp();
         }
@@ -247,7 +243,7 @@ public final class RedisPredictionSharing implements PredictionSink, AutoCloseab
     String lastId = null;
     while (!closed) {
       try {
-        if (!up) {
+        if (!state.up()) {
           LockSupport.parkNanos(Math.min(retryIntervalNanos, flushIntervalNanos * 4));
           continue; // the publisher probes
         }
@@ -335,36 +331,19 @@ public final class RedisPredictionSharing implements PredictionSink, AutoCloseab
   // ---------------------------------------------------------------- state
 
   private void markUp() {
-    synchronized (stateLock) {
-      if (!up && !closed) {
-        up = true;
-        transitions.increment();
-        log.info(
-            "Redis at {} reachable: replica {} shares predictions again",
-            link.address(),
-            replicaId);
-      }
+    if (!closed) {
+      state.markUp();
     }
   }
 
   private void markDown(RuntimeException e) {
-    synchronized (stateLock) {
-      resync = true;
-      if (up) {
-        up = false;
-        transitions.increment();
-        log.warn(
-            "Redis at {} unreachable ({}): replica {} routes on its own predictions only",
-            link.address(),
-            e.toString(),
-            replicaId);
-      }
-    }
+    resync = true;
+    state.markDown(e);
   }
 
   /** True while Redis answers: predictions are shared. */
   public boolean redisUp() {
-    return up;
+    return state.up();
   }
 
   /** This replica's id in the stream. */
@@ -375,8 +354,8 @@ public final class RedisPredictionSharing implements PredictionSink, AutoCloseab
   /** The counters. */
   public Stats stats() {
     return new Stats(
-        up,
-        transitions.sum(),
+        state.up(),
+        state.transitions(),
         published.sum(),
         applied.sum(),
         droppedFull.sum(),
@@ -403,17 +382,8 @@ public final class RedisPredictionSharing implements PredictionSink, AutoCloseab
       p = publisher;
       r = reader;
     }
-    up = false;
-    for (Thread t : new Thread[] {p, r}) {
-      if (t != null) {
-        t.interrupt();
-        try {
-          t.join(TimeUnit.SECONDS.toMillis(1));
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-      }
-    }
+    state.close();
+    Workers.stop(p, r);
     link.close();
   }
 
@@ -424,7 +394,7 @@ public final class RedisPredictionSharing implements PredictionSink, AutoCloseab
         + ", replica="
         + replicaId
         + ", up="
-        + up
+        + state.up()
         + "]";
   }
 

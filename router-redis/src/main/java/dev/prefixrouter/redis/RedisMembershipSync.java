@@ -1,0 +1,472 @@
+package dev.prefixrouter.redis;
+
+import dev.prefixrouter.api.Backend;
+import dev.prefixrouter.api.BackendSnapshot;
+import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.api.spi.RoutingListener;
+import io.lettuce.core.Limit;
+import io.lettuce.core.Range;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.StreamMessage;
+import io.lettuce.core.XReadArgs;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.codec.ByteArrayCodec;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Makes a backend added, updated, removed, drained or undrained through one router replica (its API
+ * or actuator) reach every replica of the fleet, as a gateway's cluster mode propagates its
+ * configuration. Register it as the engine's listener and attach it:
+ *
+ * <pre>{@code
+ * RedisMembershipSync sync = RedisMembershipSync.builder("redis://127.0.0.1:6379")
+ *     .keyPrefix("gw-prod:").build();
+ * RoutingEngine engine = RoutingEngine.builder().listener(sync)...build();
+ * sync.attach(engine);
+ * engine.backends().drain("b3");   // every replica drains b3
+ * }</pre>
+ *
+ * <p><b>Model.</b> One Redis hash holds the fleet's state per backend id (descriptor and draining,
+ * or a tombstone for a removed backend); a capped stream announces which id changed. A change
+ * through this replica is queued by the listener (no Redis call on the caller's thread) and written
+ * by a worker thread in one script call (hash and announcement together); every replica's worker
+ * reads the announcements and makes its engine match the hash's current value of the id. The last
+ * write wins, and every replica converges to it. Changes the worker makes itself are not sent
+ * again.
+ *
+ * <p><b>Join and re-sync.</b> On {@link #attach}, and whenever Redis answers again after an outage,
+ * the worker first writes the changes this replica made meanwhile, then applies the whole hash:
+ * backends the fleet removed are removed here too (also one this replica was configured with), the
+ * fleet's descriptors and draining replace local ones, and backends the fleet does not know are
+ * published. Tombstones older than {@link Builder#tombstoneTtl} are deleted then.
+ *
+ * <p><b>Redis down.</b> Membership changes stay local (routing never waits on Redis); the ids
+ * changed are remembered (at most 65,536; more are counted and dropped, and re-sync then takes the
+ * fleet's state for them) and written when Redis answers. One log line per transition.
+ *
+ * <p><b>Bounds.</b> The hash holds one field per backend id the fleet knows plus the tombstones of
+ * the last {@link Builder#tombstoneTtl}; the stream is capped at 1,024 entries. Thread-safe; one
+ * worker thread.
+ */
+public final class RedisMembershipSync implements RoutingListener, AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(RedisMembershipSync.class);
+  private static final int MAX_PENDING = 65_536;
+  private static final Duration READ_BLOCK = Duration.ofMillis(100);
+  private static final byte[] FIELD = {'i', 'd'};
+  private static final String PUBLISH =
+      "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) "
+          + "return redis.call('XADD', KEYS[2], 'MAXLEN', '~', '1024', '*', 'id', ARGV[1])";
+  private static final String PRUNE =
+      "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then "
+          + "return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0";
+
+  /**
+   * Counters since {@link Builder#build}; {@code pending} is the ids changed here, not yet written.
+   */
+  public record Stats(
+      boolean redisUp,
+      long transitions,
+      long published,
+      long applied,
+      long rejected,
+      long pending,
+      long droppedPending,
+      long undecodable) {}
+
+  private final RedisLink link;
+  private final byte[] hashKey;
+  private final byte[] streamKey;
+  private final String replicaId;
+  private final Duration commandTimeout;
+  private final long retryIntervalNanos;
+  private final long tombstoneTtlMillis;
+  private final LongSupplier wallMillis;
+  private final LinkState state;
+  private final Set<String> pending = new LinkedHashSet<>(); // guarded by itself
+
+  private final LongAdder published = new LongAdder();
+  private final LongAdder applied = new LongAdder();
+  private final LongAdder rejected = new LongAdder();
+  private final LongAdder droppedPending = new LongAdder();
+  private final LongAdder undecodable = new LongAdder();
+
+  private volatile boolean closed;
+  private volatile @Nullable Thread worker;
+  private @Nullable RoutingEngine engine;
+
+  private RedisMembershipSync(Builder b) {
+    this.link = new RedisLink(b.uri, b.retryInterval);
+    this.hashKey = (b.keyPrefix + "backends").getBytes(StandardCharsets.UTF_8);
+    this.streamKey = (b.keyPrefix + "backends:changes").getBytes(StandardCharsets.UTF_8);
+    this.replicaId = b.replicaId;
+    this.commandTimeout = b.commandTimeout;
+    this.retryIntervalNanos = b.retryInterval.toNanos();
+    this.tombstoneTtlMillis = b.tombstoneTtl.toMillis();
+    this.wallMillis = b.wallMillis;
+    this.state =
+        new LinkState(
+            log,
+            link.address(),
+            "replica " + b.replicaId + " shares membership and drain changes again",
+            "replica " + b.replicaId + " keeps membership changes local until it returns");
+  }
+
+  /** A builder for the Redis at {@code uri} (e.g. {@code redis://127.0.0.1:6379}). */
+  public static Builder builder(String uri) {
+    return new Builder(RedisURI.create(Objects.requireNonNull(uri, "uri")));
+  }
+
+  /**
+   * Starts the worker: it connects in the background, joins the fleet's membership (see the class
+   * documentation) and follows it. {@code engine} must have this sync as a listener. Once.
+   *
+   * @throws IllegalStateException if already attached or closed
+   */
+  public synchronized void attach(RoutingEngine engine) {
+    Objects.requireNonNull(engine, "engine");
+    if (this.engine != null || closed) {
+      throw new IllegalStateException(closed ? "closed" : "already attached");
+    }
+    this.engine = engine;
+    worker = Workers.start("prefixrouter-redis-membership", () -> loop(engine));
+  }
+
+  // ---------------------------------------------------------------- listener (caller's thread)
+
+  @Override
+  public void onBackendAdded(Backend backend) {
+    changed(backend.id());
+  }
+
+  @Override
+  public void onBackendRemoved(Backend backend) {
+    changed(backend.id());
+  }
+
+  @Override
+  public void onDrainChanged(Backend backend, boolean draining) {
+    changed(backend.id());
+  }
+
+  /**
+   * Queues a local change for the worker, unless the worker made it (a fleet change applied) or the
+   * sync is not attached yet (the engine's initial backends: joining reconciles them).
+   */
+  private void changed(String id) {
+    Thread w = worker;
+    if (w != null && Thread.currentThread() != w) {
+      queue(id);
+    }
+  }
+
+  /** Remembers that {@code id} changed here and wakes the worker. */
+  private void queue(String id) {
+    synchronized (pending) {
+      if (pending.size() >= MAX_PENDING && !pending.contains(id)) {
+        droppedPending.increment();
+        return;
+      }
+      pending.add(id);
+    }
+    Thread w = worker;
+    if (w != null) {
+      LockSupport.unpark(w);
+    }
+  }
+
+  // ---------------------------------------------------------------- worker
+
+  private void loop(RoutingEngine target) {
+    StatefulRedisConnection<byte[], byte[]> conn = null;
+    String lastId = null;
+    while (!closed) {
+      try {
+        if (conn == null) {
+          conn = link.connect(ByteArrayCodec.INSTANCE, commandTimeout.plus(READ_BLOCK));
+        }
+        RedisCommands<byte[], byte[]> c = conn.sync();
+        if (!state.up()) {
+          c.ping();
+          publishPending(c, target);
+          lastId = newestId(c);
+          resync(c, target);
+          if (!closed) {
+            state.markUp();
+          }
+        }
+        publishPending(c, target);
+        List<StreamMessage<byte[], byte[]>> messages =
+            c.xread(
+                XReadArgs.Builder.count(256).block(READ_BLOCK),
+                XReadArgs.StreamOffset.from(streamKey, lastId));
+        if (!messages.isEmpty()) {
+          Map<String, Boolean> draining = drainingById(target);
+          for (StreamMessage<byte[], byte[]> m : messages) {
+            lastId = m.getId();
+            for (byte[] id : m.getBody().values()) {
+              byte[] value = c.hget(hashKey, id);
+              if (value != null) {
+                apply(target, value, draining);
+              }
+            }
+          }
+        }
+      } catch (RuntimeException e) {
+        if (closed) {
+          return;
+        }
+        state.markDown(e);
+        LockSupport.parkNanos(retryIntervalNanos);
+      }
+    }
+  }
+
+  /** The id of the stream's newest entry, or {@code 0-0}. */
+  private String newestId(RedisCommands<byte[], byte[]> c) {
+    List<StreamMessage<byte[], byte[]>> newest =
+        c.xrevrange(streamKey, Range.create("-", "+"), Limit.from(1));
+    return newest.isEmpty() ? "0-0" : newest.get(0).getId();
+  }
+
+  /** Writes the current local state of every id changed here since the last call. */
+  private void publishPending(RedisCommands<byte[], byte[]> c, RoutingEngine target) {
+    List<String> ids;
+    synchronized (pending) {
+      if (pending.isEmpty()) {
+        return;
+      }
+      ids = new ArrayList<>(pending);
+    }
+    Map<String, Boolean> draining = drainingById(target);
+    for (String id : ids) {
+      Optional<Backend> b = target.backends().get(id);
+      BackendState s =
+          new BackendState(
+              id,
+              b.orElse(null),
+              b.isPresent() && draining.getOrDefault(id, false),
+              wallMillis.getAsLong());
+      byte[] idBytes = id.getBytes(StandardCharsets.UTF_8);
+      c.eval(
+          PUBLISH, ScriptOutputType.VALUE, new byte[][] {hashKey, streamKey}, idBytes, s.encode());
+      synchronized (pending) {
+        pending.remove(id); // a change made meanwhile re-queued it: published on the next call
+      }
+      published.increment();
+    }
+  }
+
+  /** Makes the engine match the whole hash; publishes local backends the fleet does not know. */
+  private void resync(RedisCommands<byte[], byte[]> c, RoutingEngine target) {
+    Map<byte[], byte[]> all = c.hgetall(hashKey);
+    Map<String, Boolean> draining = drainingById(target);
+    Set<String> known = new java.util.HashSet<>();
+    long now = wallMillis.getAsLong();
+    for (Map.Entry<byte[], byte[]> e : all.entrySet()) {
+      BackendState s = apply(target, e.getValue(), draining);
+      if (s == null) {
+        continue;
+      }
+      known.add(s.id());
+      if (s.removed() && now - s.changedAtMillis() > tombstoneTtlMillis) {
+        c.eval(PRUNE, ScriptOutputType.INTEGER, new byte[][] {hashKey}, e.getKey(), e.getValue());
+      }
+    }
+    for (Backend b : target.backends().all()) {
+      if (!known.contains(b.id())) {
+        queue(b.id());
+      }
+    }
+    publishPending(c, target);
+  }
+
+  /** Applies one hash value; returns it decoded, or null if it is malformed (counted). */
+  private @Nullable BackendState apply(
+      RoutingEngine target, byte[] value, Map<String, Boolean> draining) {
+    BackendState s;
+    try {
+      s = BackendState.decode(value);
+    } catch (IllegalArgumentException e) {
+      undecodable.increment();
+      return null;
+    }
+    synchronized (pending) {
+      if (pending.contains(s.id())) {
+        return s; // changed here and not yet written: this replica's change wins when written
+      }
+    }
+    try {
+      if (applyState(target, s, draining)) {
+        applied.increment();
+      }
+    } catch (RuntimeException e) { // the engine refused it: full, or a part rejects the descriptor
+      rejected.increment();
+      log.warn(
+          "fleet backend change of {} not applied on replica {}: {}",
+          s.id(),
+          replicaId,
+          e.toString());
+    }
+    return s;
+  }
+
+  /** Whether anything changed locally. */
+  private static boolean applyState(
+      RoutingEngine target, BackendState s, Map<String, Boolean> draining) {
+    Optional<Backend> local = target.backends().get(s.id());
+    Backend wanted = s.backend();
+    if (wanted == null) {
+      return local.isPresent() && target.backends().remove(s.id());
+    }
+    boolean changed = false;
+    if (local.isEmpty() || !local.get().equals(wanted)) {
+      target.backends().add(wanted);
+      changed = true;
+    }
+    boolean localDraining = local.isPresent() && draining.getOrDefault(s.id(), false);
+    if (localDraining != s.draining()) {
+      if (s.draining()) {
+        target.backends().drain(s.id());
+      } else {
+        target.backends().undrain(s.id());
+      }
+      changed = true;
+    }
+    draining.put(s.id(), s.draining());
+    return changed;
+  }
+
+  private static Map<String, Boolean> drainingById(RoutingEngine target) {
+    Map<String, Boolean> out = new HashMap<>();
+    for (BackendSnapshot b : target.inspect().backends()) {
+      out.put(b.backend().id(), b.draining());
+    }
+    return out;
+  }
+
+  // ---------------------------------------------------------------- state
+
+  /** True while Redis answers and this replica follows the fleet. */
+  public boolean redisUp() {
+    return state.up();
+  }
+
+  /** The counters. */
+  public Stats stats() {
+    int queued;
+    synchronized (pending) {
+      queued = pending.size();
+    }
+    return new Stats(
+        state.up(),
+        state.transitions(),
+        published.sum(),
+        applied.sum(),
+        rejected.sum(),
+        queued,
+        droppedPending.sum(),
+        undecodable.sum());
+  }
+
+  /** Stops the worker (at most about a second) and closes the Redis client. */
+  @Override
+  public void close() {
+    Thread w;
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      w = worker;
+    }
+    state.close();
+    Workers.stop(w);
+    link.close();
+  }
+
+  @Override
+  public String toString() {
+    return "RedisMembershipSync[" + link.address() + ", replica=" + replicaId + "]";
+  }
+
+  /** Builder; setters validate at once. */
+  public static final class Builder {
+    private final RedisURI uri;
+    private String keyPrefix = "prefixrouter:";
+    private String replicaId = UUID.randomUUID().toString();
+    private Duration commandTimeout = Duration.ofMillis(250);
+    private Duration retryInterval = Duration.ofSeconds(1);
+    private Duration tombstoneTtl = Duration.ofDays(1);
+    private LongSupplier wallMillis = System::currentTimeMillis;
+
+    private Builder(RedisURI uri) {
+      this.uri = uri;
+    }
+
+    /** Prefix of the hash and stream keys, 1 to 128 characters; one fleet per prefix. */
+    public Builder keyPrefix(String prefix) {
+      this.keyPrefix = Settings.keyPrefix(prefix);
+      return this;
+    }
+
+    /** This replica's name in log lines, 1 to 256 characters (default a random UUID). */
+    public Builder replicaId(String id) {
+      Objects.requireNonNull(id, "replicaId");
+      if (id.isEmpty() || id.length() > 256) {
+        throw new IllegalArgumentException(
+            "replicaId must be 1 to 256 characters, was " + id.length());
+      }
+      this.replicaId = id;
+      return this;
+    }
+
+    /** Timeout of one Redis command, in [1 ms, 10 s]; a timeout marks Redis down. */
+    public Builder commandTimeout(Duration timeout) {
+      this.commandTimeout = Settings.commandTimeout(timeout);
+      return this;
+    }
+
+    /** How often Redis is probed while down, in [10 ms, 1 min]. */
+    public Builder retryInterval(Duration interval) {
+      this.retryInterval = Settings.retryInterval(interval);
+      return this;
+    }
+
+    /** How long a removed backend's tombstone stays, in [1 min, 30 days]. Default 1 day. */
+    public Builder tombstoneTtl(Duration ttl) {
+      this.tombstoneTtl =
+          Settings.within(
+              ttl, "tombstoneTtl", Duration.ofMinutes(1), Duration.ofDays(30), "1 min, 30 days");
+      return this;
+    }
+
+    /** The wall clock stamping changes, for tombstone expiry (tests). */
+    Builder wallMillis(LongSupplier millis) {
+      this.wallMillis = Objects.requireNonNull(millis, "wallMillis");
+      return this;
+    }
+
+    /** Builds the sync; nothing connects before {@link RedisMembershipSync#attach}. */
+    public RedisMembershipSync build() {
+      return new RedisMembershipSync(this);
+    }
+  }
+}

@@ -1,0 +1,114 @@
+package dev.prefixrouter.redis;
+
+import static dev.prefixrouter.redis.RedisPredictionSharingTest.await;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.prefixrouter.api.Backend;
+import dev.prefixrouter.api.BackendSnapshot;
+import dev.prefixrouter.api.RoutingEngine;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** Membership and drain changes between replicas through the shared Redis, one prefix per test. */
+class RedisMembershipSyncTest {
+  private final SharedRedis redis = new SharedRedis();
+  private final List<RedisMembershipSync> open = new ArrayList<>();
+
+  private record Replica(RoutingEngine engine, RedisMembershipSync sync) {
+    boolean draining(String id) {
+      return engine.inspect().backends().stream()
+          .filter(b -> b.backend().id().equals(id))
+          .anyMatch(BackendSnapshot::draining);
+    }
+
+    Optional<Backend> get(String id) {
+      return engine.backends().get(id);
+    }
+  }
+
+  private Replica replica(String id, String... backends) {
+    RedisMembershipSync sync =
+        RedisMembershipSync.builder(SharedRedis.URI)
+            .keyPrefix(redis.prefix)
+            .replicaId(id)
+            .retryInterval(Duration.ofMillis(20))
+            .build();
+    open.add(sync);
+    var b = RoutingEngine.builder().listener(sync);
+    for (String backend : backends) {
+      b.backend(Backend.of(backend, "m"));
+    }
+    RoutingEngine engine = b.build();
+    sync.attach(engine);
+    await(sync::redisUp);
+    return new Replica(engine, sync);
+  }
+
+  @AfterEach
+  void close() {
+    open.forEach(RedisMembershipSync::close);
+    redis.close();
+  }
+
+  @Test
+  void changesThroughOneReplicaReachTheOthersAndALateJoinerConverges() {
+    Replica a = replica("a", "b0", "b1");
+    Replica b = replica("b", "b0", "b1");
+
+    a.engine().backends().drain("b0");
+    await(() -> b.draining("b0"));
+    a.engine().backends().undrain("b0");
+    await(() -> !b.draining("b0"));
+
+    Backend b2 = Backend.of("b2", "m", "m2").withCapacityBlocks(5_000).withLabel("zone", "z1");
+    a.engine().backends().add(b2);
+    await(() -> b.get("b2").equals(Optional.of(b2)));
+    a.engine().backends().remove("b1");
+    await(() -> b.get("b1").isEmpty());
+
+    b.engine().backends().update("b2", x -> x.withWeight(2.5));
+    await(() -> a.get("b2").map(Backend::weight).orElse(0.0) == 2.5);
+    b.engine().backends().drain("b2");
+    await(() -> a.draining("b2"));
+
+    // configured with the removed b1 and a b9 the fleet does not know yet
+    Replica c = replica("c", "b0", "b1", "b9");
+    assertThat(c.get("b1")).isEmpty();
+    assertThat(c.get("b2")).contains(b2.withWeight(2.5));
+    assertThat(c.draining("b2")).isTrue();
+    await(() -> a.get("b9").isPresent() && b.get("b9").isPresent());
+
+    // nothing echoed: each replica wrote only its own changes (a: 2 seeds + 4, b: 2, c: b9)
+    assertThat(a.sync().stats().published()).isEqualTo(6);
+    assertThat(b.sync().stats().published()).isEqualTo(2);
+    assertThat(c.sync().stats().published()).isEqualTo(1);
+    assertThat(a.sync().stats().undecodable() + b.sync().stats().rejected()).isZero();
+  }
+
+  @Test
+  void backendStateRoundTripsAndRefusesMalformedBytes() {
+    Backend full =
+        new Backend(
+            "b0",
+            java.util.Set.of("m", "n"),
+            java.util.Set.of("vision"),
+            java.util.Map.of("zone", "z1"),
+            123,
+            0.5);
+    BackendState s = new BackendState("b0", full, true, 42);
+    assertThat(BackendState.decode(s.encode())).isEqualTo(s);
+    BackendState gone = new BackendState("b0", null, false, 43);
+    assertThat(BackendState.decode(gone.encode())).isEqualTo(gone);
+    byte[] bytes = s.encode();
+    for (int cut = 0; cut < bytes.length; cut++) {
+      byte[] truncated = java.util.Arrays.copyOf(bytes, cut);
+      assertThatThrownBy(() -> BackendState.decode(truncated))
+          .isInstanceOf(IllegalArgumentException.class);
+    }
+  }
+}
