@@ -1,0 +1,102 @@
+package dev.prefixrouter.spring;
+
+import java.time.Duration;
+import org.jspecify.annotations.Nullable;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * {@code prefix-router.redis.*}: several gateway replicas route as one through Redis (needs
+ * router-redis on the classpath). With {@code enabled=true} and a {@code uri}, the replicas that
+ * share a {@code key-prefix} share their predictions and their membership and drain changes.
+ */
+@ConfigurationProperties("prefix-router.redis")
+public class RedisProperties {
+  private boolean enabled;
+  private @Nullable String uri;
+  private String keyPrefix = "prefixrouter:";
+  private @Nullable String replicaId;
+  private boolean sharePredictions = true;
+  private boolean shareOnlyNewBlocks;
+  private boolean shareMembership = true;
+  private Duration commandTimeout = Duration.ofMillis(250);
+  private Duration retryInterval = Duration.ofSeconds(1);
+
+  /** Share state through Redis; default false. */
+  public boolean isEnabled() {
+    return enabled;
+  }
+
+  public void setEnabled(boolean enabled) {
+    this.enabled = enabled;
+  }
+
+  /** The Redis, e.g. {@code redis://127.0.0.1:6379}; required when enabled. */
+  public @Nullable String getUri() {
+    return uri;
+  }
+
+  public void setUri(@Nullable String uri) {
+    this.uri = uri;
+  }
+
+  /** Prefix of every key; replicas with the same prefix form one fleet. */
+  public String getKeyPrefix() {
+    return keyPrefix;
+  }
+
+  public void setKeyPrefix(String keyPrefix) {
+    this.keyPrefix = keyPrefix;
+  }
+
+  /** This replica's id (default a random UUID). */
+  public @Nullable String getReplicaId() {
+    return replicaId;
+  }
+
+  public void setReplicaId(@Nullable String replicaId) {
+    this.replicaId = replicaId;
+  }
+
+  /** Publish this replica's predictions and apply the others'; default true. */
+  public boolean isSharePredictions() {
+    return sharePredictions;
+  }
+
+  public void setSharePredictions(boolean sharePredictions) {
+    this.sharePredictions = sharePredictions;
+  }
+
+  /** Share only routes that predict blocks beyond what was held (with KV events); default false. */
+  public boolean isShareOnlyNewBlocks() {
+    return shareOnlyNewBlocks;
+  }
+
+  public void setShareOnlyNewBlocks(boolean shareOnlyNewBlocks) {
+    this.shareOnlyNewBlocks = shareOnlyNewBlocks;
+  }
+
+  /** Propagate add/update/remove/drain/undrain to every replica; default true. */
+  public boolean isShareMembership() {
+    return shareMembership;
+  }
+
+  public void setShareMembership(boolean shareMembership) {
+    this.shareMembership = shareMembership;
+  }
+
+  public Duration getCommandTimeout() {
+    return commandTimeout;
+  }
+
+  public void setCommandTimeout(Duration commandTimeout) {
+    this.commandTimeout = commandTimeout;
+  }
+
+  public Duration getRetryInterval() {
+    return retryInterval;
+  }
+
+  public void setRetryInterval(Duration retryInterval) {
+    this.retryInterval = retryInterval;
+  }
+}
