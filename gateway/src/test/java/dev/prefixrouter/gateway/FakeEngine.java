@@ -51,12 +51,33 @@ final class FakeEngine implements AutoCloseable {
   private final ExecutorService pool = Executors.newCachedThreadPool();
 
   FakeEngine(String name, Mode mode) throws IOException {
+    this(name, mode, 0);
+  }
+
+  FakeEngine(String name, Mode mode, int port) throws IOException {
     this.name = name;
     this.mode = mode;
-    server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 64);
+    server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 256);
     server.setExecutor(pool);
     server.createContext("/v1/", this::handle);
     server.start();
+  }
+
+  /**
+   * Runs {@link Mode#OK} engines on the given loopback ports until the process is stopped (JDK
+   * only, as a source file): {@code java
+   * gateway/src/test/java/dev/prefixrouter/gateway/FakeEngine.java 8001 8002}.
+   */
+  public static void main(String[] args) throws Exception {
+    if (args.length == 0) {
+      System.err.println("usage: FakeEngine.java PORT [PORT...]");
+      System.exit(2);
+    }
+    for (String a : args) {
+      FakeEngine e = new FakeEngine("engine-" + a, Mode.OK, Integer.parseInt(a));
+      System.out.println("fake engine " + e.name + " on " + e.url());
+    }
+    Thread.currentThread().join();
   }
 
   String url() {

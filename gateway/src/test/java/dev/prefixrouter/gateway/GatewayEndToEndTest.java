@@ -14,11 +14,15 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -293,6 +297,38 @@ class GatewayEndToEndTest {
                 .build(),
             ofString());
     assertThat(read.statusCode()).isEqualTo(200);
+  }
+
+  @Test
+  void theGrafanaDashboardReadsOnlyMetersThatExist() throws Exception {
+    // traffic that makes every meter of the dashboard appear: a stream, a rejection, a failover
+    client.send(post("/v1/chat/completions", chat("chat", true), MAIN_KEY), ofString());
+    client.send(post("/v1/chat/completions", chat("no-such-model", true), MAIN_KEY), ofString());
+    for (int i = 0; i < 10 && failovers("deadish") == 0; i++) {
+      client.send(post("/v1/chat/completions", chat("deadish", false), MAIN_KEY), ofString());
+    }
+    String scrape =
+        client
+            .send(
+                HttpRequest.newBuilder(
+                        URI.create("http://127.0.0.1:" + port + "/actuator/prometheus"))
+                    .build(),
+                ofString())
+            .body();
+    String dashboard =
+        Files.readString(Path.of("grafana/prefix-router-gateway.json"), StandardCharsets.UTF_8);
+    Matcher m = Pattern.compile("prefixrouter_[a-z_]+").matcher(dashboard);
+    List<String> missing = new ArrayList<>();
+    int names = 0;
+    while (m.find()) {
+      names++;
+      String name = m.group();
+      if (!Pattern.compile("(?m)^" + name + "[{ ]").matcher(scrape).find()) {
+        missing.add(name);
+      }
+    }
+    assertThat(names).isGreaterThan(10);
+    assertThat(missing).as("dashboard series absent from /actuator/prometheus").isEmpty();
   }
 
   // --- helpers
