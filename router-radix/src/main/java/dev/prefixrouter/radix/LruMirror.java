@@ -37,6 +37,12 @@ final class LruMirror {
   /** Whether the backend has sent a KV event (its predictions then expire). */
   boolean eventsSeen;
 
+  /**
+   * Blocks on a slower tier than the GPU (stored minus removed, per the events' {@code medium}; at
+   * least 0), or -1 before the first such event. Guarded by the index lock.
+   */
+  long offloadedBlocks = -1;
+
   /** Stamp of the next victim while the mirror is full, else {@link #ROOM}; read without lock. */
   private volatile long lruStamp = ROOM;
 

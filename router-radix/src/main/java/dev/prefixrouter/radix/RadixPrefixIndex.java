@@ -83,9 +83,10 @@ import org.jspecify.annotations.Nullable;
  * or not in use ({@code unknownSlot}; match answers 0, writes do nothing), a store whose parent is
  * unknown ({@code kv.unknownParent}), removal of an unknown hash ({@code kv.unknownRemoval}), a
  * hash stored again ({@code kv.duplicate}: one more copy, needing one more removal), no token ids
- * ({@code kv.noTokens}), another block size ({@code kv.blockSizeMismatch}), a non-GPU medium
- * ({@code kv.otherMedium}). A {@code keyCount} outside its buffer is a programmer error and throws
- * {@link IllegalArgumentException}.
+ * ({@code kv.noTokens}), another block size ({@code kv.blockSizeMismatch}). A store or removal on a
+ * non-GPU medium ({@code kv.otherMedium}: CPU, disk) leaves the GPU tree alone and is counted in
+ * the backend's {@link IndexSignal#OFFLOADED_BLOCKS}. A {@code keyCount} outside its buffer is a
+ * programmer error and throws {@link IllegalArgumentException}.
  *
  * <h2>Concurrency</h2>
  *
@@ -468,8 +469,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
   /**
    * {@link IndexSignal#LRU_AGE_NANOS} from the slot's mirror ({@link LruMirror#lruAgeNanos}: one
    * volatile read, no lock); {@link IndexSignal#HELD_BLOCKS} and {@link
-   * IndexSignal#CONFIRMED_BLOCKS} take the write lock briefly; {@link IndexSignal#OFFLOADED_BLOCKS}
-   * is not tracked.
+   * IndexSignal#CONFIRMED_BLOCKS} take the write lock briefly; so does {@link
+   * IndexSignal#OFFLOADED_BLOCKS}: blocks stored minus removed on tiers other than the GPU, as the
+   * events' {@code medium} says (absent before the backend's first such event).
    */
   @Override
   public long signal(int slot, IndexSignal signal, long nowNanos) {
@@ -492,7 +494,11 @@ public final class RadixPrefixIndex implements PrefixIndex {
           yield m.confirmedBlocks();
         }
       }
-      case OFFLOADED_BLOCKS -> IndexSignal.ABSENT;
+      case OFFLOADED_BLOCKS -> {
+        synchronized (lock) {
+          yield m.offloadedBlocks < 0 ? IndexSignal.ABSENT : m.offloadedBlocks;
+        }
+      }
     };
   }
 
@@ -871,6 +877,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
           applyRemoved(m, t, r);
         } else if (event instanceof AllBlocksCleared) {
           clearMirror(m);
+          m.offloadedBlocks = Math.min(0, m.offloadedBlocks);
           t.clear();
           cleared.increment();
         }
@@ -883,9 +890,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   private void applyStored(
       LruMirror m, EventTranslator t, BlockStored s, BlockHasher hasher, long now) {
-    String medium = s.medium();
-    if (medium != null && !medium.equalsIgnoreCase("GPU")) {
-      otherMedium.increment();
+    if (offloaded(m, s.medium(), s.blockCount())) {
       return;
     }
     if (s.tokenCount() == 0) {
@@ -928,7 +933,25 @@ public final class RadixPrefixIndex implements PrefixIndex {
     stored.add(n);
   }
 
+  /**
+   * Counts a store ({@code blocks > 0}) or removal ({@code blocks < 0}) on a tier other than the
+   * GPU (a non-null medium other than {@code "GPU"}) in the backend's offloaded blocks, and says
+   * whether it was one: such events never touch the GPU tree (an offloaded copy's removal must not
+   * remove the GPU copy with the same hash).
+   */
+  private boolean offloaded(LruMirror m, @Nullable String medium, int blocks) {
+    if (medium == null || medium.equalsIgnoreCase("GPU")) {
+      return false;
+    }
+    otherMedium.increment();
+    m.offloadedBlocks = Math.max(0, Math.max(0, m.offloadedBlocks) + blocks);
+    return true;
+  }
+
   private void applyRemoved(LruMirror m, EventTranslator t, BlockRemoved r) {
+    if (offloaded(m, r.medium(), -r.blockCount())) {
+      return;
+    }
     for (int i = 0; i < r.blockCount(); i++) {
       int mapping = t.find(r.blockHash(i));
       if (mapping < 0) {

@@ -272,6 +272,25 @@ class RadixPrefixIndexTest {
   }
 
   @Test
+  void offloadedCopiesAreCountedAndTheirRemovalLeavesTheGpuCopy() {
+    RadixPrefixIndex index = index(100);
+    BlockStored gpu = new BlockStored(new long[] {10, 11}, null, new int[] {1, 2, 3, 4}, 2, "GPU");
+    index.apply(0, gpu, H, 1);
+    assertThat(index.signal(0, IndexSignal.OFFLOADED_BLOCKS, 2)).isEqualTo(IndexSignal.ABSENT);
+    index.apply(0, new BlockStored(new long[] {10, 11}, null, new int[0], 2, "CPU"), H, 2);
+    assertThat(index.signal(0, IndexSignal.OFFLOADED_BLOCKS, 3)).isEqualTo(2);
+    index.apply(0, new BlockRemoved(new long[] {10, 11}, "cpu"), H, 3);
+    assertThat(index.signal(0, IndexSignal.OFFLOADED_BLOCKS, 4)).isZero();
+    assertThat(match(index, keys(1, 2, 3, 4), 0)).as("the GPU copy stays").containsExactly(2);
+    index.apply(0, new BlockRemoved(new long[] {11}, null), H, 4); // no medium: the GPU's
+    assertThat(match(index, keys(1, 2, 3, 4), 0)).containsExactly(1);
+    index.apply(0, new BlockStored(new long[] {12}, null, new int[0], 2, "disk"), H, 5);
+    index.apply(0, AllBlocksCleared.INSTANCE, H, 6);
+    assertThat(index.signal(0, IndexSignal.OFFLOADED_BLOCKS, 7)).isZero();
+    assertThat(index.stats().counters()).containsEntry("kv.otherMedium", 3L);
+  }
+
+  @Test
   void outOfOrderRemovalBeforeStoreIsHarmless() {
     RadixPrefixIndex index = index(100);
     index.apply(0, BlockRemoved.of(10), H, 1);
