@@ -31,6 +31,10 @@ import org.jspecify.annotations.Nullable;
  * @param requestId optional id echoed in logs and listener events
  * @param cacheSalt optional vLLM {@code cache_salt}: requests with different salts never share
  *     cached prefixes, so the salt is folded into the block-key seed
+ * @param media content digests of the request's media (images, audio, video), e.g. the SHA-256 hex
+ *     digests router-vllm's reader renders into the prompt; a scorer may prefer backends that
+ *     processed the same media recently (their encoder cache). At most {@link #MAX_MEDIA}, each
+ *     1..{@link #MAX_MEDIA_DIGEST_LENGTH} characters; empty for none
  */
 public record RouteRequest(
     String tenant,
@@ -43,7 +47,14 @@ public record RouteRequest(
     Map<String, String> requiredLabels,
     @Nullable Duration ttftBudget,
     @Nullable String requestId,
-    @Nullable String cacheSalt) {
+    @Nullable String cacheSalt,
+    Set<String> media) {
+
+  /** Most media digests one request carries. */
+  public static final int MAX_MEDIA = 64;
+
+  /** Longest accepted media digest. */
+  public static final int MAX_MEDIA_DIGEST_LENGTH = 128;
 
   /** Largest accepted {@code maxOutputTokens}: 16 Mi tokens. */
   public static final int MAX_OUTPUT_TOKENS_LIMIT = 1 << 24;
@@ -75,6 +86,48 @@ public record RouteRequest(
     if (sessionId != null && sessionId.isEmpty()) {
       throw new IllegalArgumentException("sessionId must not be empty (use null for none)");
     }
+    media = media.isEmpty() ? Set.of() : Set.copyOf(media);
+    if (media.size() > MAX_MEDIA) {
+      throw new IllegalArgumentException(
+          "at most " + MAX_MEDIA + " media digests, got " + media.size());
+    }
+    for (String d : media) {
+      if (d.isEmpty() || d.length() > MAX_MEDIA_DIGEST_LENGTH) {
+        throw new IllegalArgumentException(
+            "a media digest must be 1.."
+                + MAX_MEDIA_DIGEST_LENGTH
+                + " characters, was "
+                + d.length());
+      }
+    }
+  }
+
+  /** A request as before media digests were carried (none). */
+  public RouteRequest(
+      String tenant,
+      String model,
+      Prompt prompt,
+      @Nullable String sessionId,
+      int maxOutputTokens,
+      boolean sheddable,
+      Set<String> requiredCapabilities,
+      Map<String, String> requiredLabels,
+      @Nullable Duration ttftBudget,
+      @Nullable String requestId,
+      @Nullable String cacheSalt) {
+    this(
+        tenant,
+        model,
+        prompt,
+        sessionId,
+        maxOutputTokens,
+        sheddable,
+        requiredCapabilities,
+        requiredLabels,
+        ttftBudget,
+        requestId,
+        cacheSalt,
+        Set.of());
   }
 
   public static Builder builder(String tenant, String model) {
@@ -97,6 +150,9 @@ public record RouteRequest(
     b.ttftBudget = ttftBudget;
     b.requestId = requestId;
     b.cacheSalt = cacheSalt;
+    if (!media.isEmpty()) {
+      b.media().addAll(media);
+    }
     return b;
   }
 
@@ -115,6 +171,7 @@ public record RouteRequest(
     private @Nullable Duration ttftBudget;
     private @Nullable String requestId;
     private @Nullable String cacheSalt;
+    private @Nullable Set<String> media;
 
     private Builder(String tenant, String model) {
       this.tenant = Objects.requireNonNull(tenant, "tenant");
@@ -126,6 +183,19 @@ public record RouteRequest(
         capabilities = new LinkedHashSet<>();
       }
       return capabilities;
+    }
+
+    private Set<String> media() {
+      if (media == null) {
+        media = new LinkedHashSet<>();
+      }
+      return media;
+    }
+
+    /** Adds the content digest of one media item (image, audio, video) the request carries. */
+    public Builder media(String digest) {
+      media().add(Objects.requireNonNull(digest, "digest"));
+      return this;
     }
 
     private Map<String, String> labels() {
@@ -195,7 +265,8 @@ public record RouteRequest(
           labels == null ? Map.of() : labels,
           ttftBudget,
           requestId,
-          cacheSalt);
+          cacheSalt,
+          media == null ? Set.of() : media);
     }
   }
 }

@@ -198,4 +198,22 @@ class ValueTypesTest {
     assertThat(new IndexStats(1, 2, 3, 4, Map.of("a", 2L), Map.of()).blocksPerBackend())
         .containsEntry("a", 2L);
   }
+
+  @Test
+  void mediaDigestsAreBoundedAndKeptByToBuilder() {
+    RouteRequest r = RouteRequest.builder("t", "m").media("d1").media("d2").media("d1").build();
+    assertThat(r.media()).containsExactlyInAnyOrder("d1", "d2");
+    assertThat(r.toBuilder().build()).isEqualTo(r);
+    assertThat(RouteRequest.builder("t", "m").build().media()).isEmpty();
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> RouteRequest.builder("t", "m").media("").build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("media digest must be 1..128");
+    RouteRequest.Builder many = RouteRequest.builder("t", "m");
+    for (int i = 0; i <= RouteRequest.MAX_MEDIA; i++) {
+      many.media("d" + i);
+    }
+    org.assertj.core.api.Assertions.assertThatThrownBy(many::build)
+        .hasMessageContaining("at most 64 media digests");
+  }
 }

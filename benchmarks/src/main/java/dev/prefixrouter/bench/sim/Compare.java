@@ -42,7 +42,8 @@ public final class Compare {
       usage: java -jar benchmarks/target/benchmarks.jar [compare] [options]
 
         --workload NAME       default | gateway | high-cache | low-cache | multi-turn | mooncake
-                              | tenants | faults | sweep | capacity | rag  (default: default)
+                              | tenants | faults | sweep | capacity | rag | media
+                                                                     (default: default)
         --trace PATH          replay a Mooncake-format JSONL trace (implies --workload mooncake)
         --backends N          simulated backends, 1..256             (default 8; gateway: 3)
         --capacity-blocks N   KV blocks per backend, 16..10000000    (default 29205)
@@ -54,6 +55,7 @@ public final class Compare {
         --kv-events           backends publish KV events to the router
         --kv-event-delay-ms X event delivery delay                   (default 50)
         --kv-event-drop X     share of event batches dropped, [0, 1] (default 0)
+        --encode-ms X         media: encode time of an uncached image, (0, 10000] (default 40)
         --slo-ttft-ms X       capacity: the TTFT objective, (0, 3600000] (default 100)
         --slo-percentile X    capacity: its percentile, [0.5, 0.9999]  (default 0.95)
         --replicas N          router replicas in front of the fleet, each arrival to a
@@ -91,6 +93,7 @@ public final class Compare {
     boolean help;
     double sloTtftMs = 100;
     double sloPercentile = 0.95;
+    double encodeMs = 40;
 
     /** The router replicas of every fleet run. */
     ReplicaSetup replicaSetup() {
@@ -138,7 +141,8 @@ public final class Compare {
                   "faults",
                   "sweep",
                   "capacity",
-                  "rag");
+                  "rag",
+                  "media");
           if (!known.contains(o.workload)) {
             throw new UsageException("unknown workload '" + o.workload + "'; known: " + known);
           }
@@ -160,6 +164,7 @@ public final class Compare {
             o.kvEventDelayMs = doubleIn(value(args, ++i, a), a, 0, 60_000);
         case "--kv-event-drop" -> o.kvEventDrop = doubleIn(value(args, ++i, a), a, 0, 1);
         case "--out" -> o.out = Path.of(value(args, ++i, a));
+        case "--encode-ms" -> o.encodeMs = doubleIn(value(args, ++i, a), a, 1e-3, 10_000);
         case "--slo-ttft-ms" -> o.sloTtftMs = doubleIn(value(args, ++i, a), a, 1e-3, 3_600_000);
         case "--slo-percentile" -> o.sloPercentile = doubleIn(value(args, ++i, a), a, 0.5, 0.9999);
         case "--policies" -> {
@@ -377,6 +382,9 @@ public final class Compare {
                 out,
                 err));
       }
+    }
+    if (o.workload.equals("media")) {
+      fleet.addAll(MediaCheck.run(o, config(o), out, err));
     }
     if (o.workload.equals("capacity")) {
       fleet.addAll(CapacityCheck.run(o, config(o), out, err));

@@ -17,9 +17,11 @@ import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.RoutingEngineBuilder;
 import dev.prefixrouter.api.Usage;
 import dev.prefixrouter.api.spi.BlockHasher;
+import dev.prefixrouter.api.spi.Scorer;
 import dev.prefixrouter.radix.BlockHashers;
 import dev.prefixrouter.radix.RadixPrefixIndex;
 import dev.prefixrouter.scoring.CircuitBreakers;
+import dev.prefixrouter.scoring.MediaAffinity;
 import dev.prefixrouter.scoring.Policies;
 import dev.prefixrouter.scoring.Quota;
 import dev.prefixrouter.scoring.TenantTokenBuckets;
@@ -150,7 +152,7 @@ final class FleetSimulator {
                       .maxBackends(Math.max(16, config.backends()))
                       .predictionTtl(Duration.ofSeconds(config.kvEvents() ? 5 : 0))
                       .build())
-              .scorer(Policies.byName(policy))
+              .scorer(scorer(policy))
               .health(
                   CircuitBreakers.builder().maxBackends(Math.max(16, config.backends())).build());
       if (objective != null) {
@@ -235,14 +237,16 @@ final class FleetSimulator {
       long[] t = tenants.computeIfAbsent(r.tenant(), k -> new long[2]);
       t[0]++;
       RoutingEngine engine = engines[engines.length == 1 ? 0 : replicaRnd.nextInt(engines.length)];
-      RouteDecision d =
-          engine.route(
-              RouteRequest.builder(r.tenant(), "m")
-                  .prompt(Prompt.ofTokens(r.tokens()))
-                  .maxOutputTokens(r.outputTokens())
-                  .session(r.session())
-                  .requestId(Integer.toString(r.id()))
-                  .build());
+      RouteRequest.Builder rb =
+          RouteRequest.builder(r.tenant(), "m")
+              .prompt(Prompt.ofTokens(r.tokens()))
+              .maxOutputTokens(r.outputTokens())
+              .session(r.session())
+              .requestId(Integer.toString(r.id()));
+      if (r.media() >= 0) {
+        rb.media("img-" + r.media());
+      }
+      RouteDecision d = engine.route(rb.build());
       if (d instanceof Rejected) {
         rejected++;
         return;
@@ -442,6 +446,35 @@ final class FleetSimulator {
 
   PolicyResult run(String policy) {
     return new Run(policy).run();
+  }
+
+  /**
+   * A policy by name; {@code NAME+media} wraps {@code NAME} in {@link MediaAffinity} with the
+   * profile's encode time (as a host would configure it from its model).
+   */
+  private Scorer scorer(String policy) {
+    if (policy.endsWith("+media")) {
+      Scorer base = Policies.byName(policy.substring(0, policy.length() - "+media".length()));
+      double encodeMs = config.profile().encodeMs() > 0 ? config.profile().encodeMs() : 30;
+      int items = Math.max(1, config.profile().encoderItems());
+      return MediaAffinity.wrap(base, encodeMs, items, Duration.ofMinutes(10));
+    }
+    return Policies.byName(policy);
+  }
+
+  /** One run and the fleet's encoder-cache hits and misses. */
+  record MediaRun(PolicyResult result, long encoderHits, long encoderMisses) {}
+
+  MediaRun runMedia(String policy) {
+    Run r = new Run(policy);
+    PolicyResult result = r.run();
+    long hits = 0;
+    long misses = 0;
+    for (SimBackend b : r.backends) {
+      hits += b.encoderHits;
+      misses += b.encoderMisses;
+    }
+    return new MediaRun(result, hits, misses);
   }
 
   /** One run of a policy with capacity planning on. */

@@ -45,6 +45,7 @@ final class SimBackend {
     long firstTokenAt;
     int attempt;
     int plannedChunk;
+    boolean encoded;
 
     Seq(SimRequest request, Object lease, long[] keys, long routedAt) {
       this.request = request;
@@ -139,6 +140,7 @@ final class SimBackend {
       }
       waiting.pollFirst();
       running.add(s);
+      encodeExtraMs += encode(s);
       int chunk = Math.min(budget, s.promptLength() - s.prefilled);
       s.plannedChunk = chunk;
       prefill += chunk;
@@ -149,7 +151,35 @@ final class SimBackend {
     }
     plannedDecodes = decodes;
     plannedPrefill = prefill;
-    return profile.stepNanos(prefill, decodes, slowdown);
+    long extra = (long) (encodeExtraMs * slowdown * 1e6);
+    encodeExtraMs = 0;
+    return profile.stepNanos(prefill, decodes, slowdown) + extra;
+  }
+
+  private double encodeExtraMs;
+  private final java.util.LinkedHashMap<Integer, Boolean> encoderCache =
+      new java.util.LinkedHashMap<>(16, 0.75f, true);
+  long encoderHits;
+  long encoderMisses;
+
+  /** The encode time of a newly admitted request's media item: 0 on an encoder-cache hit. */
+  private double encode(Seq s) {
+    int media = s.request.media();
+    if (media < 0 || s.encoded || profile.encoderItems() <= 0) {
+      return 0;
+    }
+    s.encoded = true;
+    if (encoderCache.get(media) != null) {
+      encoderHits++;
+      return 0;
+    }
+    encoderMisses++;
+    encoderCache.put(media, Boolean.TRUE);
+    if (encoderCache.size() > profile.encoderItems()) {
+      Integer eldest = encoderCache.keySet().iterator().next();
+      encoderCache.remove(eldest);
+    }
+    return profile.encodeMs();
   }
 
   private int plannedDecodes;

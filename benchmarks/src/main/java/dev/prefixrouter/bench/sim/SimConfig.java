@@ -73,6 +73,19 @@ record SimConfig(
         seed);
   }
 
+  SimConfig withProfile(BackendProfile p) {
+    return new SimConfig(
+        backends,
+        p,
+        scrapeIntervalNanos,
+        kvEvents,
+        kvEventDelayNanos,
+        kvEventDropRate,
+        faults,
+        quotaTokensPerMinute,
+        seed);
+  }
+
   SimConfig withQuota(long tokensPerMinute) {
     return new SimConfig(
         backends,

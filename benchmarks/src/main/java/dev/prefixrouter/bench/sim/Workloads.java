@@ -107,6 +107,36 @@ final class Workloads {
     return sharedPrefix(256, perGroup, 256, 2048, 16, 100 * rateScale, seed, new String[] {"t"});
   }
 
+  /**
+   * Multimodal: each request a unique 512-token context, one image's 576 placeholder tokens (the
+   * image drawn from a Zipf(1.0) set of 3,000) and a unique 128-token question, 64-token answers,
+   * Poisson at 60 requests/s × {@code rateScale}. The unique context in front of the image means no
+   * prefix is shared: only the backends' encoder caches can reuse work.
+   */
+  static List<SimRequest> media(double rateScale, long seed, int n) {
+    int images = 3_000;
+    double[] cdf = new double[images];
+    double sum = 0;
+    for (int r = 0; r < images; r++) {
+      sum += 1.0 / (r + 1);
+      cdf[r] = sum;
+    }
+    SplittableRandom rnd = new SplittableRandom(seed * 131 + 7);
+    long[] at = poisson(n, 60 * rateScale, seed + 1);
+    List<SimRequest> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      int pos = Arrays.binarySearch(cdf, rnd.nextDouble() * sum);
+      int image = pos >= 0 ? pos : Math.min(images - 1, -pos - 1);
+      int[] prompt =
+          concat(
+              segment(13_000_000L + i, 512),
+              segment(11_000_000L + image, 576),
+              segment(15_000_000L + i, 128));
+      out.add(new SimRequest(i, at[i], "t", null, prompt, 64, image));
+    }
+    return out;
+  }
+
   /** How a RAG request's retrieved chunks are ordered in its prompt. */
   enum ChunkOrdering {
     /** As retrieved: a per-request relevance order (a random permutation here). */
