@@ -1,76 +1,76 @@
 package dev.prefixrouter.scoring;
 
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
-import dev.prefixrouter.api.LoadReport;
+import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.RouteRequest;
 import dev.prefixrouter.api.spi.FirstTokenObservation;
 import dev.prefixrouter.api.spi.IndexSignal;
 import dev.prefixrouter.api.spi.Scorer;
 import dev.prefixrouter.api.spi.ScoringContext;
+import dev.prefixrouter.api.spi.SessionPins;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.OptionalLong;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.jspecify.annotations.Nullable;
 
 /**
  * The default scorer: the estimated time to first token of the request on each candidate, in
- * milliseconds, lower wins.
+ * milliseconds, lower wins — a sum of named {@link CostTerm}s per candidate, then a short declared
+ * list of {@link RankRule}s that may reorder the ranking, each giving its reason.
  *
  * <pre>
- * est(b)        = (queue(b) + prefill(b, P − C(b), C(b)) + kvPenalty(b) + congestion(b)) / weight(b)
- * prefill       = alpha + beta·u + gamma·u·(u + c)
- * queue(b)      = beta·pendingPrefill(b) + decode·running(b) + waitingMs·waiting(b)
- * congestion(b) = congestionWeight · (ownQueued(b) + waiting(b)) · beta·u
+ * cost(b) = kvPressure(b) + congestion(b) + queuePrefill(b) + cachePressure(b) + balance(b)
+ * queuePrefill(b) = (beta·pendingPrefill(b) + decode·running(b) + waitingMs·waiting(b)
+ *                   + alpha + beta·u + gamma·u·(u + c)) / weight(b)
+ * congestion(b)   = congestionWeight · (ownQueued(b) + waiting(b)) · beta·u / weight(b)
+ * rules: replica pacing (balance), tie band, prefix affinity, session affinity
  * </pre>
  *
- * {@code pendingPrefill} is the router's own exact count of uncached prompt tokens sent to b and
- * not yet past their first token. {@code running} is the larger of the router's own decoding leases
- * and the backend's reported running count; {@code waiting} is the reported waiting count minus the
- * router's own open leases not yet past their first token (already counted as pending prefill).
- * Reported values fade linearly to nothing as the report ages to {@link Builder#staleAfter}, so
- * stale reports give way to the router's own counts. A backend whose reported KV usage is above
- * {@link Builder#kvPenaltyThreshold} pays a penalty growing to {@link Builder#kvPenaltyMs} at 100 %
- * (preemption risk). The congestion term ({@link Builder#congestionWeight}) charges a cold prefill
- * for the requests that will queue behind it; it is what keeps hot prefixes on their holders in
- * overload.
+ * <table>
+ *   <caption>Terms and rules (names for {@link Builder#without})</caption>
+ *   <tr><th>name</th><th>what</th><th>tuning</th></tr>
+ *   <tr><td>{@code kv-pressure}</td><td>reported KV usage above a threshold: preemption risk</td>
+ *       <td>{@link Builder#kvPenalty}</td></tr>
+ *   <tr><td>{@code congestion}</td><td>the delay a cold prefill imposes on the requests queued
+ *       behind it</td><td>{@link Builder#congestionWeight}</td></tr>
+ *   <tr><td>{@code queue-prefill}</td><td>the queue ahead plus the request's own prefill</td>
+ *       <td>{@link Builder#coefficients}, {@link Builder#calibrate}</td></tr>
+ *   <tr><td>{@code cache-pressure}</td><td>the re-prefill an insert causes on a thrashing
+ *       cache</td><td>{@link Builder#cachePressure}</td></tr>
+ *   <tr><td>{@code balance}</td><td>(steering) share of recent decisions above fair</td>
+ *       <td>{@link Builder#balance}</td></tr>
+ *   <tr><td>{@code replica-pacing}</td><td>rule: at most one balance-made replica per backend per
+ *       interval</td><td>{@link Builder#balanceReplicaInterval}</td></tr>
+ *   <tr><td>{@code tie-band}</td><td>rule: near-equal costs go to fewer open leases, then
+ *       round-robin</td><td>{@link Builder#band}</td></tr>
+ *   <tr><td>{@code prefix-affinity}</td><td>rule: a briefly busy holder keeps its prefix</td>
+ *       <td>{@link Builder#prefixAffinity}</td></tr>
+ *   <tr><td>{@code session-affinity}</td><td>rule: a session stays on its backend unless that is
+ *       saturated or much slower</td><td>{@link Builder#affinityMargin}, {@link
+ *       Builder#sessions}, {@link Builder#sessionPins}</td></tr>
+ * </table>
  *
- * <p><b>Choice.</b> The lowest estimate wins; candidates within a band ({@code max(bandMs,
- * bandFraction × best)}) of it count as tied and go to the one with fewer open leases per unit of
- * weight, then round-robin. A hot prefix spills to a second backend exactly when the holder's queue
- * delay exceeds the prefill the cache saves it — there is no global in-flight cutoff, so affinity
- * is never thrown away for everyone at once — except that a holder only briefly busy (one prefill
- * in progress) keeps a request it would lose by a small margin ({@link Builder#prefixAffinity}): a
- * spill there buys milliseconds once and costs a permanent second holder.
- *
- * <p><b>Fleet balance.</b> A backend whose share of recent decisions exceeds its fair share (by
- * weight) by more than a tolerance pays a penalty per unit of excess share ({@link
- * Builder#balance}), so a prefix hot enough to overload its holder is replicated once and then
- * split between the replicas by the band. Replicas made for balance alone are paced per target
- * backend ({@link Builder#balanceReplicaInterval}).
- *
- * <p><b>Cache pressure.</b> A candidate whose cache turns over much faster than the slowest
- * candidate's (its LRU age, {@link IndexSignal#LRU_AGE_NANOS}, below a quarter of the largest by
- * default) pays for the re-prefill its insert will cause, up to the request's own uncached prefill
- * ({@link Builder#cachePressure}): cold prefixes go where the evicted blocks are stale.
+ * <p>Each term and rule documents its own behaviour ({@link Candidates} the load inputs). A hot
+ * prefix spills to a second backend exactly when the holder's queue delay exceeds the prefill the
+ * cache saves — there is no global in-flight cutoff, so affinity is never thrown away for everyone
+ * at once. Terms are summed in the declared order, built-in ones first, then {@link Builder#addTerm
+ * added} ones; rules run built-in first, then {@link Builder#addRule added} ones.
  *
  * <p><b>Calibration.</b> With {@link Builder#calibrate} on (default), each backend's coefficients
  * are fitted online from observed TTFTs (robust recursive least squares with forgetting, see
  * package docs); the fitted values show in {@code inspect()}.
  *
- * <p><b>Session affinity.</b> A request with a session id prefers the backend its session was last
- * routed to (pins in a Caffeine cache: {@link Builder#sessionTtl} after last use, at most {@link
- * Builder#maxSessions}). The pin yields — and moves — when that backend is not a candidate
- * (unhealthy, draining, removed), is saturated (reported KV usage ≥ {@link
- * Builder#saturationKvUsage}), or its estimate exceeds {@code best × affinityRatio +
- * affinityMarginMs}.
- *
- * <p>Thread-safe. Cost: O(candidates) per decision plus one cache lookup for session requests;
- * allocation: none of its own (per-thread share buffer, constant reasons).
+ * <p>Thread-safe. Cost: O(candidates × (terms + rules)) per decision plus one pin lookup for
+ * session requests; allocation: none of its own on the steady state (a per-thread {@link
+ * Candidates} with its buffers, constant reasons).
  */
 public final class EstimatedTtftScorer implements Scorer {
 
@@ -82,20 +82,16 @@ public final class EstimatedTtftScorer implements Scorer {
   private final double bandMs;
   private final double bandFraction;
   private final long staleAfterNanos;
-  private final double kvPenaltyThreshold;
-  private final double kvPenaltyMs;
   private final double saturationKvUsage;
-  private final double affinityRatio;
-  private final double affinityMarginMs;
-  private final double prefixAffinityRatio;
-  private final int prefixAffinityMaxWaiting;
-  private final double balanceTolerance;
-  private final double balanceMsPerRequest;
-  private final int replicaInterval;
-  private final double congestionWeight;
-  private final double cachePressure;
-  private final double turnoverRatio;
-  private final @Nullable Cache<String, Integer> sessions;
+  private final CostTerm[] terms;
+  private final RankRule[] rules;
+  // the terms and rules that override a hook, so that the hot path calls no empty defaults
+  private final CostTerm[] reasonTerms;
+  private final CostTerm[] routedTerms;
+  private final RankRule[] defaultReasonRules;
+  private final RankRule[] routedRules;
+  private final @Nullable SessionAffinityRule sessionRule;
+  private final ThreadLocal<Candidates> candidates;
 
   /**
    * Where the rotation of equal costs starts: one counter for all threads. (A counter per thread
@@ -104,7 +100,6 @@ public final class EstimatedTtftScorer implements Scorer {
    */
   private final AtomicInteger rotation = new AtomicInteger();
 
-  private final RouteShares shares;
   private final Object modelsLock = new Object();
   private volatile CostModel[] models = new CostModel[64];
 
@@ -117,28 +112,80 @@ public final class EstimatedTtftScorer implements Scorer {
     this.bandMs = b.bandMs;
     this.bandFraction = b.bandFraction;
     this.staleAfterNanos = b.staleAfter.toNanos();
-    this.kvPenaltyThreshold = b.kvPenaltyThreshold;
-    this.kvPenaltyMs = b.kvPenaltyMs;
     this.saturationKvUsage = b.saturationKvUsage;
-    this.affinityRatio = b.affinityRatio;
-    this.affinityMarginMs = b.affinityMarginMs;
-    this.prefixAffinityRatio = b.prefixAffinityRatio;
-    this.prefixAffinityMaxWaiting = b.prefixAffinityMaxWaiting;
-    this.balanceTolerance = b.balanceTolerance;
-    this.balanceMsPerRequest = b.balanceMsPerRequest;
-    this.replicaInterval = b.replicaInterval;
-    this.congestionWeight = b.congestionWeight;
-    this.cachePressure = b.cachePressure;
-    this.turnoverRatio = b.turnoverRatio;
-    this.shares = new RouteShares(b.balanceHalfLife);
-    this.sessions =
-        b.maxSessions == 0
-            ? null
-            : Caffeine.newBuilder()
-                .maximumSize(b.maxSessions)
-                .expireAfterAccess(b.sessionTtl)
-                .executor(Runnable::run) // maintenance on the routing threads, amortized
-                .build();
+    List<CostTerm> ts = new ArrayList<>();
+    List<RankRule> rs = new ArrayList<>();
+    // the order of the built-in terms is the order the sum was always taken in (ties and
+    // rounding stay as they were); steering terms last
+    if (b.kvPenaltyMs > 0) {
+      ts.add(new KvPressureTerm(b.kvPenaltyThreshold, b.kvPenaltyMs));
+    }
+    if (b.congestionWeight > 0) {
+      ts.add(new CongestionTerm(b.congestionWeight));
+    }
+    ts.add(new QueuePrefillTerm());
+    if (b.cachePressure > 0) {
+      ts.add(new CachePressureTerm(b.cachePressure, b.turnoverRatio));
+    }
+    BalanceTerm balance = null;
+    if (b.balanceMsPerRequest > 0 && !b.without.contains(BalanceTerm.NAME)) {
+      balance =
+          new BalanceTerm(
+              b.balanceTolerance, b.balanceMsPerRequest, b.balanceHalfLife, b.replicaInterval);
+      ts.add(balance);
+      RankRule pacing = balance.pacing();
+      if (pacing != null) {
+        rs.add(pacing);
+      }
+    }
+    rs.add(new TieBandRule());
+    if (b.prefixAffinityRatio > 0) {
+      rs.add(new PrefixAffinityRule(b.prefixAffinityRatio, b.prefixAffinityMaxWaiting, balance));
+    }
+    SessionPins pins =
+        b.pins != null
+            ? b.pins
+            : b.maxSessions == 0 ? null : InProcessSessionPins.create(b.sessionTtl, b.maxSessions);
+    SessionAffinityRule session =
+        pins == null ? null : new SessionAffinityRule(b.affinityRatio, b.affinityMarginMs, pins);
+    if (session != null) {
+      rs.add(session);
+    }
+    ts.removeIf(t -> b.without.contains(t.name()));
+    rs.removeIf(r -> b.without.contains(r.name()));
+    this.sessionRule = rs.contains(session) ? session : null;
+    ts.addAll(b.addedTerms);
+    rs.addAll(b.addedRules);
+    Set<String> names = new HashSet<>();
+    for (CostTerm t : ts) {
+      if (!names.add(t.name())) {
+        throw new IllegalArgumentException("two terms or rules are named '" + t.name() + "'");
+      }
+    }
+    for (RankRule r : rs) {
+      if (!names.add(r.name())) {
+        throw new IllegalArgumentException("two terms or rules are named '" + r.name() + "'");
+      }
+    }
+    this.terms = ts.toArray(new CostTerm[0]);
+    this.rules = rs.toArray(new RankRule[0]);
+    this.reasonTerms =
+        ts.stream()
+            .filter(t -> overrides(t, CostTerm.class, "reason", Candidates.class))
+            .toArray(CostTerm[]::new);
+    this.routedTerms =
+        ts.stream()
+            .filter(t -> overrides(t, CostTerm.class, "onRouted", ScoringContext.class, int.class))
+            .toArray(CostTerm[]::new);
+    this.defaultReasonRules =
+        rs.stream()
+            .filter(r -> overrides(r, RankRule.class, "defaultReason", Candidates.class))
+            .toArray(RankRule[]::new);
+    this.routedRules =
+        rs.stream()
+            .filter(r -> overrides(r, RankRule.class, "onRouted", ScoringContext.class, int.class))
+            .toArray(RankRule[]::new);
+    this.candidates = ThreadLocal.withInitial(() -> new Candidates(this, terms, rules));
   }
 
   public static EstimatedTtftScorer defaults() {
@@ -152,6 +199,24 @@ public final class EstimatedTtftScorer implements Scorer {
   @Override
   public String name() {
     return name;
+  }
+
+  /** Names of the terms, in the order they are summed. */
+  public List<String> termNames() {
+    List<String> out = new ArrayList<>(terms.length);
+    for (CostTerm t : terms) {
+      out.add(t.name());
+    }
+    return out;
+  }
+
+  /** Names of the rules, in the order they run. */
+  public List<String> ruleNames() {
+    List<String> out = new ArrayList<>(rules.length);
+    for (RankRule r : rules) {
+      out.add(r.name());
+    }
+    return out;
   }
 
   /**
@@ -191,53 +256,41 @@ public final class EstimatedTtftScorer implements Scorer {
     }
   }
 
-  /** The estimate for one candidate, in ms. */
+  /**
+   * The estimate for one candidate, in ms: the time terms ({@code kv-pressure}, {@code congestion},
+   * {@code queue-prefill}) without cache pressure and balance.
+   */
   double estimate(ScoringContext ctx, int i) {
-    TtftCoefficients k = coefficients(ctx.slot(i));
-    double cached = ctx.matchedTokens(i);
-    double uncached = Math.max(0, ctx.promptTokens() - cached);
-    double prefill = k.prefillMs(uncached, cached);
-    double running = ctx.runningDecodes(i);
-    double waiting = 0;
-    double penalty = 0;
-    LoadReport load = ctx.load(i);
-    if (load != null) {
-      double fade = fade(ctx.loadAgeNanos(i));
-      running = Math.max(running, fade * load.running());
-      // the engine's waiting count includes requests this router sent and already counts as
-      // pending prefill (open leases not past their first token): only the rest is extra queue
-      int ownQueued = Math.max(0, ctx.inFlight(i) - ctx.runningDecodes(i));
-      waiting = Math.max(0, fade * load.waiting() - ownQueued);
-      if (load.kvUsage() > kvPenaltyThreshold) {
-        penalty =
-            fade * kvPenaltyMs * (load.kvUsage() - kvPenaltyThreshold) / (1 - kvPenaltyThreshold);
+    Candidates c = candidates.get();
+    c.reset(ctx);
+    double e = 0;
+    double[] out = new double[ctx.size()];
+    for (CostTerm t : terms) {
+      if (t instanceof KvPressureTerm
+          || t instanceof CongestionTerm
+          || t instanceof QueuePrefillTerm) {
+        t.costs(c, out);
+        e += out[i];
       }
     }
-    double queue =
-        k.betaMsPerToken() * ctx.pendingPrefillTokens(i)
-            + k.decodeMsPerRunning() * running
-            + k.waitingMs() * waiting;
-    if (congestionWeight > 0) {
-      // the uncached prefill also delays every request that queues behind it; by Little's law
-      // about as many as are queued there now (own leases before their first token + the rest of
-      // the reported waiting): negligible when idle, dominant in overload, where it keeps hot
-      // prefixes on their holders instead of spilling them into extra cold prefills
-      double queued = Math.max(0, ctx.inFlight(i) - ctx.runningDecodes(i)) + waiting;
-      penalty += congestionWeight * queued * k.betaMsPerToken() * uncached;
-    }
-    return (queue + prefill + penalty) / ctx.backend(i).weight();
+    c.end();
+    return e;
   }
 
-  private double fade(long ageNanos) {
+  /** Weight of a load report of this age: 1 when fresh, linearly to 0 at {@code staleAfter}. */
+  double fade(long ageNanos) {
     if (ageNanos < 0 || ageNanos >= staleAfterNanos) {
       return 0;
     }
     return 1.0 - (double) ageNanos / staleAfterNanos;
   }
 
-  private boolean saturated(ScoringContext ctx, int i) {
-    LoadReport load = ctx.load(i);
-    return load != null && fade(ctx.loadAgeNanos(i)) > 0 && load.kvUsage() >= saturationKvUsage;
+  double saturationKvUsage() {
+    return saturationKvUsage;
+  }
+
+  double bandLimit(double cost) {
+    return cost + Math.max(bandMs, bandFraction * cost);
   }
 
   @Override
@@ -246,218 +299,47 @@ public final class EstimatedTtftScorer implements Scorer {
     if (n == 0) {
       return;
     }
-    double[] share = null; // null: balance off, or too little evidence yet
-    if (balanceMsPerRequest > 0) {
-      double[] buf = SHARES.get();
-      if (buf.length < n) {
-        buf = new double[Math.max(n, 2 * buf.length)];
-        SHARES.set(buf);
-      }
-      share = shares.relativeShares(ctx, buf) ? buf : null;
-    }
-    // moving a hot prefix fixes an overload, moving a cold one only costs a cold start: scale the
-    // penalty by how much of a backend's fair load this request's prefix group carries
-    double hot = share == null ? 0 : Math.min(1.0, shares.hotness(prefixGroup(ctx), n));
-    double[] pressure = cachePressure > 0 ? pressure(ctx) : null;
-    double best = Double.POSITIVE_INFINITY;
-    double bestPlain = Double.POSITIVE_INFINITY;
-    int plainWinner = 0;
-    double bestEstimate = Double.POSITIVE_INFINITY; // without the cache pressure
-    double plainWinnerEstimate = 0;
-    boolean penalized = false;
-    for (int i = 0; i < n; i++) {
-      double estimate = estimate(ctx, i);
-      bestEstimate = Math.min(bestEstimate, estimate);
-      double e = estimate + evictionMs(ctx, i, pressure);
-      if (e < bestPlain) {
-        bestPlain = e;
-        plainWinner = i;
-        plainWinnerEstimate = estimate;
-      }
-      if (share != null && share[i] > 1 + balanceTolerance) {
-        e += (share[i] - 1 - balanceTolerance) * balanceMsPerRequest * hot;
-        penalized = true;
-      }
-      ctx.setCost(i, e);
-      best = Math.min(best, e);
-    }
-    int rot = rotation.getAndIncrement();
-    ctx.sortByCost(rot);
-    if (penalized && replicaInterval > 0) {
-      // the penalty made a backend that does not even hold the prefix group win over the plain
-      // winner: a new replica, paid with a cold prefill and an eviction there. Each backend takes
-      // at most one per replicaInterval decisions, so the shares can show its effect before the
-      // next one (without this, an underloaded backend is flooded with replicas at once and
-      // evicts its own groups).
-      int w = ctx.order()[0];
-      if (ctx.matchedBlocks(w) < ctx.matchedBlocks(plainWinner)
-          && ctx.matchedBlocks(w) < Math.min(ctx.keyCount(), PREFIX_GROUP_BLOCKS)) {
-        if (!shares.tryReplica(ctx.slot(w), replicaInterval)) {
-          best = Double.POSITIVE_INFINITY;
-          for (int i = 0; i < n; i++) {
-            double e = estimate(ctx, i) + evictionMs(ctx, i, pressure);
-            ctx.setCost(i, e);
-            best = Math.min(best, e);
-          }
-          ctx.sortByCost(rot);
+    Candidates c = candidates.get();
+    c.reset(ctx);
+    try {
+      c.sum(rotation.getAndIncrement());
+      String reason = null;
+      for (RankRule r : rules) {
+        String why = r.apply(c);
+        if (why != null) {
+          reason = why;
         }
       }
-    }
-    int[] order = ctx.order();
-    double limit = best + Math.max(bandMs, bandFraction * best);
-    int tied = 0;
-    while (tied < n && ctx.cost(order[tied]) <= limit) {
-      tied++;
-    }
-    if (tied > 1) {
-      // stable insertion sort of the band by open leases per weight (rotation order kept on ties)
-      for (int a = 1; a < tied; a++) {
-        int c = order[a];
-        double lc = ctx.inFlight(c) / ctx.backend(c).weight();
-        int j = a - 1;
-        while (j >= 0 && ctx.inFlight(order[j]) / ctx.backend(order[j]).weight() > lc) {
-          order[j + 1] = order[j];
-          j--;
-        }
-        order[j + 1] = c;
-      }
-    }
-    String reason = null;
-    if (prefixAffinityRatio > 0) {
-      int w = order[0];
-      int keys = ctx.keyCount();
-      if (keys > 0 && 2 * ctx.matchedBlocks(w) < keys) {
-        for (int r = 1; r < n; r++) {
-          int c = order[r];
-          if (2 * ctx.matchedBlocks(c) >= keys) {
-            boolean fair = share == null || share[c] <= 1 + balanceTolerance;
-            boolean briefly = ctx.inFlight(c) - ctx.runningDecodes(c) <= prefixAffinityMaxWaiting;
-            if (fair
-                && briefly
-                && !saturated(ctx, c)
-                && ctx.cost(c) <= best * prefixAffinityRatio) {
-              promote(order, r);
-              reason = "prefix affinity";
-            }
-            break; // the cheapest holder decides
-          }
-        }
-      }
-    }
-    String session = sessionKey(ctx.request());
-    if (session != null && sessions != null) {
-      Integer pinned = sessions.getIfPresent(session);
-      if (pinned != null) {
-        int pos = -1;
-        for (int r = 0; r < n; r++) {
-          if (ctx.slot(order[r]) == pinned) {
-            pos = r;
+      if (reason == null) {
+        for (CostTerm t : reasonTerms) {
+          reason = t.reason(c);
+          if (reason != null) {
             break;
           }
         }
-        if (pos > 0) {
-          int c = order[pos];
-          if (!saturated(ctx, c) && ctx.cost(c) <= best * affinityRatio + affinityMarginMs) {
-            promote(order, pos);
-            reason = "session affinity";
+      }
+      if (reason == null) {
+        for (RankRule r : defaultReasonRules) {
+          String why = r.defaultReason(c);
+          if (why != null) {
+            reason = why;
           }
-        } else if (pos == 0) {
-          reason = "session affinity";
         }
       }
-    }
-    if (reason == null
-        && pressure != null
-        && order[0] == plainWinner
-        && plainWinnerEstimate > bestEstimate + Math.max(bandMs, bandFraction * bestEstimate)) {
-      // without the pressure the winner would not even have tied: a cheaper estimate lost for
-      // what its insert would evict
-      reason = "est-ttft, cache pressure";
-    }
-    if (reason == null) {
-      reason =
-          tied <= 1 ? "est-ttft" : tied < BAND_REASONS.length ? BAND_REASONS[tied] : band(tied);
-    }
-    // a constant: the decision's cost and cached tokens are fields of Routed already
-    ctx.setReason(reason);
-  }
-
-  /**
-   * Per candidate, the share of its uncached prefill it pays for what its insert evicts: {@code 1 −
-   * turnoverRatio × lruAge / largest lruAge}, at least 0, over the candidates (0 for one with room,
-   * 1 for a full one when another has room), in a per-thread buffer; null when no candidate's cache
-   * is known to be full or no clock moves.
-   */
-  private double @Nullable [] pressure(ScoringContext ctx) {
-    int n = ctx.size();
-    double[] buf = PRESSURE.get();
-    if (buf.length < n) {
-      buf = new double[Math.max(n, 2 * buf.length)];
-      PRESSURE.set(buf);
-    }
-    long largest = 0;
-    boolean full = false;
-    for (int i = 0; i < n; i++) {
-      long signal = ctx.signal(i, IndexSignal.LRU_AGE_NANOS);
-      long age = IndexSignal.isPresent(signal) ? Math.max(0, signal) : Long.MAX_VALUE;
-      buf[i] = age;
-      largest = Math.max(largest, age);
-      full |= age != Long.MAX_VALUE;
-    }
-    if (!full || largest == 0) {
-      return null;
-    }
-    for (int i = 0; i < n; i++) {
-      if (buf[i] == Long.MAX_VALUE) {
-        buf[i] = 0; // room: the insert evicts nothing
-      } else if (largest == Long.MAX_VALUE) {
-        buf[i] = 1; // another candidate has room
-      } else {
-        buf[i] = Math.max(0, 1 - turnoverRatio * buf[i] / largest);
-      }
-    }
-    return buf;
-  }
-
-  /** The re-prefill this request's insert is expected to cause on candidate {@code i}, in ms. */
-  private double evictionMs(ScoringContext ctx, int i, double @Nullable [] pressure) {
-    if (pressure == null || pressure[i] <= 0) {
-      return 0;
-    }
-    double cached = ctx.matchedTokens(i);
-    double uncached = ctx.promptTokens() - cached;
-    if (uncached <= 0) {
-      return 0;
-    }
-    TtftCoefficients k = coefficients(ctx.slot(i));
-    double ms = k.prefillMs(uncached, cached) - k.prefillMs(0, cached);
-    return cachePressure * pressure[i] * ms / ctx.backend(i).weight();
-  }
-
-  /** Per-thread buffer of the candidates' cache pressure. */
-  private static final ThreadLocal<double[]> PRESSURE =
-      ThreadLocal.withInitial(() -> new double[16]);
-
-  /** Moves the candidate ranked {@code pos} to the front, keeping the others' order. */
-  private static void promote(int[] order, int pos) {
-    int c = order[pos];
-    System.arraycopy(order, 0, order, 1, pos);
-    order[0] = c;
-  }
-
-  /** Per-thread buffer of the candidates' relative shares. */
-  private static final ThreadLocal<double[]> SHARES = ThreadLocal.withInitial(() -> new double[16]);
-
-  private static final String[] BAND_REASONS = new String[65];
-
-  static {
-    for (int i = 2; i < BAND_REASONS.length; i++) {
-      BAND_REASONS[i] = band(i);
+      // a constant: the decision's cost and cached tokens are fields of Routed already
+      ctx.setReason(reason == null ? "est-ttft" : reason);
+    } finally {
+      c.end();
     }
   }
 
-  private static String band(int tied) {
-    return "est-ttft, fewest open leases in a band of " + tied;
+  /** Whether {@code o}'s class overrides the interface's default method (or cannot tell). */
+  private static boolean overrides(Object o, Class<?> iface, String method, Class<?>... params) {
+    try {
+      return o.getClass().getMethod(method, params).getDeclaringClass() != iface;
+    } catch (NoSuchMethodException e) {
+      return true;
+    }
   }
 
   /**
@@ -469,23 +351,13 @@ public final class EstimatedTtftScorer implements Scorer {
     return s == null ? null : r.tenant().length() + ":" + r.tenant() + s;
   }
 
-  /** The prefix group of a request: its block key at depth 8 (or its last one), 0 if none. */
-  private static long prefixGroup(ScoringContext ctx) {
-    int k = ctx.keyCount();
-    return k == 0 ? 0 : ctx.key(Math.min(k, PREFIX_GROUP_BLOCKS) - 1);
-  }
-
-  /** Blocks that identify a prefix group for balancing (128 tokens with 16-token blocks). */
-  static final int PREFIX_GROUP_BLOCKS = 8;
-
   @Override
   public void onRouted(ScoringContext ctx, int candidate) {
-    if (balanceMsPerRequest > 0) {
-      shares.record(ctx.slot(candidate), prefixGroup(ctx));
+    for (CostTerm t : routedTerms) {
+      t.onRouted(ctx, candidate);
     }
-    String session = sessionKey(ctx.request());
-    if (session != null && sessions != null) {
-      sessions.put(session, ctx.slot(candidate));
+    for (RankRule r : routedRules) {
+      r.onRouted(ctx, candidate);
     }
   }
 
@@ -501,6 +373,13 @@ public final class EstimatedTtftScorer implements Scorer {
   }
 
   @Override
+  public void addBackend(int slot, Backend backend) {
+    for (RankRule r : rules) {
+      r.addBackend(slot, backend);
+    }
+  }
+
+  @Override
   public void removeBackend(int slot) {
     synchronized (modelsLock) {
       CostModel[] ms = models;
@@ -510,9 +389,11 @@ public final class EstimatedTtftScorer implements Scorer {
         models = copy;
       }
     }
-    shares.forget(slot);
-    if (sessions != null) {
-      sessions.asMap().values().removeIf(s -> s == slot);
+    for (CostTerm t : terms) {
+      t.removeBackend(slot);
+    }
+    for (RankRule r : rules) {
+      r.removeBackend(slot);
     }
   }
 
@@ -533,12 +414,20 @@ public final class EstimatedTtftScorer implements Scorer {
 
   /** Sessions currently pinned (approximate). */
   public long pinnedSessions() {
-    return sessions == null ? 0 : sessions.estimatedSize();
+    return sessionRule == null ? 0 : sessionRule.pins().size();
   }
 
   @Override
   public String toString() {
-    return "EstimatedTtftScorer[" + defaults + ", calibrate=" + calibrate + "]";
+    return "EstimatedTtftScorer["
+        + defaults
+        + ", calibrate="
+        + calibrate
+        + ", terms="
+        + termNames()
+        + ", rules="
+        + ruleNames()
+        + "]";
   }
 
   /** Builder; setters validate at once. */
@@ -567,8 +456,65 @@ public final class EstimatedTtftScorer implements Scorer {
     private double turnoverRatio = 4.0;
     private Duration sessionTtl = Duration.ofMinutes(30);
     private long maxSessions = 100_000;
+    private @Nullable SessionPins pins;
+    private final Set<String> without = new LinkedHashSet<>();
+    private final List<CostTerm> addedTerms = new ArrayList<>();
+    private final List<RankRule> addedRules = new ArrayList<>();
 
     private Builder() {}
+
+    /** Names of the built-in terms and rules, for {@link #without}. */
+    public static final List<String> BUILT_IN =
+        List.of(
+            KvPressureTerm.NAME,
+            CongestionTerm.NAME,
+            QueuePrefillTerm.NAME,
+            CachePressureTerm.NAME,
+            BalanceTerm.NAME,
+            "replica-pacing",
+            TieBandRule.NAME,
+            PrefixAffinityRule.NAME,
+            SessionAffinityRule.NAME);
+
+    /**
+     * Leaves out a built-in term or rule by name (see the class table), e.g. to compare variants.
+     * Leaving out {@code balance} also leaves out its {@code replica-pacing}.
+     *
+     * @throws IllegalArgumentException for a name that is not built in, listing those that are
+     */
+    public Builder without(String termOrRule) {
+      Objects.requireNonNull(termOrRule, "termOrRule");
+      if (!BUILT_IN.contains(termOrRule)) {
+        throw new IllegalArgumentException(
+            "no built-in term or rule '" + termOrRule + "'; known: " + String.join(", ", BUILT_IN));
+      }
+      without.add(termOrRule);
+      return this;
+    }
+
+    /**
+     * Adds a cost term, summed after the built-in ones (and after earlier added ones). Its name
+     * must differ from every other term's and rule's ({@link #build} checks).
+     */
+    public Builder addTerm(CostTerm term) {
+      addedTerms.add(Objects.requireNonNull(term, "term"));
+      return this;
+    }
+
+    /** Adds a rank rule, run after the built-in ones (and after earlier added ones). */
+    public Builder addRule(RankRule rule) {
+      addedRules.add(Objects.requireNonNull(rule, "rule"));
+      return this;
+    }
+
+    /**
+     * The store of session pins (default: {@link InProcessSessionPins} sized by {@link #sessions});
+     * a shared store lets several router replicas keep a session on one backend.
+     */
+    public Builder sessionPins(SessionPins pins) {
+      this.pins = Objects.requireNonNull(pins, "pins");
+      return this;
+    }
 
     /** The name reported by {@link #name()} (for side-by-side variants). */
     public Builder name(String name) {

@@ -34,6 +34,11 @@ import java.util.function.Supplier;
  *   <tr><td>{@code gateway-shipped}</td><td>{@link GatewayEstTtft#shipped()}</td></tr>
  *   <tr><td>{@code gateway-calibrated}</td><td>{@link GatewayEstTtft#calibrated()}</td></tr>
  * </table>
+ *
+ * <p>A variant of est-ttft built from fewer terms and rules is named {@code
+ * est-ttft/-<name>[/-<name>...]}, each {@code <name>} a built-in term or rule to leave out ({@link
+ * EstimatedTtftScorer.Builder#without}): e.g. {@code est-ttft/-balance/-cache-pressure}. The
+ * simulator and {@code ScoringBenchmark} accept such names.
  */
 public final class Policies {
   private Policies() {}
@@ -59,6 +64,9 @@ public final class Policies {
    * @throws IllegalArgumentException for an unknown name, listing the known ones
    */
   public static Scorer byName(String name) {
+    if (name.toLowerCase(Locale.ROOT).startsWith(VARIANT)) {
+      return variant(name);
+    }
     Supplier<Scorer> s =
         switch (name.toLowerCase(Locale.ROOT)) {
           case "est-ttft" -> EstimatedTtftScorer::defaults;
@@ -78,5 +86,36 @@ public final class Policies {
                   "unknown policy '" + name + "'; known: " + String.join(", ", NAMES));
         };
     return s.get();
+  }
+
+  private static final String VARIANT = "est-ttft/";
+
+  /** Whether {@link #byName} accepts {@code name} (a listed name or a valid est-ttft variant). */
+  public static boolean isKnown(String name) {
+    if (NAMES.contains(name.toLowerCase(Locale.ROOT))) {
+      return true;
+    }
+    try {
+      return name.toLowerCase(Locale.ROOT).startsWith(VARIANT) && variant(name) != null;
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
+  }
+
+  /** {@code est-ttft/-a/-b}: the default est-ttft without the named terms or rules. */
+  private static Scorer variant(String spec) {
+    String lower = spec.toLowerCase(Locale.ROOT);
+    EstimatedTtftScorer.Builder b = EstimatedTtftScorer.builder().name(lower);
+    for (String part : lower.substring(VARIANT.length()).split("/", -1)) {
+      if (!part.startsWith("-") || part.length() < 2) {
+        throw new IllegalArgumentException(
+            "est-ttft variant '"
+                + spec
+                + "': each part after 'est-ttft/' must be -<term or rule>, one of "
+                + String.join(", ", EstimatedTtftScorer.Builder.BUILT_IN));
+      }
+      b.without(part.substring(1));
+    }
+    return b.build();
   }
 }

@@ -28,6 +28,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * circuit breakers (the difference is the breaker overhead).
  *
  * <pre>java -jar benchmarks/target/benchmarks.jar jmh ScoringBenchmark -prof gc</pre>
+ *
+ * <p>{@code -p scorer=est-ttft/-balance} (any {@link Policies#byName} name) compares a variant
+ * built from fewer terms.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)

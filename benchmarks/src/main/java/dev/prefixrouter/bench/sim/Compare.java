@@ -48,7 +48,8 @@ public final class Compare {
         --backends N          simulated backends, 1..256             (default 8; gateway: 3)
         --capacity-blocks N   KV blocks per backend, 16..10000000    (default 29205)
         --rate-scale X        arrival-rate multiplier, (0, 1000]     (default 1)
-        --policies a,b,c      policies to compare                    (default: all)
+        --policies a,b,c      policies to compare                    (default: all); also
+                              est-ttft/-<term>[/-<rule>...]: est-ttft without those
         --requests N          cap on requests taken from a trace, or the size of the
                               shared-prefix workloads (256 groups × N/256)   (default: 4096)
         --seed N              workload seed                          (default 1)
@@ -171,7 +172,7 @@ public final class Compare {
           List<String> ps = new ArrayList<>();
           for (String p : value(args, ++i, a).split(",")) {
             String name = p.trim().toLowerCase(Locale.ROOT);
-            if (!Policies.NAMES.contains(name)) {
+            if (!Policies.isKnown(name)) {
               throw new UsageException(
                   "unknown policy '" + p.trim() + "'; known: " + String.join(",", Policies.NAMES));
             }

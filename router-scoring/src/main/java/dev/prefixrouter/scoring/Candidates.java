@@ -1,0 +1,301 @@
+package dev.prefixrouter.scoring;
+
+import dev.prefixrouter.api.LoadReport;
+import dev.prefixrouter.api.spi.ScoringContext;
+import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * One decision of {@link EstimatedTtftScorer} as its {@link CostTerm}s and {@link RankRule}s see
+ * it: the {@link ScoringContext}, the values every term needs per candidate (computed once:
+ * coefficients, cached and uncached prompt tokens, load reports faded by age), each term's cost per
+ * candidate, the best cost and the ranking.
+ *
+ * <p>Load inputs: {@link #running} is the larger of the router's own decoding leases and the
+ * backend's reported running count; {@link #waiting} is the reported waiting count minus the
+ * router's own open leases not yet past their first token (those are pending prefill already).
+ * Reported values fade linearly to nothing as the report ages to the scorer's {@code staleAfter}.
+ *
+ * <p>Not thread-safe: each routing thread has its own instance per scorer, reused from decision to
+ * decision (no allocation on the steady state); valid only during {@link
+ * EstimatedTtftScorer#score}.
+ */
+public final class Candidates {
+  private final EstimatedTtftScorer scorer;
+  private final CostTerm[] terms;
+  private final Object[] owners; // terms, then rules: the keys of state()
+  private final @Nullable Object[] states;
+  private @Nullable ScoringContext ctx;
+  private int n;
+  private TtftCoefficients[] k = new TtftCoefficients[16];
+  private double[] cached = new double[16];
+  private double[] uncached = new double[16];
+  private double[] running = new double[16];
+  private double[] waiting = new double[16];
+  private double[] fade = new double[16];
+  private int[] ownQueued = new int[16];
+  private double[] weight = new double[16];
+  private double[][] termCosts;
+  private double best;
+  private int rotation;
+
+  Candidates(EstimatedTtftScorer scorer, CostTerm[] terms, RankRule[] rules) {
+    this.scorer = scorer;
+    this.terms = terms;
+    this.owners = new Object[terms.length + rules.length];
+    System.arraycopy(terms, 0, owners, 0, terms.length);
+    System.arraycopy(rules, 0, owners, terms.length, rules.length);
+    this.states = new Object[owners.length];
+    this.termCosts = new double[terms.length][16];
+  }
+
+  /** Starts a decision: derives the per-candidate inputs of {@code c}. */
+  void reset(ScoringContext c) {
+    this.ctx = c;
+    this.n = c.size();
+    if (k.length < n) {
+      int cap = Math.max(n, 2 * k.length);
+      k = new TtftCoefficients[cap];
+      cached = new double[cap];
+      uncached = new double[cap];
+      running = new double[cap];
+      waiting = new double[cap];
+      fade = new double[cap];
+      ownQueued = new int[cap];
+      weight = new double[cap];
+      termCosts = new double[terms.length][cap];
+    }
+    int prompt = c.promptTokens();
+    for (int i = 0; i < n; i++) {
+      k[i] = scorer.coefficients(c.slot(i));
+      double matched = c.matchedTokens(i);
+      cached[i] = matched;
+      uncached[i] = Math.max(0, prompt - matched);
+      int decodes = c.runningDecodes(i);
+      double r = decodes;
+      double w = 0;
+      double f = 0;
+      int own = Math.max(0, c.inFlight(i) - decodes);
+      LoadReport load = c.load(i);
+      if (load != null) {
+        f = scorer.fade(c.loadAgeNanos(i));
+        r = Math.max(r, f * load.running());
+        // the engine's waiting count includes requests this router sent and already counts as
+        // pending prefill (open leases not past their first token): only the rest is extra queue
+        w = Math.max(0, f * load.waiting() - own);
+      }
+      running[i] = r;
+      waiting[i] = w;
+      fade[i] = f;
+      ownQueued[i] = own;
+      weight[i] = c.backend(i).weight();
+    }
+  }
+
+  /** Ends the decision: the context is not retained. */
+  void end() {
+    ctx = null;
+  }
+
+  /** Sums the terms into each candidate's cost and ranks by it. */
+  void sum(int rot) {
+    ScoringContext c = ctx();
+    for (int t = 0; t < terms.length; t++) {
+      terms[t].costs(this, termCosts[t]);
+    }
+    for (int i = 0; i < n; i++) {
+      double e = 0;
+      for (int t = 0; t < terms.length; t++) {
+        e += termCosts[t][i];
+      }
+      c.setCost(i, e);
+    }
+    this.rotation = rot;
+    c.sortByCost(rot);
+    updateBest();
+  }
+
+  /** The context of the decision. */
+  public ScoringContext ctx() {
+    ScoringContext c = ctx;
+    if (c == null) {
+      throw new IllegalStateException("no decision in progress");
+    }
+    return c;
+  }
+
+  /** Number of candidates. */
+  public int size() {
+    return n;
+  }
+
+  /** The coefficients in use for the candidate's backend (fitted, or the scorer's defaults). */
+  public TtftCoefficients coefficients(int i) {
+    return k[i];
+  }
+
+  /** Prompt tokens believed cached on the candidate. */
+  public double cachedTokens(int i) {
+    return cached[i];
+  }
+
+  /** Prompt tokens the candidate would have to prefill ({@code >= 0}). */
+  public double uncachedTokens(int i) {
+    return uncached[i];
+  }
+
+  /** Running requests: the router's decoding leases or the faded reported count, the larger. */
+  public double running(int i) {
+    return running[i];
+  }
+
+  /** Requests the backend reports waiting beyond the router's own queued leases, faded. */
+  public double waiting(int i) {
+    return waiting[i];
+  }
+
+  /** The router's own open leases on the candidate not yet past their first token. */
+  public int ownQueued(int i) {
+    return ownQueued[i];
+  }
+
+  /** Weight of the candidate's load report now: 1 when fresh, falling to 0 at staleness. */
+  public double fade(int i) {
+    return fade[i];
+  }
+
+  /**
+   * Whether the candidate is saturated: a live load report with KV usage at or above the scorer's
+   * {@code saturationKvUsage}.
+   */
+  public boolean saturated(int i) {
+    LoadReport load = ctx().load(i);
+    return load != null && fade[i] > 0 && load.kvUsage() >= scorer.saturationKvUsage();
+  }
+
+  /** The candidate's backend weight (relative speed). */
+  public double weight(int i) {
+    return weight[i];
+  }
+
+  /** The cost term {@code term} gave candidate {@code i} in this decision. */
+  public double termCost(CostTerm term, int i) {
+    return termCosts[indexOf(term)][i];
+  }
+
+  /** The candidate's total cost (all terms, or as a rule last set it). */
+  public double cost(int i) {
+    return ctx().cost(i);
+  }
+
+  /** The candidate's cost without the {@link CostTerm#steering steering} terms. */
+  public double plainCost(int i) {
+    return costWithout(i, null);
+  }
+
+  /**
+   * The candidate's cost without the steering terms and without {@code skip} (if not null), summed
+   * in the declared order.
+   */
+  public double costWithout(int i, @Nullable CostTerm skip) {
+    double e = 0;
+    for (int t = 0; t < terms.length; t++) {
+      if (terms[t] != skip && !terms[t].steering()) {
+        e += termCosts[t][i];
+      }
+    }
+    return e;
+  }
+
+  /** The lowest cost among the candidates. */
+  public double best() {
+    return best;
+  }
+
+  /** The ranking, best first (the context's order array: rules rearrange it in place). */
+  public int[] order() {
+    return ctx().order();
+  }
+
+  /** Moves the candidate ranked {@code pos} to the front, keeping the others' order. */
+  public void promote(int pos) {
+    int[] order = order();
+    int c = order[pos];
+    System.arraycopy(order, 0, order, 1, pos);
+    order[0] = c;
+  }
+
+  /** Ranks by {@link #plainCost} instead: sets those costs, re-sorts with the same rotation. */
+  public void rankByPlainCost() {
+    ScoringContext c = ctx();
+    for (int i = 0; i < n; i++) {
+      c.setCost(i, plainCost(i));
+    }
+    c.sortByCost(rotation);
+    updateBest();
+  }
+
+  /**
+   * Upper edge of the near-tie band above {@code cost}: {@code cost + max(ms, fraction × cost)}.
+   */
+  public double bandLimit(double cost) {
+    return scorer.bandLimit(cost);
+  }
+
+  /** This thread's per-decision state of a term or rule of the scorer, or {@code null}. */
+  public @Nullable Object state(Object termOrRule) {
+    return states[ownerIndex(termOrRule)];
+  }
+
+  /**
+   * This thread's state of a term or rule, made by {@code initial} on first use (a non-capturing
+   * constructor reference allocates nothing afterwards).
+   */
+  public <T> T state(Object termOrRule, Supplier<T> initial) {
+    int at = ownerIndex(termOrRule);
+    @SuppressWarnings("unchecked")
+    T s = (T) states[at];
+    if (s == null) {
+      s = initial.get();
+      states[at] = s;
+    }
+    return s;
+  }
+
+  /** {@code buf} if it holds {@link #size()} values, else a larger array to replace it. */
+  public double[] fit(double[] buf) {
+    return buf.length >= n ? buf : new double[Math.max(n, 2 * buf.length)];
+  }
+
+  /** Sets this thread's state of a term or rule (kept across decisions: reuse buffers). */
+  public void setState(Object termOrRule, @Nullable Object state) {
+    states[ownerIndex(termOrRule)] = state;
+  }
+
+  private void updateBest() {
+    ScoringContext c = ctx();
+    double b = Double.POSITIVE_INFINITY;
+    for (int i = 0; i < n; i++) {
+      b = Math.min(b, c.cost(i));
+    }
+    best = b;
+  }
+
+  private int indexOf(CostTerm term) {
+    for (int t = 0; t < terms.length; t++) {
+      if (terms[t] == term) {
+        return t;
+      }
+    }
+    throw new IllegalArgumentException("not a term of this scorer: " + term.name());
+  }
+
+  private int ownerIndex(Object o) {
+    for (int i = 0; i < owners.length; i++) {
+      if (owners[i] == o) {
+        return i;
+      }
+    }
+    throw new IllegalArgumentException("not a term or rule of this scorer: " + o);
+  }
+}

@@ -1,0 +1,61 @@
+package dev.prefixrouter.scoring;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import dev.prefixrouter.api.spi.SessionPins;
+import java.time.Duration;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The default {@link SessionPins}: a Caffeine cache in this process, each pin expiring {@code ttl}
+ * after its last use, at most {@code maxSessions} pins (least recently used evicted first).
+ * Maintenance runs on the calling (routing) threads, amortized. Thread-safe; {@link #backendOf} and
+ * {@link #pin} are one cache read or write; {@link #forgetBackend} walks the pins.
+ */
+public final class InProcessSessionPins implements SessionPins {
+  private final Cache<String, String> pins;
+
+  private InProcessSessionPins(Duration ttl, long maxSessions) {
+    this.pins =
+        Caffeine.newBuilder()
+            .maximumSize(maxSessions)
+            .expireAfterAccess(ttl)
+            .executor(Runnable::run) // maintenance on the routing threads, amortized
+            .build();
+  }
+
+  /**
+   * Pins idle for {@code ttl} (in (0, 365 days]) expire; at most {@code maxSessions} (in [1, 1e8])
+   * are held.
+   */
+  public static InProcessSessionPins create(Duration ttl, long maxSessions) {
+    Durations.positiveAtMost("sessionTtl", ttl, Duration.ofDays(365));
+    if (maxSessions < 1 || maxSessions > 100_000_000) {
+      throw new IllegalArgumentException("maxSessions must be in [1, 1e8], was " + maxSessions);
+    }
+    return new InProcessSessionPins(ttl, maxSessions);
+  }
+
+  @Override
+  public @Nullable String backendOf(String sessionKey) {
+    return pins.getIfPresent(sessionKey);
+  }
+
+  @Override
+  public void pin(String sessionKey, String backendId) {
+    pins.put(
+        Objects.requireNonNull(sessionKey, "sessionKey"),
+        Objects.requireNonNull(backendId, "backendId"));
+  }
+
+  @Override
+  public void forgetBackend(String backendId) {
+    pins.asMap().values().removeIf(backendId::equals);
+  }
+
+  @Override
+  public long size() {
+    return pins.estimatedSize();
+  }
+}

@@ -1,0 +1,38 @@
+package dev.prefixrouter.scoring;
+
+import dev.prefixrouter.api.spi.ScoringContext;
+
+/**
+ * The time to first token proper: the queue ahead of the request plus its own prefill.
+ *
+ * <pre>
+ * queue(b)   = beta·pendingPrefill(b) + decode·running(b) + waitingMs·waiting(b)
+ * prefill(b) = alpha + beta·u + gamma·u·(u + c)        u uncached, c cached prompt tokens
+ * </pre>
+ *
+ * divided by the backend's weight. {@code pendingPrefill} is the router's own exact count of
+ * uncached prompt tokens sent to b and not yet past their first token. No tuning of its own: the
+ * coefficients are the scorer's (fitted or configured).
+ */
+final class QueuePrefillTerm implements CostTerm {
+  static final String NAME = "queue-prefill";
+
+  @Override
+  public String name() {
+    return NAME;
+  }
+
+  @Override
+  public void costs(Candidates c, double[] out) {
+    ScoringContext ctx = c.ctx();
+    for (int i = 0, n = c.size(); i < n; i++) {
+      TtftCoefficients k = c.coefficients(i);
+      double prefill = k.prefillMs(c.uncachedTokens(i), c.cachedTokens(i));
+      double queue =
+          k.betaMsPerToken() * ctx.pendingPrefillTokens(i)
+              + k.decodeMsPerRunning() * c.running(i)
+              + k.waitingMs() * c.waiting(i);
+      out[i] = (queue + prefill) / c.weight(i);
+    }
+  }
+}

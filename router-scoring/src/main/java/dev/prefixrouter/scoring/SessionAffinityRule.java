@@ -1,0 +1,102 @@
+package dev.prefixrouter.scoring;
+
+import dev.prefixrouter.api.Backend;
+import dev.prefixrouter.api.spi.ScoringContext;
+import dev.prefixrouter.api.spi.SessionPins;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Session affinity: a request with a session id prefers the backend its session was last routed to
+ * (a {@link SessionPins} store keyed by backend id). The pin yields — and moves — when that backend
+ * is not a candidate (unhealthy, draining, removed), is saturated, or its cost exceeds {@code best
+ * × ratio + marginMs}. Reason {@code "session affinity"} whenever the pinned backend wins. Tuning:
+ * {@link EstimatedTtftScorer.Builder#affinityMargin}, {@link EstimatedTtftScorer.Builder#sessions},
+ * {@link EstimatedTtftScorer.Builder#sessionPins}.
+ */
+final class SessionAffinityRule implements RankRule {
+  static final String NAME = "session-affinity";
+
+  private final double ratio;
+  private final double marginMs;
+  private final SessionPins pins;
+
+  /** Backend id per slot, to forget a removed backend's pins. */
+  private volatile AtomicReferenceArray<String> ids = new AtomicReferenceArray<>(64);
+
+  SessionAffinityRule(double ratio, double marginMs, SessionPins pins) {
+    this.ratio = ratio;
+    this.marginMs = marginMs;
+    this.pins = pins;
+  }
+
+  SessionPins pins() {
+    return pins;
+  }
+
+  @Override
+  public String name() {
+    return NAME;
+  }
+
+  @Override
+  public @Nullable String apply(Candidates c) {
+    ScoringContext ctx = c.ctx();
+    String session = EstimatedTtftScorer.sessionKey(ctx.request());
+    if (session == null) {
+      return null;
+    }
+    String pinned = pins.backendOf(session);
+    if (pinned == null) {
+      return null;
+    }
+    int[] order = c.order();
+    int n = c.size();
+    for (int r = 0; r < n; r++) {
+      if (ctx.backend(order[r]).id().equals(pinned)) {
+        if (r == 0) {
+          return "session affinity";
+        }
+        int p = order[r];
+        if (!c.saturated(p) && c.cost(p) <= c.best() * ratio + marginMs) {
+          c.promote(r);
+          return "session affinity";
+        }
+        return null;
+      }
+    }
+    return null;
+  }
+
+  @Override
+  public void onRouted(ScoringContext ctx, int candidate) {
+    String session = EstimatedTtftScorer.sessionKey(ctx.request());
+    if (session != null) {
+      pins.pin(session, ctx.backend(candidate).id());
+    }
+  }
+
+  @Override
+  public synchronized void addBackend(int slot, Backend backend) {
+    AtomicReferenceArray<String> a = ids;
+    if (slot >= a.length()) {
+      AtomicReferenceArray<String> bigger =
+          new AtomicReferenceArray<>(Math.max(slot + 1, 2 * a.length()));
+      for (int i = 0; i < a.length(); i++) {
+        bigger.set(i, a.get(i));
+      }
+      a = bigger;
+      ids = a;
+    }
+    a.set(slot, backend.id());
+  }
+
+  @Override
+  public synchronized void removeBackend(int slot) {
+    AtomicReferenceArray<String> a = ids;
+    String id = slot < a.length() ? a.getAndSet(slot, null) : null;
+    if (id != null) {
+      pins.forgetBackend(id);
+    }
+  }
+}
