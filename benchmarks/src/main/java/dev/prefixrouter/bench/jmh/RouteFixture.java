@@ -7,6 +7,7 @@ import dev.prefixrouter.api.Routed;
 import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.Usage;
 import dev.prefixrouter.api.spi.BlockHasher;
+import dev.prefixrouter.api.spi.PredictionSink;
 import dev.prefixrouter.radix.BlockHashers;
 import dev.prefixrouter.radix.RadixPrefixIndex;
 import dev.prefixrouter.scoring.CircuitBreakers;
@@ -28,8 +29,14 @@ public final class RouteFixture {
   public final Prompt[] prompts = new Prompt[8192];
 
   public RouteFixture() {
+    this(PredictionSink.none());
+  }
+
+  /** The same fixture whose engine hands every route's keys to {@code sink}. */
+  public RouteFixture(PredictionSink sink) {
     var b =
         RoutingEngine.builder()
+            .predictionSink(sink)
             .hasher(hasher)
             .prefixIndex(RadixPrefixIndex.builder().predictionTtl(Duration.ZERO).build())
             .scorer(EstimatedTtftScorer.defaults())
