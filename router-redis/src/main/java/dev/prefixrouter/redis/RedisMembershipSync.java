@@ -429,12 +429,7 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
 
     /** This replica's name in log lines, 1 to 256 characters (default a random UUID). */
     public Builder replicaId(String id) {
-      Objects.requireNonNull(id, "replicaId");
-      if (id.isEmpty() || id.length() > 256) {
-        throw new IllegalArgumentException(
-            "replicaId must be 1 to 256 characters, was " + id.length());
-      }
-      this.replicaId = id;
+      this.replicaId = Settings.replicaId(id);
       return this;
     }
 

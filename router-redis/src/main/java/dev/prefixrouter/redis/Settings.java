@@ -24,6 +24,16 @@ final class Settings {
     return prefix;
   }
 
+  /** A replica id of 1 to 256 characters. */
+  static String replicaId(String id) {
+    Objects.requireNonNull(id, "replicaId");
+    if (id.isEmpty() || id.length() > 256) {
+      throw new IllegalArgumentException(
+          "replicaId must be 1 to 256 characters, was " + id.length());
+    }
+    return id;
+  }
+
   /** A command timeout in [1 ms, 10 s]. */
   static Duration commandTimeout(Duration timeout) {
     return within(

@@ -1,0 +1,317 @@
+package dev.prefixrouter.redis;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import io.lettuce.core.Limit;
+import io.lettuce.core.Range;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.SetArgs;
+import io.lettuce.core.StreamMessage;
+import io.lettuce.core.XAddArgs;
+import io.lettuce.core.XReadArgs;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.codec.StringCodec;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Session pins (session key → backend id) shared by the replicas of a fleet, with the idle-TTL
+ * semantics of the in-process pins: a pin lives {@link Builder#ttl} after its last use. Reads are
+ * local: every replica keeps the pins in a Caffeine cache fed by its own pins and by the other
+ * replicas' (a capped Redis stream), so {@link #backendOf} never waits on Redis.
+ *
+ * <p><b>Not wired into routing yet</b>: the engine's pins are private to {@code
+ * EstimatedTtftScorer} and keyed by its slots; the scorer needs a pins seam keyed by backend id to
+ * use this. Until then it is usable by a host directly.
+ *
+ * <p><b>Model.</b> {@link #pin} writes the local cache at once and queues the pin; a worker thread
+ * writes each as {@code SET <prefix>pin:<session> <backend> PX ttl} and announces it on the stream;
+ * every replica's worker reads the announcements into its cache. A use of a pin ({@link #backendOf}
+ * hit) refreshes the Redis TTL at most once per quarter TTL. A miss queues a Redis read and answers
+ * {@code null} now: the pin is local for the next request. Last write wins.
+ *
+ * <p><b>Redis down.</b> Pins stay local (one log line per transition); queued writes are bounded
+ * ({@link Builder#maxPending}, more are counted and dropped). Thread-safe; one worker thread.
+ */
+public final class RedisSessionPins implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(RedisSessionPins.class);
+  private static final Duration READ_BLOCK = Duration.ofMillis(50);
+
+  /** A local pin: its backend and when its Redis TTL was last refreshed (nanos). */
+  private record Pin(String backendId, long refreshedNanos) {}
+
+  /** A queued Redis operation: a write (backend non-null) or a read-through (backend null). */
+  private record Op(String session, @Nullable String backendId) {}
+
+  /** Counters since {@link Builder#build}. */
+  public record Stats(
+      boolean redisUp,
+      long transitions,
+      long written,
+      long received,
+      long readThroughHits,
+      long droppedPending) {}
+
+  private final RedisLink link;
+  private final String keyPrefix;
+  private final String streamKey;
+  private final String replicaId;
+  private final long ttlMillis;
+  private final long refreshNanos;
+  private final Duration commandTimeout;
+  private final long retryIntervalNanos;
+  private final Cache<String, Pin> local;
+  private final BlockingQueue<Op> pending;
+  private final LinkState state;
+  private final LongAdder written = new LongAdder();
+  private final LongAdder received = new LongAdder();
+  private final LongAdder readThroughHits = new LongAdder();
+  private final LongAdder droppedPending = new LongAdder();
+  private final Thread worker;
+  private volatile boolean closed;
+
+  private RedisSessionPins(Builder b) {
+    this.link = new RedisLink(b.uri, b.retryInterval);
+    this.keyPrefix = b.keyPrefix;
+    this.streamKey = b.keyPrefix + "pins";
+    this.replicaId = b.replicaId;
+    this.ttlMillis = b.ttl.toMillis();
+    this.refreshNanos = b.ttl.toNanos() / 4;
+    this.commandTimeout = b.commandTimeout;
+    this.retryIntervalNanos = b.retryInterval.toNanos();
+    this.local =
+        Caffeine.newBuilder()
+            .maximumSize(b.maxLocalSessions)
+            .expireAfterAccess(b.ttl)
+            .executor(Runnable::run)
+            .build();
+    this.pending = new ArrayBlockingQueue<>(b.maxPending);
+    this.state =
+        new LinkState(
+            log,
+            link.address(),
+            "replica " + b.replicaId + " shares session pins again",
+            "replica " + b.replicaId + " keeps session pins local");
+    this.worker = Workers.start("prefixrouter-redis-pins", this::loop);
+  }
+
+  /** A builder for the Redis at {@code uri} (e.g. {@code redis://127.0.0.1:6379}). */
+  public static Builder builder(String uri) {
+    return new Builder(RedisURI.create(Objects.requireNonNull(uri, "uri")));
+  }
+
+  /**
+   * The backend {@code session} is pinned to, or null (unknown here: a Redis read is queued so that
+   * the next request finds it). One cache lookup; never waits on Redis.
+   */
+  public @Nullable String backendOf(String session, long nowNanos) {
+    Objects.requireNonNull(session, "session");
+    Pin p = local.getIfPresent(session);
+    if (p == null) {
+      offer(new Op(session, null));
+      return null;
+    }
+    if (nowNanos - p.refreshedNanos() > refreshNanos) {
+      local.put(session, new Pin(p.backendId(), nowNanos));
+      offer(new Op(session, p.backendId())); // refreshes the Redis TTL
+    }
+    return p.backendId();
+  }
+
+  /** Pins {@code session} to {@code backendId} here at once, and in the fleet shortly. */
+  public void pin(String session, String backendId, long nowNanos) {
+    Objects.requireNonNull(session, "session");
+    Objects.requireNonNull(backendId, "backendId");
+    Pin before = local.getIfPresent(session);
+    local.put(session, new Pin(backendId, nowNanos));
+    if (before == null || !before.backendId().equals(backendId)) {
+      offer(new Op(session, backendId));
+    }
+  }
+
+  private void offer(Op op) {
+    if (state.up() && !pending.offer(op)) {
+      droppedPending.increment();
+    }
+  }
+
+  // ---------------------------------------------------------------- worker
+
+  private void loop() {
+    StatefulRedisConnection<String, String> conn = null;
+    String lastId = "0-0";
+    while (!closed) {
+      try {
+        if (conn == null) {
+          conn = link.connect(StringCodec.UTF8, commandTimeout.plus(READ_BLOCK));
+        }
+        RedisCommands<String, String> c = conn.sync();
+        if (!state.up()) {
+          c.ping();
+          lastId = newestId(c); // pins announced while away are read through on use
+          state.markUp();
+        }
+        Op op;
+        while ((op = pending.poll()) != null) {
+          run(c, op);
+        }
+        List<StreamMessage<String, String>> messages =
+            c.xread(
+                XReadArgs.Builder.count(256).block(READ_BLOCK),
+                XReadArgs.StreamOffset.from(streamKey, lastId));
+        for (StreamMessage<String, String> m : messages) {
+          lastId = m.getId();
+          Map<String, String> body = m.getBody();
+          String session = body.get("s");
+          String backend = body.get("b");
+          if (session != null && backend != null && !replicaId.equals(body.get("r"))) {
+            local.put(session, new Pin(backend, System.nanoTime()));
+            received.increment();
+          }
+        }
+      } catch (RuntimeException e) {
+        if (closed) {
+          return;
+        }
+        state.markDown(e);
+        LockSupport.parkNanos(retryIntervalNanos);
+      }
+    }
+  }
+
+  private String newestId(RedisCommands<String, String> c) {
+    List<StreamMessage<String, String>> newest =
+        c.xrevrange(streamKey, Range.create("-", "+"), Limit.from(1));
+    return newest.isEmpty() ? "0-0" : newest.get(0).getId();
+  }
+
+  private void run(RedisCommands<String, String> c, Op op) {
+    String key = keyPrefix + "pin:" + op.session();
+    String backend = op.backendId();
+    if (backend == null) {
+      String found = c.get(key);
+      if (found != null && local.getIfPresent(op.session()) == null) {
+        local.put(op.session(), new Pin(found, System.nanoTime()));
+        readThroughHits.increment();
+      }
+      return;
+    }
+    c.set(key, backend, SetArgs.Builder.px(ttlMillis));
+    c.xadd(
+        streamKey,
+        XAddArgs.Builder.maxlen(10_000).approximateTrimming(),
+        Map.of("s", op.session(), "b", backend, "r", replicaId));
+    written.increment();
+  }
+
+  // ---------------------------------------------------------------- state
+
+  /** True while Redis answers and pins are shared. */
+  public boolean redisUp() {
+    return state.up();
+  }
+
+  /** The counters. */
+  public Stats stats() {
+    return new Stats(
+        state.up(),
+        state.transitions(),
+        written.sum(),
+        received.sum(),
+        readThroughHits.sum(),
+        droppedPending.sum());
+  }
+
+  /** Stops the worker (at most about a second) and closes the Redis client. */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    state.close();
+    Workers.stop(worker);
+    link.close();
+  }
+
+  /** Builder; setters validate at once. */
+  public static final class Builder {
+    private final RedisURI uri;
+    private String keyPrefix = "prefixrouter:";
+    private String replicaId = UUID.randomUUID().toString();
+    private Duration ttl = Duration.ofMinutes(30);
+    private long maxLocalSessions = 100_000;
+    private int maxPending = 4096;
+    private Duration commandTimeout = Duration.ofMillis(250);
+    private Duration retryInterval = Duration.ofSeconds(1);
+
+    private Builder(RedisURI uri) {
+      this.uri = uri;
+    }
+
+    /** Prefix of the keys, 1 to 128 characters; one fleet per prefix. */
+    public Builder keyPrefix(String prefix) {
+      this.keyPrefix = Settings.keyPrefix(prefix);
+      return this;
+    }
+
+    /** This replica's id (its own announcements are skipped), 1 to 256 characters. */
+    public Builder replicaId(String id) {
+      this.replicaId = Settings.replicaId(id);
+      return this;
+    }
+
+    /** Idle time after which a pin is dropped, in [1 s, 1 day]. Default 30 min. */
+    public Builder ttl(Duration ttl) {
+      this.ttl =
+          Settings.within(ttl, "ttl", Duration.ofSeconds(1), Duration.ofDays(1), "1 s, 1 day");
+      return this;
+    }
+
+    /** Most pins held locally, {@code [1, 100_000_000]}. Default 100,000. */
+    public Builder maxLocalSessions(long max) {
+      if (max < 1 || max > 100_000_000) {
+        throw new IllegalArgumentException("maxLocalSessions must be in [1, 1e8], was " + max);
+      }
+      this.maxLocalSessions = max;
+      return this;
+    }
+
+    /** Most queued Redis operations, {@code [1, 1_000_000]}. Default 4,096. */
+    public Builder maxPending(int max) {
+      if (max < 1 || max > 1_000_000) {
+        throw new IllegalArgumentException("maxPending must be in [1, 1e6], was " + max);
+      }
+      this.maxPending = max;
+      return this;
+    }
+
+    /** Timeout of one Redis command, in [1 ms, 10 s]; a timeout marks Redis down. */
+    public Builder commandTimeout(Duration timeout) {
+      this.commandTimeout = Settings.commandTimeout(timeout);
+      return this;
+    }
+
+    /** How often Redis is probed while down, in [10 ms, 1 min]. */
+    public Builder retryInterval(Duration interval) {
+      this.retryInterval = Settings.retryInterval(interval);
+      return this;
+    }
+
+    /** Builds the pins and starts the worker, which connects in the background. */
+    public RedisSessionPins build() {
+      return new RedisSessionPins(this);
+    }
+  }
+}

@@ -1,0 +1,68 @@
+package dev.prefixrouter.redis;
+
+import static dev.prefixrouter.redis.RedisPredictionSharingTest.await;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** Session pins shared through the shared Redis at 127.0.0.1:6379, one prefix per test. */
+class RedisSessionPinsTest {
+  private final SharedRedis redis = new SharedRedis();
+  private final List<RedisSessionPins> open = new ArrayList<>();
+
+  private RedisSessionPins replica(String id) {
+    RedisSessionPins p =
+        RedisSessionPins.builder(SharedRedis.URI)
+            .keyPrefix(redis.prefix)
+            .replicaId(id)
+            .ttl(Duration.ofMinutes(2))
+            .retryInterval(Duration.ofMillis(20))
+            .build();
+    open.add(p);
+    await(p::redisUp);
+    return p;
+  }
+
+  @AfterEach
+  void close() {
+    open.forEach(RedisSessionPins::close);
+    redis.close();
+  }
+
+  @Test
+  void aPinOnOneReplicaIsLocalOnTheOthersAndALateJoinerReadsItThrough() {
+    RedisSessionPins a = replica("a");
+    RedisSessionPins b = replica("b");
+    a.pin("s1", "b3", System.nanoTime());
+    assertThat(a.backendOf("s1", System.nanoTime())).isEqualTo("b3");
+    await(() -> b.stats().received() == 1);
+    assertThat(b.backendOf("s1", System.nanoTime())).isEqualTo("b3");
+    assertThat(a.stats().received()).isZero(); // its own announcement skipped
+
+    long pttl = redis.commands().pttl(redis.prefix + "pin:s1");
+    assertThat(pttl).isPositive().isLessThanOrEqualTo(Duration.ofMinutes(2).toMillis());
+
+    RedisSessionPins c = replica("c"); // joins after the announcement
+    assertThat(c.backendOf("s1", System.nanoTime())).isNull(); // not local yet: read queued
+    await(() -> "b3".equals(c.backendOf("s1", System.nanoTime())));
+    assertThat(c.stats().readThroughHits()).isEqualTo(1);
+
+    b.pin("s1", "b5", System.nanoTime()); // last write wins everywhere
+    await(() -> "b5".equals(a.backendOf("s1", System.nanoTime())));
+    await(() -> "b5".equals(c.backendOf("s1", System.nanoTime())));
+    assertThat(redis.commands().get(redis.prefix + "pin:s1")).isEqualTo("b5");
+  }
+
+  @Test
+  void builderNamesTheFieldAndBound() {
+    RedisSessionPins.Builder b = RedisSessionPins.builder(SharedRedis.URI);
+    assertThatThrownBy(() -> b.ttl(Duration.ZERO))
+        .hasMessage("ttl must be in [1 s, 1 day], was PT0S");
+    assertThatThrownBy(() -> b.maxPending(0)).hasMessage("maxPending must be in [1, 1e6], was 0");
+  }
+}
