@@ -172,10 +172,13 @@ public class KvEventsAutoConfiguration {
           r,
           s,
           "prefixrouter.kv.skipped",
-          "events skipped (unknown type, malformed, other group)",
+          "events skipped (unknown type, malformed, other group, LoRA or extra keys)",
           x -> {
             var st = x.stats();
-            return st.unknownEventTypes() + st.malformedEvents() + st.skippedGroups();
+            return st.unknownEventTypes()
+                + st.malformedEvents()
+                + st.skippedGroups()
+                + st.skippedVariants();
           });
       Gauge.builder("prefixrouter.kv.lag", s, x -> lagSeconds(x.stats().lastLagMillis()))
           .description("engine timestamp to apply, last batch (includes clock skew)")

@@ -32,13 +32,17 @@ import org.msgpack.value.ValueType;
  * EngineHashes#fromBytes}).
  *
  * <p>What reaches the index: {@link BlockStored} (hashes, parent, tokens, block size, medium),
- * {@link BlockRemoved} and {@link AllBlocksCleared}. LoRA id and name, extra keys, the group index
- * and the sliding window are read and type-checked but router-api's events have no place for them;
- * events of a KV-cache group whose kind is not full attention ({@code full_attention}, {@code
- * mla_attention}, {@code sink_full_attention}) are skipped and counted, since sliding-window groups
- * do not hold the prefix. Unknown event types and unknown fields are skipped and counted; an event
- * with a field of the wrong type, or inconsistent lengths, is skipped and counted as malformed; the
- * rest of the batch is kept.
+ * {@link BlockRemoved} and {@link AllBlocksCleared}. A {@code BlockStored} of a LoRA adapter
+ * ({@code lora_id} or {@code lora_name} set) or with extra keys (any non-nil {@code extra_keys}
+ * entry: multimodal content hashes, a cache salt, a LoRA name) is skipped and counted ({@code
+ * skippedVariants}): the engine hashed more than the token ids, and router keys recomputed from the
+ * tokens alone would confirm the base model's unsalted text-only prefix (a false hit); removals of
+ * such blocks then find nothing, harmlessly. The group index and the sliding window are read and
+ * type-checked; events of a KV-cache group whose kind is not full attention ({@code
+ * full_attention}, {@code mla_attention}, {@code sink_full_attention}) are skipped and counted,
+ * since sliding-window groups do not hold the prefix. Unknown event types and unknown fields are
+ * skipped and counted; an event with a field of the wrong type, or inconsistent lengths, is skipped
+ * and counted as malformed; the rest of the batch is kept.
  *
  * <p>Bounds: the payload (checked by the caller) bounds everything; every array header is checked
  * against the bytes left before anything is allocated. Stateless and thread-safe; cost linear in
@@ -54,7 +58,8 @@ public final class KvEventDecoder {
       int unknownEventTypes,
       int unknownFields,
       int malformedEvents,
-      int skippedGroups) {
+      int skippedGroups,
+      int skippedVariants) {
     public Batch {
       events = List.copyOf(events);
     }
@@ -112,6 +117,7 @@ public final class KvEventDecoder {
     int unknownFields;
     int malformed;
     int skippedGroups;
+    int skippedVariants;
   }
 
   private static Batch batch(MessageUnpacker u, int size, Counts counts)
@@ -160,7 +166,8 @@ public final class KvEventDecoder {
         counts.unknownTypes,
         counts.unknownFields,
         counts.malformed,
-        counts.skippedGroups);
+        counts.skippedGroups,
+        counts.skippedVariants);
   }
 
   private static List<KvEvent> events(MessageUnpacker u, int size, Counts counts)
@@ -253,6 +260,7 @@ public final class KvEventDecoder {
     int blockSize = -1;
     @Nullable String medium;
     @Nullable String groupKind;
+    boolean variant; // a LoRA adapter's block, or one with extra keys
     boolean wrongType;
 
     void read(String name, MessageUnpacker u, int size) throws IOException {
@@ -275,21 +283,48 @@ public final class KvEventDecoder {
               blockSize = v == null ? -1 : v;
               yield v != null;
             }
-            case "lora_id", "group_idx", "kv_cache_spec_sliding_window" -> intValue(u) != null;
-            case "medium" -> (medium = string(u)) != null;
-            case "lora_name" -> string(u) != null;
-            case "kv_cache_spec_kind" -> (groupKind = string(u)) != null;
-            case "extra_keys" -> {
-              boolean array = format.getValueType() == ValueType.ARRAY;
-              u.skipValue(); // per-block tuples: checked for shape only
-              yield array;
+            case "group_idx", "kv_cache_spec_sliding_window" -> intValue(u) != null;
+            case "lora_id" -> {
+              variant = true; // nil returned above: a value names an adapter
+              yield intValue(u) != null;
             }
+            case "medium" -> (medium = string(u)) != null;
+            case "lora_name" -> {
+              variant = true;
+              yield string(u) != null;
+            }
+            case "kv_cache_spec_kind" -> (groupKind = string(u)) != null;
+            case "extra_keys" -> extraKeys(u, size);
             default -> {
               u.skipValue();
               yield true;
             }
           };
       wrongType |= !ok;
+    }
+
+    /**
+     * Reads {@code extra_keys}: one entry per block, nil or a tuple (LoRA name, multimodal hashes,
+     * cache salt...); any non-nil entry makes the event a variant.
+     */
+    private boolean extraKeys(MessageUnpacker u, int size) throws IOException {
+      if (u.getNextFormat().getValueType() != ValueType.ARRAY) {
+        u.skipValue();
+        return false;
+      }
+      int n = u.unpackArrayHeader();
+      if (n < 0 || n > size - u.getTotalReadBytes()) {
+        throw new IOException("extra_keys claims " + n + " entries");
+      }
+      for (int i = 0; i < n; i++) {
+        if (u.getNextFormat().getValueType() == ValueType.NIL) {
+          u.unpackNil();
+        } else {
+          u.skipValue();
+          variant = true;
+        }
+      }
+      return true;
     }
 
     @Nullable KvEvent toEvent(Counts counts) {
@@ -307,6 +342,10 @@ public final class KvEventDecoder {
       }
       if (groupKind != null && !FULL_ATTENTION.contains(groupKind)) {
         counts.skippedGroups++;
+        return null;
+      }
+      if (variant && tag.equals("BlockStored")) {
+        counts.skippedVariants++;
         return null;
       }
       try {

@@ -23,6 +23,7 @@ public final class KvEventStats {
   final LongAdder unknownFields = new LongAdder();
   final LongAdder malformedEvents = new LongAdder();
   final LongAdder skippedGroups = new LongAdder();
+  final LongAdder skippedVariants = new LongAdder();
   final LongAdder markedUnknown = new LongAdder();
   final LongAdder queueFullWaits = new LongAdder();
   final LongAdder idleReconnects = new LongAdder();
@@ -43,6 +44,7 @@ public final class KvEventStats {
     unknownFields.add(b.unknownFields());
     malformedEvents.add(b.malformedEvents());
     skippedGroups.add(b.skippedGroups());
+    skippedVariants.add(b.skippedVariants());
   }
 
   void applied(int eventCount, double timestampSeconds) {
@@ -75,6 +77,7 @@ public final class KvEventStats {
         unknownFields.sum(),
         malformedEvents.sum(),
         skippedGroups.sum(),
+        skippedVariants.sum(),
         markedUnknown.sum(),
         queued,
         queueFullWaits.sum(),
@@ -107,6 +110,7 @@ public final class KvEventStats {
    * @param unknownFields fields not known, skipped
    * @param malformedEvents events with a field of the wrong type or inconsistent lengths, skipped
    * @param skippedGroups events of a KV-cache group that is not full attention, skipped
+   * @param skippedVariants stores of a LoRA adapter or with extra keys, skipped
    * @param markedUnknown times a backend's confirmed state was dropped (failed replay, restart,
    *     undecodable batch)
    * @param queued batches waiting for the apply thread now
@@ -138,6 +142,7 @@ public final class KvEventStats {
       long unknownFields,
       long malformedEvents,
       long skippedGroups,
+      long skippedVariants,
       long markedUnknown,
       int queued,
       long queueFullWaits,

@@ -166,6 +166,48 @@ class KvEventDecoderTest {
   }
 
   @Test
+  void loraAndExtraKeyBlocksAreSkippedNotConfirmedAsBaseBlocks() throws Exception {
+    int[] tokens = Batches.tokens(0, 16);
+    byte[] payload =
+        Batches.batch(
+            0,
+            p -> stored(p, "lora_id", q -> q.packInt(3), tokens),
+            p -> stored(p, "lora_name", q -> q.packString("sql-adapter"), tokens),
+            p ->
+                stored(
+                    p,
+                    "extra_keys",
+                    q -> q.packArrayHeader(1).packArrayHeader(1).packString("mm-hash"),
+                    tokens),
+            p -> stored(p, "extra_keys", q -> q.packArrayHeader(1).packNil(), tokens),
+            p -> stored(p, "lora_id", MessageBufferPacker::packNil, tokens));
+    KvEventDecoder.Batch b = KvEventDecoder.decode(payload);
+    assertThat(b.skippedVariants()).isEqualTo(3);
+    assertThat(b.events())
+        .as("no extra keys, no adapter: base blocks")
+        .hasSize(2)
+        .allMatch(e -> e instanceof BlockStored);
+  }
+
+  interface Value {
+    void pack(MessageBufferPacker p) throws IOException;
+  }
+
+  /** A map-form BlockStored of one block with one more field. */
+  private static void stored(MessageBufferPacker p, String field, Value value, int[] tokens)
+      throws IOException {
+    p.packMapHeader(5).packString("type").packString("BlockStored");
+    p.packString("block_hashes").packArrayHeader(1).packLong(7);
+    p.packString("token_ids").packArrayHeader(tokens.length);
+    for (int t : tokens) {
+      p.packInt(t);
+    }
+    p.packString("block_size").packInt(tokens.length);
+    p.packString(field);
+    value.pack(p);
+  }
+
+  @Test
   void anOuterMapIsReadToo() throws Exception {
     try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
       p.packMapHeader(3).packString("events").packArrayHeader(1);
