@@ -464,7 +464,7 @@ final class RoutePipeline {
     for (int k = 0; k < n; k++) {
       ids[k] = c.entries[order[rank + 1 + k]].backend.id();
     }
-    return List.of(ids);
+    return new FallbackIds(ids);
   }
 
   private static @Nullable String echo(@Nullable String s) {

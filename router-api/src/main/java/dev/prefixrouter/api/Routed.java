@@ -36,7 +36,7 @@ public record Routed(
     Objects.requireNonNull(request, "request");
     Objects.requireNonNull(backend, "backend");
     Objects.requireNonNull(resolvedModel, "resolvedModel");
-    fallbacks = List.copyOf(fallbacks);
+    fallbacks = fallbacks instanceof FallbackIds ? fallbacks : List.copyOf(fallbacks);
     Objects.requireNonNull(reason, "reason");
     Objects.requireNonNull(lease, "lease");
   }

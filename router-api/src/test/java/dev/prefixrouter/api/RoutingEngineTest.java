@@ -143,7 +143,13 @@ class RoutingEngineTest {
             .backend(Backend.of("d", "m"))
             .build();
     Routed r = routed(engine.route(req("m")));
-    assertThat(r.fallbacks()).hasSize(2).doesNotContain(r.backendId());
+    assertThat(r.fallbacks()).hasSize(2).doesNotContain(r.backendId()).doesNotContainNull();
+    assertThat(r.fallbacks()).isEqualTo(List.copyOf(r.fallbacks()));
+    assertThat(r.fallbacks().hashCode()).isEqualTo(List.copyOf(r.fallbacks()).hashCode());
+    assertThatThrownBy(() -> r.fallbacks().add("x"))
+        .isInstanceOf(UnsupportedOperationException.class);
+    assertThatThrownBy(() -> r.fallbacks().set(0, "x"))
+        .isInstanceOf(UnsupportedOperationException.class);
   }
 
   @Test
