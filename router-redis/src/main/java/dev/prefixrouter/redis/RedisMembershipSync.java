@@ -56,7 +56,8 @@ import org.slf4j.LoggerFactory;
  * the worker first writes the changes this replica made meanwhile, then applies the whole hash:
  * backends the fleet removed are removed here too (also one this replica was configured with), the
  * fleet's descriptors and draining replace local ones, and backends the fleet does not know are
- * published. Tombstones older than {@link Builder#tombstoneTtl} are deleted then.
+ * published unless another replica wrote them meanwhile (then theirs apply). Tombstones older than
+ * {@link Builder#tombstoneTtl} are deleted then.
  *
  * <p><b>Redis down.</b> Membership changes stay local (routing never waits on Redis); the ids
  * changed are remembered (at most 65,536; more are counted and dropped, and re-sync then takes the
@@ -74,6 +75,10 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
   private static final String PUBLISH =
       "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) "
           + "return redis.call('XADD', KEYS[2], 'MAXLEN', '~', '1024', '*', 'id', ARGV[1])";
+  private static final String SEED =
+      "if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 1 then "
+          + "redis.call('XADD', KEYS[2], 'MAXLEN', '~', '1024', '*', 'id', ARGV[1]) return 1 end "
+          + "return 0";
   private static final String PRUNE =
       "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then "
           + "return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0";
@@ -292,10 +297,35 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
     }
     for (Backend b : target.backends().all()) {
       if (!known.contains(b.id())) {
-        queue(b.id());
+        seed(c, target, b, draining);
       }
     }
-    publishPending(c, target);
+  }
+
+  /**
+   * Publishes a local backend the fleet did not know, unless another replica wrote the id since the
+   * hash was read: then its value is applied here instead (a stale local state never overwrites a
+   * fleet change).
+   */
+  private void seed(
+      RedisCommands<byte[], byte[]> c,
+      RoutingEngine target,
+      Backend b,
+      Map<String, Boolean> draining) {
+    BackendState s =
+        new BackendState(b.id(), b, draining.getOrDefault(b.id(), false), wallMillis.getAsLong());
+    byte[] idBytes = b.id().getBytes(StandardCharsets.UTF_8);
+    Long written =
+        c.eval(
+            SEED, ScriptOutputType.INTEGER, new byte[][] {hashKey, streamKey}, idBytes, s.encode());
+    if (written != null && written == 1) {
+      published.increment();
+      return;
+    }
+    byte[] value = c.hget(hashKey, idBytes);
+    if (value != null) {
+      apply(target, value, draining);
+    }
   }
 
   /** Applies one hash value; returns it decoded, or null if it is malformed (counted). */
