@@ -1,6 +1,7 @@
 package dev.prefixrouter.vllm;
 
 import dev.prefixrouter.api.Prompt;
+import dev.prefixrouter.api.RouteRequest;
 import dev.prefixrouter.vllm.OpenAiRequestException.Problem;
 import java.io.StringWriter;
 import java.io.Writer;
@@ -36,6 +37,10 @@ final class BodyParser {
   boolean stream;
   @Nullable String cacheSalt;
   boolean vision;
+
+  /** Hex SHA-256 digests of the media parts, distinct, at most {@link RouteRequest#MAX_MEDIA}. */
+  final java.util.Set<String> media = new java.util.LinkedHashSet<>();
+
   int promptFields; // how many of messages / prompt / input were given
   OpenAiRequest.@Nullable Endpoint endpoint;
 
@@ -291,7 +296,11 @@ final class BodyParser {
       digest.put(ChatRendering.UNIT);
       digest.put(text);
     }
-    return ChatRendering.mediaPlaceholder(type, digest.digest());
+    byte[] d = digest.digest();
+    if (media.size() < RouteRequest.MAX_MEDIA) {
+      media.add(java.util.HexFormat.of().formatHex(d));
+    }
+    return ChatRendering.mediaPlaceholder(type, d);
   }
 
   private static boolean isText(String type) {

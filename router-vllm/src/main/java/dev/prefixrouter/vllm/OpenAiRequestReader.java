@@ -31,7 +31,10 @@ import tools.jackson.core.json.JsonFactory;
  * equal block keys. Routing and every failover then hash that text without rendering again, and the
  * lease keeps one string (at most two chars per body byte) instead of a message list. Completions'
  * {@code prompt} is a string, an array of token ids, or an array of either (routed on the first).
- * An image part makes the request require the {@link #VISION_CAPABILITY}.
+ * An image part makes the request require the {@link #VISION_CAPABILITY}. The hex SHA-256 digest of
+ * every non-text part (the same digest the prompt carries, over the part's fields but its type)
+ * goes into {@link RouteRequest#media()} for media affinity; the first {@link
+ * RouteRequest#MAX_MEDIA} distinct ones, more parts are rendered but not listed.
  *
  * <p><b>Reservation.</b> Output tokens reserved = {@code min(asked, maxReservedOutputTokens)} per
  * choice, where asked is {@code max_completion_tokens}, else {@code max_output_tokens}, else {@code
@@ -219,6 +222,7 @@ public final class OpenAiRequestReader {
     if (b.vision) {
       rb.requireCapability(VISION_CAPABILITY);
     }
+    b.media.forEach(rb::media);
     return new OpenAiRequest(
         rb.build(),
         b.endpoint,

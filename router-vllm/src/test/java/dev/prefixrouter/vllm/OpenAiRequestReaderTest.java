@@ -94,6 +94,35 @@ class OpenAiRequestReaderTest {
   }
 
   @Test
+  void mediaPartsCarryTheirDigestsForMediaAffinity() {
+    String body =
+        """
+        {"model":"m","messages":[{"role":"system","content":"%s"},{"role":"user","content":[
+          {"type":"image_url","image_url":{"url":"https://x/cat.png"}},
+          {"type":"image_url","image_url":{"url":"https://x/dog.png"}},
+          {"type":"image_url","image_url":{"url":"https://x/cat.png"}},
+          {"type":"text","text":"what?"}]}]}
+        """;
+    var one = read(body.formatted("you are A")).routeRequest();
+    var two = read(body.formatted("you are B")).routeRequest();
+    assertThat(one.media()).hasSize(2).allMatch(d -> d.matches("[0-9a-f]{64}"));
+    assertThat(two.media()).as("same images after another context").isEqualTo(one.media());
+    assertThat(read("{\"model\":\"m\",\"prompt\":\"x\"}").routeRequest().media()).isEmpty();
+    StringBuilder many =
+        new StringBuilder("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[");
+    for (int i = 0; i < 70; i++) {
+      many.append(i == 0 ? "" : ",")
+          .append("{\"type\":\"image_url\",\"image_url\":{\"url\":\"u")
+          .append(i)
+          .append("\"}}");
+    }
+    many.append("]}]}");
+    assertThat(read(many.toString()).routeRequest().media())
+        .as("the first 64 distinct are listed, the rest only rendered")
+        .hasSize(RouteRequest.MAX_MEDIA);
+  }
+
+  @Test
   void readsCompletionsPromptsInEveryShape() {
     assertThat(read("{\"model\":\"m\",\"prompt\":\"hello\"}").routeRequest().prompt())
         .isEqualTo(Prompt.ofText("hello"));
