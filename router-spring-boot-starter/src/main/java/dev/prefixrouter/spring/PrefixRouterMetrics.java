@@ -7,6 +7,7 @@ import dev.prefixrouter.api.Failure;
 import dev.prefixrouter.api.HealthState;
 import dev.prefixrouter.api.Rejected;
 import dev.prefixrouter.api.Routed;
+import dev.prefixrouter.api.RouterSnapshot;
 import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.Usage;
 import dev.prefixrouter.api.spi.RoutingListener;
@@ -20,6 +21,7 @@ import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
@@ -31,7 +33,8 @@ import org.springframework.beans.factory.ObjectProvider;
 /**
  * Micrometer meters for the engine, fed as a {@link RoutingListener}. Tags are bounded: outcome,
  * reject reason, backend id (meters of a removed backend are removed), and the tenant only when
- * {@code prefix-router.metrics.tenant-tags=true}.
+ * {@code prefix-router.metrics.tenant-tags=true}. The gauges read one engine snapshot per scrape
+ * (reused for {@value #SNAPSHOT_TTL_NANOS} ns), so a scrape costs O(backends).
  *
  * <table>
  *   <caption>Meters</caption>
@@ -40,7 +43,8 @@ import org.springframework.beans.factory.ObjectProvider;
  *   <tr><td>{@code prefixrouter.matched.ratio}</td><td>summary of matched / prompt tokens</td></tr>
  *   <tr><td>{@code prefixrouter.ttft.estimated}</td><td>summary of the chosen cost (ms for
  *       est-ttft), {@code backend}</td></tr>
- *   <tr><td>{@code prefixrouter.ttft.observed}</td><td>timer, {@code backend}</td></tr>
+ *   <tr><td>{@code prefixrouter.ttft.observed}</td><td>timer (seconds, histogram buckets 1 ms
+ *       .. 5 min), {@code backend}</td></tr>
  *   <tr><td>{@code prefixrouter.failures}</td><td>counter, {@code backend}, {@code kind}</td></tr>
  *   <tr><td>{@code prefixrouter.backend.inflight}</td><td>gauge, {@code backend}</td></tr>
  *   <tr><td>{@code prefixrouter.backend.lru.age}</td><td>gauge (seconds; NaN while the index's
@@ -102,16 +106,50 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
     }
   }
 
+  /** How long one engine snapshot serves the gauges: one {@code inspect()} per scrape. */
+  static final long SNAPSHOT_TTL_NANOS = 250_000_000L;
+
+  private volatile @Nullable Scrape scrape;
+
+  /** One engine snapshot, its backends by id, and when it was taken. */
+  private record Scrape(
+      long takenNanos, RouterSnapshot snapshot, Map<String, BackendSnapshot> byId) {}
+
+  /**
+   * The engine's snapshot for the gauges, taken at most once per {@link #SNAPSHOT_TTL_NANOS}: a
+   * scrape reads every gauge within that time, so it costs one {@code inspect()} (O(backends))
+   * instead of one per gauge (O(backends²)). Null without an engine.
+   */
+  private @Nullable Scrape scrape() {
+    Scrape s = scrape;
+    long now = System.nanoTime();
+    if (s != null && now - s.takenNanos() < SNAPSHOT_TTL_NANOS) {
+      return s;
+    }
+    RoutingEngine e = engine.getIfAvailable();
+    if (e == null) {
+      return null;
+    }
+    RouterSnapshot snap = e.inspect();
+    Map<String, BackendSnapshot> byId = new HashMap<>();
+    for (BackendSnapshot b : snap.backends()) {
+      byId.put(b.id(), b);
+    }
+    s = new Scrape(now, snap, byId);
+    scrape = s;
+    return s;
+  }
+
   private Gauge capacityGauge(
       MeterRegistry r, String name, String model, ToDoubleFunction<CapacityPlan> f) {
     return Gauge.builder(
             name,
             this,
             self -> {
-              RoutingEngine e = engine.getIfAvailable();
-              return e == null
+              Scrape s = scrape();
+              return s == null
                   ? Double.NaN
-                  : e.inspect().capacity(model).map(f::applyAsDouble).orElse(Double.NaN);
+                  : s.snapshot().capacity(model).map(f::applyAsDouble).orElse(Double.NaN);
             })
         .tag("model", model)
         .register(r);
@@ -151,10 +189,9 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
             name,
             this,
             self -> {
-              RoutingEngine e = engine.getIfAvailable();
-              return e == null
-                  ? Double.NaN
-                  : e.inspect().backend(id).map(f::applyAsDouble).orElse(Double.NaN);
+              Scrape s = scrape();
+              BackendSnapshot b = s == null ? null : s.byId().get(id);
+              return b == null ? Double.NaN : f.applyAsDouble(b);
             })
         .tag("backend", id)
         .register(r);
@@ -210,7 +247,11 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
     MeterRegistry r = registry;
     if (r != null) {
       Timer.builder("prefixrouter.ttft.observed")
+          .description("lease start to the first token, as the host reported it")
           .tag("backend", routed.backendId())
+          .publishPercentileHistogram()
+          .minimumExpectedValue(Duration.ofMillis(1))
+          .maximumExpectedValue(Duration.ofMinutes(5))
           .register(r)
           .record(Duration.ofNanos(ttftNanos));
     }
