@@ -2,6 +2,7 @@ package dev.prefixrouter.redis;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
+import dev.prefixrouter.api.spi.SessionPins;
 import io.lettuce.core.Limit;
 import io.lettuce.core.Range;
 import io.lettuce.core.RedisURI;
@@ -31,9 +32,8 @@ import org.slf4j.LoggerFactory;
  * local: every replica keeps the pins in a Caffeine cache fed by its own pins and by the other
  * replicas' (a capped Redis stream), so {@link #backendOf} never waits on Redis.
  *
- * <p><b>Not wired into routing yet</b>: the engine's pins are private to {@code
- * EstimatedTtftScorer} and keyed by its slots; the scorer needs a pins seam keyed by backend id to
- * use this. Until then it is usable by a host directly.
+ * <p>Plug it into the scorer: {@code EstimatedTtftScorer.builder().sessionPins(pins)}; the scorer's
+ * session keys are the keys here.
  *
  * <p><b>Model.</b> {@link #pin} writes the local cache at once and queues the pin; a worker thread
  * writes each as {@code SET <prefix>pin:<session> <backend> PX ttl} and announces it on the stream;
@@ -44,7 +44,7 @@ import org.slf4j.LoggerFactory;
  * <p><b>Redis down.</b> Pins stay local (one log line per transition); queued writes are bounded
  * ({@link Builder#maxPending}, more are counted and dropped). Thread-safe; one worker thread.
  */
-public final class RedisSessionPins implements AutoCloseable {
+public final class RedisSessionPins implements SessionPins, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(RedisSessionPins.class);
   private static final Duration READ_BLOCK = Duration.ofMillis(50);
 
@@ -115,7 +115,13 @@ public final class RedisSessionPins implements AutoCloseable {
    * The backend {@code session} is pinned to, or null (unknown here: a Redis read is queued so that
    * the next request finds it). One cache lookup; never waits on Redis.
    */
-  public @Nullable String backendOf(String session, long nowNanos) {
+  @Override
+  public @Nullable String backendOf(String session) {
+    return backendOf(session, System.nanoTime());
+  }
+
+  /** {@link #backendOf(String)} at {@code nowNanos}. */
+  @Nullable String backendOf(String session, long nowNanos) {
     Objects.requireNonNull(session, "session");
     Pin p = local.getIfPresent(session);
     if (p == null) {
@@ -130,7 +136,29 @@ public final class RedisSessionPins implements AutoCloseable {
   }
 
   /** Pins {@code session} to {@code backendId} here at once, and in the fleet shortly. */
-  public void pin(String session, String backendId, long nowNanos) {
+  @Override
+  public void pin(String session, String backendId) {
+    pin(session, backendId, System.nanoTime());
+  }
+
+  /**
+   * Drops this replica's pins to {@code backendId}; the fleet's expire (each replica forgets a
+   * backend when it leaves, e.g. through {@link RedisMembershipSync}).
+   */
+  @Override
+  public void forgetBackend(String backendId) {
+    Objects.requireNonNull(backendId, "backendId");
+    local.asMap().values().removeIf(p -> p.backendId().equals(backendId));
+  }
+
+  /** Pins held locally (approximate). */
+  @Override
+  public long size() {
+    return local.estimatedSize();
+  }
+
+  /** {@link #pin(String, String)} at {@code nowNanos}. */
+  void pin(String session, String backendId, long nowNanos) {
     Objects.requireNonNull(session, "session");
     Objects.requireNonNull(backendId, "backendId");
     Pin before = local.getIfPresent(session);

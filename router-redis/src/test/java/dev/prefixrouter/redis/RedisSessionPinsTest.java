@@ -38,7 +38,7 @@ class RedisSessionPinsTest {
   void aPinOnOneReplicaIsLocalOnTheOthersAndALateJoinerReadsItThrough() {
     RedisSessionPins a = replica("a");
     RedisSessionPins b = replica("b");
-    a.pin("s1", "b3", System.nanoTime());
+    a.pin("s1", "b3"); // through the SessionPins SPI
     assertThat(a.backendOf("s1", System.nanoTime())).isEqualTo("b3");
     await(() -> b.stats().received() == 1);
     assertThat(b.backendOf("s1", System.nanoTime())).isEqualTo("b3");
@@ -56,6 +56,11 @@ class RedisSessionPinsTest {
     await(() -> "b5".equals(a.backendOf("s1", System.nanoTime())));
     await(() -> "b5".equals(c.backendOf("s1", System.nanoTime())));
     assertThat(redis.commands().get(redis.prefix + "pin:s1")).isEqualTo("b5");
+
+    a.pin("s2", "b5");
+    assertThat(a.size()).isEqualTo(2);
+    a.forgetBackend("b5");
+    assertThat(a.size()).isZero(); // local only: a later use reads s1 through again
   }
 
   @Test
