@@ -47,7 +47,7 @@ final class RoutePipeline {
   private final Scorer scorer;
   private final TenantLimiter limiter;
   private final HealthPolicy health;
-  private final PredictionSink predictions;
+  private final PredictionSink[] predictions;
   private final Listeners listeners;
   private final Membership membership;
   private final LongSupplier ticker;
@@ -64,7 +64,7 @@ final class RoutePipeline {
     this.scorer = b.scorer;
     this.limiter = b.limiter;
     this.health = b.health;
-    this.predictions = b.predictionSink;
+    this.predictions = b.predictionSinks.toArray(new PredictionSink[0]);
     this.listeners = listeners;
     this.membership = membership;
     this.ticker = b.ticker;
@@ -436,21 +436,21 @@ final class RoutePipeline {
   }
 
   /**
-   * Hands the recorded keys to the {@link PredictionSink}: a {@link RuntimeException} is logged and
-   * ignored, an {@link Error} abandons the new lease before it propagates (the caller refunds).
+   * Hands the recorded keys to every {@link PredictionSink}, in the order added: a {@link
+   * RuntimeException} is logged and ignored (the next sink still gets the keys), an {@link Error}
+   * abandons the new lease before it propagates (the caller refunds).
    */
   private void sharePrediction(
       DefaultLease lease, Backend backend, long[] keys, int keyCount, int heldBlocks) {
-    if (predictions == PredictionSink.none()) {
-      return;
-    }
-    try {
-      predictions.onPredicted(backend, keys, keyCount, heldBlocks);
-    } catch (RuntimeException ex) {
-      listeners.ignored(predictions, ex);
-    } catch (Error err) {
-      lease.abandon();
-      throw err;
+    for (PredictionSink sink : predictions) {
+      try {
+        sink.onPredicted(backend, keys, keyCount, heldBlocks);
+      } catch (RuntimeException ex) {
+        listeners.ignored(sink, ex);
+      } catch (Error err) {
+        lease.abandon();
+        throw err;
+      }
     }
   }
 

@@ -37,7 +37,7 @@ public final class RoutingEngineBuilder {
   Scorer scorer = Scorer.leastInFlight();
   TenantLimiter limiter = TenantLimiter.unlimited();
   HealthPolicy health = HealthPolicy.alwaysHealthy();
-  PredictionSink predictionSink = PredictionSink.none();
+  final List<PredictionSink> predictionSinks = new ArrayList<>();
   final List<RoutingListener> listeners = new ArrayList<>();
   LongSupplier ticker = System::nanoTime;
   int maxBackends = 256;
@@ -83,11 +83,16 @@ public final class RoutingEngineBuilder {
   }
 
   /**
-   * Where each route's predicted block keys go, e.g. a publisher that shares them with other router
-   * replicas (see {@link PredictionSink}); replaces the previous sink.
+   * Adds a receiver of each route's predicted block keys, e.g. a publisher that shares them with
+   * other router replicas or the KV-event hash-parity check (see {@link PredictionSink}). Several
+   * sinks are all called, in the order added, each guarded on its own (one that throws does not
+   * keep the keys from the others); {@link PredictionSink#none()} is ignored.
    */
   public RoutingEngineBuilder predictionSink(PredictionSink sink) {
-    this.predictionSink = Objects.requireNonNull(sink, "predictionSink");
+    Objects.requireNonNull(sink, "predictionSink");
+    if (sink != PredictionSink.none()) {
+      predictionSinks.add(sink);
+    }
     return this;
   }
 

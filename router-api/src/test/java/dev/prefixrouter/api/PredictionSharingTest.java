@@ -97,6 +97,26 @@ class PredictionSharingTest {
   }
 
   @Test
+  void everySinkGetsTheKeysInOrderEvenWhenAnEarlierOneThrows() {
+    List<String> calls = new java.util.ArrayList<>();
+    RoutingEngine engine =
+        RoutingEngine.builder()
+            .hasher(new Fakes.SimpleHasher())
+            .prefixIndex(new Fakes.RecordingIndex())
+            .predictionSink(
+                (b, keys, n, held) -> {
+                  calls.add("first " + n);
+                  throw new IllegalStateException("queue gone");
+                })
+            .predictionSink(PredictionSink.none())
+            .predictionSink((b, keys, n, held) -> calls.add("second " + n))
+            .backend(Backend.of("b0", "m"))
+            .build();
+    routed(engine.route(req(32, 0))).lease().complete(new Usage(32, 1, 0));
+    assertThat(calls).containsExactly("first 8", "second 8");
+  }
+
+  @Test
   void aSinksErrorEndsTheNewLeaseAndRefundsTheTenant() {
     Fakes.CountingLimiter limiter = new Fakes.CountingLimiter(1_000);
     RoutingEngine engine =

@@ -162,13 +162,21 @@ class ActuatorAndMetricsTest {
                   ctx.getBean(PrefixRouterEndpoint.class).snapshot().capacity("m").orElseThrow();
               assertThat(plan.backends()).isEqualTo(2);
               assertThat(plan.arrivalsPerSecond()).isPositive();
-              assertThat(
-                      registry
-                          .get("prefixrouter.capacity.recommended")
-                          .tag("model", "m")
-                          .gauge()
-                          .value())
-                  .isEqualTo(plan.recommendedBackends());
+              double gauge =
+                  registry
+                      .get("prefixrouter.capacity.recommended")
+                      .tag("model", "m")
+                      .gauge()
+                      .value();
+              var after =
+                  ctx.getBean(PrefixRouterEndpoint.class).snapshot().capacity("m").orElseThrow();
+              // the plan is recomputed from a clock-dependent arrival rate (no new arrivals: it
+              // only
+              // falls), so the gauge's own snapshot lies between the two taken around it
+              assertThat(gauge)
+                  .isBetween(
+                      (double) Math.min(plan.recommendedBackends(), after.recommendedBackends()),
+                      (double) Math.max(plan.recommendedBackends(), after.recommendedBackends()));
               assertThat(
                       registry
                           .get("prefixrouter.capacity.arrivals")
