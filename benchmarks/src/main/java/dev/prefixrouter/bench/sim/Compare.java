@@ -42,7 +42,7 @@ public final class Compare {
       usage: java -jar benchmarks/target/benchmarks.jar [compare] [options]
 
         --workload NAME       default | gateway | high-cache | low-cache | multi-turn | mooncake
-                              | tenants | faults | sweep | capacity | rag | media
+                              | tenants | faults | sweep | capacity | rag | media | agentic
                                                                      (default: default)
         --trace PATH          replay a Mooncake-format JSONL trace (implies --workload mooncake)
         --backends N          simulated backends, 1..256             (default 8; gateway: 3)
@@ -143,7 +143,8 @@ public final class Compare {
                   "sweep",
                   "capacity",
                   "rag",
-                  "media");
+                  "media",
+                  "agentic");
           if (!known.contains(o.workload)) {
             throw new UsageException("unknown workload '" + o.workload + "'; known: " + known);
           }
@@ -383,6 +384,17 @@ public final class Compare {
                 out,
                 err));
       }
+    }
+    if (o.workload.equals("agentic")) {
+      int tasks = o.requests == Integer.MAX_VALUE ? 300 : Math.max(1, o.requests / 13);
+      fleet.addAll(
+          runFleet(
+              String.format(Locale.ROOT, "(j) agentic tool loops at %.1fx rate", o.rateScale),
+              config(o),
+              Workloads.agentic(o.rateScale, o.seed, tasks),
+              o,
+              out,
+              err));
     }
     if (o.workload.equals("media")) {
       fleet.addAll(MediaCheck.run(o, config(o), out, err));

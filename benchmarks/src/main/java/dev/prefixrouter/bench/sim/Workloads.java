@@ -228,6 +228,60 @@ final class Workloads {
   static final long TENANT_QUOTA_TOKENS_PER_MINUTE = 2 * 60 * 2560;
 
   /**
+   * Agentic traffic: tasks arrive as a Poisson stream; each runs on one of a few applications whose
+   * system + tools prompt ({@code 4096} tokens) all its requests share, adds a task description
+   * (1,024 tokens), then branches into 2–4 sub-agents (sessions) that each take 3–6 tool-loop
+   * steps: every step sends the whole branch history and appends the model's output (100–300
+   * tokens) and a tool result (300–1,200 tokens), so prompts grow to ~12k tokens and the prefixes
+   * form a deep tree (application → task → branch → step). Steps of a branch are 1–3 s apart (think
+   * + tool time); about {@code 20 × rateScale} requests per second overall. Seeded: every choice
+   * comes from {@code seed}.
+   */
+  static List<SimRequest> agentic(double rateScale, long seed, int tasks) {
+    SplittableRandom r = new SplittableRandom(seed);
+    int apps = 6;
+    double taskRate = 1.5 * rateScale; // ~13 requests per task: ~20 req/s
+    List<SimRequest> out = new ArrayList<>();
+    double start = 0;
+    for (int t = 0; t < tasks; t++) {
+      start += -Math.log(1 - r.nextDouble()) / taskRate;
+      // a few applications carry most tasks (Zipf-like: app k with weight 1/(k+1))
+      double u = r.nextDouble() * 2.45; // ~ H(6)
+      int app = 0;
+      for (double acc = 1.0; app < apps - 1 && u > acc; acc += 1.0 / (app + 2)) {
+        app++;
+      }
+      int[] system = segment(40_000_000L + app, 4096);
+      int[] task = concat(system, segment(41_000_000L + t, 1024));
+      int branches = 2 + r.nextInt(3);
+      for (int b = 0; b < branches; b++) {
+        int[] history = concat(task, segment(42_000_000L + (long) t * 16 + b, 64));
+        int steps = 3 + r.nextInt(4);
+        double at = start + r.nextDouble() * 0.5 / rateScale;
+        String session = "agent-" + t + "-" + b;
+        for (int k = 0; k < steps; k++) {
+          int output = 100 + r.nextInt(201);
+          out.add(new SimRequest(0, (long) (at * 1e9), "t", session, history, output));
+          long id = ((long) t * 16 + b) * 16 + k;
+          int[] reply = segment(43_000_000_000L + id, output);
+          int[] tool = segment(44_000_000_000L + id, 300 + r.nextInt(901));
+          history = concat(history, reply, tool);
+          at += (1 + 2 * r.nextDouble()) / rateScale;
+        }
+      }
+    }
+    out.sort((a, b) -> Long.compare(a.arrivalNanos(), b.arrivalNanos()));
+    List<SimRequest> numbered = new ArrayList<>(out.size());
+    for (int i = 0; i < out.size(); i++) {
+      SimRequest q = out.get(i);
+      numbered.add(
+          new SimRequest(
+              i, q.arrivalNanos(), q.tenant(), q.session(), q.tokens(), q.outputTokens()));
+    }
+    return numbered;
+  }
+
+  /**
    * Multi-turn chat: {@code sessions} conversations of {@code turns} turns; each turn sends the
    * whole history (a system prompt shared by 8 groups, then every earlier user message and scripted
    * assistant reply) plus a new user message; turns are {@code gapSec} apart.
