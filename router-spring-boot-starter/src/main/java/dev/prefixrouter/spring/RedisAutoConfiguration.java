@@ -7,6 +7,8 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
+import java.time.Duration;
+import java.util.function.Consumer;
 import java.util.function.ToDoubleFunction;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.SmartInitializingSingleton;
@@ -42,6 +44,28 @@ public class RedisAutoConfiguration {
     return uri;
   }
 
+  /**
+   * Applies the settings every Redis part shares (key prefix, replica id when set, command timeout,
+   * retry interval), each failure reported under its property's name.
+   */
+  private static void common(
+      RedisProperties r,
+      Consumer<String> keyPrefix,
+      Consumer<String> replicaId,
+      Consumer<Duration> commandTimeout,
+      Consumer<Duration> retryInterval) {
+    PrefixRouterPropertyException.naming(
+        PREFIX + ".key-prefix", () -> keyPrefix.accept(r.getKeyPrefix()));
+    String id = r.getReplicaId();
+    if (id != null) {
+      PrefixRouterPropertyException.naming(PREFIX + ".replica-id", () -> replicaId.accept(id));
+    }
+    PrefixRouterPropertyException.naming(
+        PREFIX + ".command-timeout", () -> commandTimeout.accept(r.getCommandTimeout()));
+    PrefixRouterPropertyException.naming(
+        PREFIX + ".retry-interval", () -> retryInterval.accept(r.getRetryInterval()));
+  }
+
   @Bean(destroyMethod = "close")
   @ConditionalOnMissingBean
   @ConditionalOnProperty(
@@ -51,16 +75,7 @@ public class RedisAutoConfiguration {
       matchIfMissing = true)
   public RedisPredictionSharing prefixRouterRedisPredictionSharing(RedisProperties r) {
     RedisPredictionSharing.Builder b = RedisPredictionSharing.builder(uri(r));
-    PrefixRouterPropertyException.naming(
-        PREFIX + ".key-prefix", () -> b.keyPrefix(r.getKeyPrefix()));
-    String id = r.getReplicaId();
-    if (id != null) {
-      PrefixRouterPropertyException.naming(PREFIX + ".replica-id", () -> b.replicaId(id));
-    }
-    PrefixRouterPropertyException.naming(
-        PREFIX + ".command-timeout", () -> b.commandTimeout(r.getCommandTimeout()));
-    PrefixRouterPropertyException.naming(
-        PREFIX + ".retry-interval", () -> b.retryInterval(r.getRetryInterval()));
+    common(r, b::keyPrefix, b::replicaId, b::commandTimeout, b::retryInterval);
     b.shareOnlyNewBlocks(r.isShareOnlyNewBlocks());
     return b.build();
   }
@@ -83,16 +98,7 @@ public class RedisAutoConfiguration {
       matchIfMissing = true)
   public RedisMembershipSync prefixRouterRedisMembershipSync(RedisProperties r) {
     RedisMembershipSync.Builder b = RedisMembershipSync.builder(uri(r));
-    PrefixRouterPropertyException.naming(
-        PREFIX + ".key-prefix", () -> b.keyPrefix(r.getKeyPrefix()));
-    String id = r.getReplicaId();
-    if (id != null) {
-      PrefixRouterPropertyException.naming(PREFIX + ".replica-id", () -> b.replicaId(id));
-    }
-    PrefixRouterPropertyException.naming(
-        PREFIX + ".command-timeout", () -> b.commandTimeout(r.getCommandTimeout()));
-    PrefixRouterPropertyException.naming(
-        PREFIX + ".retry-interval", () -> b.retryInterval(r.getRetryInterval()));
+    common(r, b::keyPrefix, b::replicaId, b::commandTimeout, b::retryInterval);
     return b.build();
   }
 
