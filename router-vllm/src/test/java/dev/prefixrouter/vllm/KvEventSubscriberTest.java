@@ -35,7 +35,10 @@ class KvEventSubscriberTest {
                 })
             .topic("kv")
             .replayTimeout(Duration.ofSeconds(2))
-            .idleReconnect(Duration.ofSeconds(1)) // a connect that never completes is retried
+            // a connect that never completes is retried within awaitSubscriber's 10 s; not shorter:
+            // on a loaded host a 1 s idle reopen could fire between the subscription and the first
+            // batch and drop it, and these tests send nothing after it that would reveal the gap
+            .idleReconnect(Duration.ofSeconds(4))
             .build();
   }
 
