@@ -110,6 +110,29 @@ public record Backend(
     return new Backend(id, models, capabilities, l, capacityBlocks, weight);
   }
 
+  /**
+   * A copy whose role in a disaggregated deployment is {@code role}: the role capabilities ({@link
+   * Role#PREFILL_CAPABILITY}, {@link Role#DECODE_CAPABILITY}) are replaced by those of {@code
+   * role}; other capabilities are kept.
+   */
+  public Backend withRole(Role role) {
+    Objects.requireNonNull(role, "role");
+    Set<String> c = new HashSet<>(capabilities);
+    c.remove(Role.PREFILL_CAPABILITY);
+    c.remove(Role.DECODE_CAPABILITY);
+    c.addAll(role.capabilities());
+    return new Backend(id, models, c, labels, capacityBlocks, weight);
+  }
+
+  /**
+   * This backend's role, read from its capabilities: {@link Role#BOTH} when it carries both role
+   * capabilities or neither. Note that a {@link DisaggregatedRouter} only pairs backends whose role
+   * capabilities are set (see {@link Role}); a backend without them serves whole requests.
+   */
+  public Role role() {
+    return Role.of(capabilities);
+  }
+
   /** Whether this backend serves {@code model}. */
   public boolean serves(String model) {
     return models.contains(model);

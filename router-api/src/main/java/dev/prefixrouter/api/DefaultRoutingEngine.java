@@ -151,6 +151,16 @@ final class DefaultRoutingEngine implements RoutingEngine {
     return signals;
   }
 
+  /** The pipeline, for a {@link DisaggregatedRouter} composed over this engine. */
+  RoutePipeline pipeline() {
+    return pipeline;
+  }
+
+  /** Tokens per block of the engine's hasher. */
+  int tokensPerBlock() {
+    return hasher.tokensPerBlock();
+  }
+
   @Override
   public String toString() {
     return "RoutingEngine[backends="

@@ -20,7 +20,7 @@ public record Rejected(
     Duration retryAfter,
     String message,
     @Nullable EligibilityFilter emptiedBy)
-    implements RouteDecision {
+    implements RouteDecision, PairDecision {
 
   public Rejected {
     Objects.requireNonNull(request, "request");

@@ -1,0 +1,232 @@
+package dev.prefixrouter.api;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The lease of one prefill/decode pair: a state machine {@code OPEN → DECODING → COMPLETED /
+ * FAILED_LATE}, or {@code OPEN → FAILED_PREFILL / FAILED_DECODE_EARLY}, moved by CAS so that each
+ * transition's effects happen exactly once. The prefill leg is the engine's own {@link Lease}
+ * (ended at the first token, or failed); this class owns the decode backend's counts (in flight and
+ * reserved tokens from the route, a running decode from the first token) and the tenant's true-up
+ * after the first token. Thread-safe; O(1) per call.
+ */
+final class DefaultPairLease implements PairLease {
+  private static final int OPEN = 0;
+  private static final int DECODING = 1;
+  private static final int COMPLETED = 2;
+  private static final int FAILED_PREFILL = 3;
+  private static final int FAILED_DECODE_EARLY = 4;
+  private static final int FAILED_LATE = 5;
+
+  private static final VarHandle STATE;
+  private static final VarHandle FAILOVER_TAKEN;
+
+  static {
+    try {
+      MethodHandles.Lookup l = MethodHandles.lookup();
+      STATE = l.findVarHandle(DefaultPairLease.class, "state", int.class);
+      FAILOVER_TAKEN = l.findVarHandle(DefaultPairLease.class, "failoverTaken", boolean.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  private final DisaggregatedRouter router;
+  private final RouteRequest request;
+  private final Routed prefill;
+  private final BackendEntry decode;
+  private final long reserved;
+  private final List<BackendEntry> decodeExcluded;
+  private final int attempt;
+  private volatile int state = OPEN;
+  private volatile boolean failoverTaken;
+
+  DefaultPairLease(
+      DisaggregatedRouter router,
+      RouteRequest request,
+      Routed prefill,
+      BackendEntry decode,
+      long reserved,
+      List<BackendEntry> decodeExcluded,
+      int attempt) {
+    this.router = router;
+    this.request = request;
+    this.prefill = prefill;
+    this.decode = decode;
+    this.reserved = reserved;
+    this.decodeExcluded = decodeExcluded;
+    this.attempt = attempt;
+  }
+
+  /** Returns {@code routed}, the decision this lease belongs to. */
+  PairRouted open(PairRouted routed) {
+    return routed;
+  }
+
+  @Override
+  public void firstToken() {
+    // counted before the state says DECODING, so an end that sees DECODING finds it counted
+    decode.addRunningDecodes(1);
+    if (!STATE.compareAndSet(this, OPEN, DECODING)) {
+      decode.addRunningDecodes(-1);
+      return;
+    }
+    Lease p = prefill.lease();
+    p.firstToken();
+    // the tenant keeps its whole reservation until the decode phase ends: the prefill leg settles
+    // at exactly what it reserved (prompt + max output), the true-up happens here at the end
+    p.complete(Usage.of(prefill.promptTokens(), request.maxOutputTokens()));
+  }
+
+  @Override
+  public void complete(Usage usage) {
+    Objects.requireNonNull(usage, "usage");
+    if (state == OPEN) {
+      firstToken(); // a host without streaming reports the end only
+    }
+    if (!STATE.compareAndSet(this, DECODING, COMPLETED)) {
+      return;
+    }
+    long now = endDecode(true, null);
+    adjustTenant(usage.totalTokens() - reserved, now);
+  }
+
+  @Override
+  public void fail(Failure failure) {
+    Objects.requireNonNull(failure, "failure");
+    while (true) {
+      int s = state;
+      if (s == OPEN) {
+        if (STATE.compareAndSet(this, OPEN, FAILED_PREFILL)) {
+          prefill.lease().fail(failure); // blamed, tenant refunded by the engine
+          endDecode(false, null);
+          return;
+        }
+      } else if (s == DECODING) {
+        failLate(failure);
+        return;
+      } else {
+        return;
+      }
+    }
+  }
+
+  @Override
+  public void failDecode(Failure failure) {
+    Objects.requireNonNull(failure, "failure");
+    while (true) {
+      int s = state;
+      if (s == OPEN) {
+        if (STATE.compareAndSet(this, OPEN, FAILED_DECODE_EARLY)) {
+          prefill
+              .lease()
+              .fail(
+                  new Failure(
+                      Failure.Kind.CANCELLED, "decode backend failed: " + failure.detail()));
+          endDecode(false, failure.countsAgainstBackend() ? failure : null);
+          return;
+        }
+      } else if (s == DECODING) {
+        failLate(failure);
+        return;
+      } else {
+        return;
+      }
+    }
+  }
+
+  /** After the first token: the decode backend blamed, the prompt charged, the output refunded. */
+  private void failLate(Failure failure) {
+    if (!STATE.compareAndSet(this, DECODING, FAILED_LATE)) {
+      return;
+    }
+    long now = endDecode(true, failure.countsAgainstBackend() ? failure : null);
+    adjustTenant(prefill.promptTokens() - reserved, now);
+  }
+
+  /**
+   * Undoes the decode backend's counts once; {@code feedHealth}: a success ({@code failure ==
+   * null}) or the failure goes to its breaker (skipped once the backend is removed).
+   */
+  private long endDecode(boolean feedHealth, @Nullable Failure failure) {
+    int s = state;
+    if (s == COMPLETED || s == FAILED_LATE) {
+      decode.addRunningDecodes(-1);
+    }
+    decode.addInFlight(-1);
+    decode.addActiveTokens(-reserved);
+    RoutePipeline pipeline = router.pipeline();
+    long now = pipeline.ticker().getAsLong();
+    if ((feedHealth || failure != null) && decode.claim()) {
+      try {
+        pipeline.membership().healthFeedback(decode, now, failure);
+      } finally {
+        decode.release();
+      }
+    }
+    return now;
+  }
+
+  private void adjustTenant(long delta, long now) {
+    if (delta != 0) {
+      router.pipeline().limiter().adjust(request.tenant(), delta, now);
+    }
+  }
+
+  @Override
+  public PairDecision failover() {
+    int s = state;
+    if ((s != FAILED_PREFILL && s != FAILED_DECODE_EARLY)
+        || !FAILOVER_TAKEN.compareAndSet(this, false, true)) {
+      return router
+          .pipeline()
+          .reject(
+              new Rejected(
+                  request,
+                  RejectReason.NOT_RETRYABLE,
+                  Duration.ZERO,
+                  "failover needs a pair that failed before its first token and was not failed"
+                      + " over yet (state "
+                      + s
+                      + ")",
+                  null));
+    }
+    if (s == FAILED_PREFILL) {
+      RouteDecision next = prefill.lease().failover();
+      if (next instanceof Rejected x) {
+        return x;
+      }
+      return router.pair(request, (Routed) next, decodeExcluded, attempt + 1);
+    }
+    List<BackendEntry> excluded = new ArrayList<>(decodeExcluded.size() + 1);
+    excluded.addAll(decodeExcluded);
+    excluded.add(decode);
+    RouteDecision next = router.engine().route(DisaggregatedRouter.prefillRequest(request));
+    if (next instanceof Rejected x) {
+      return x;
+    }
+    return router.pair(request, (Routed) next, List.copyOf(excluded), attempt + 1);
+  }
+
+  @Override
+  public boolean isEnded() {
+    return state >= COMPLETED;
+  }
+
+  @Override
+  public String toString() {
+    return "PairLease[prefill="
+        + prefill.backendId()
+        + ", decode="
+        + decode.backend.id()
+        + ", state="
+        + state
+        + "]";
+  }
+}
