@@ -6,6 +6,7 @@ import dev.prefixrouter.api.BlockStored;
 import dev.prefixrouter.api.EngineHashes;
 import dev.prefixrouter.api.KvEvent;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -421,8 +422,12 @@ public final class KvEventDecoder {
       u.skipValue();
       return null;
     }
-    java.math.BigInteger v = u.unpackBigInteger();
-    return v.bitLength() < 32 ? v.intValue() : null;
+    if (u.getNextFormat() == MessageFormat.UINT64) { // may exceed a long: never an int
+      java.math.BigInteger v = u.unpackBigInteger();
+      return v.bitLength() < 32 ? v.intValue() : null;
+    }
+    long v = u.unpackLong(); // every other integer format fits a long; no allocation
+    return v == (int) v ? (int) v : null;
   }
 
   private static @Nullable String string(MessageUnpacker u) throws IOException {
@@ -437,7 +442,10 @@ public final class KvEventDecoder {
   private static @Nullable Long hash(MessageUnpacker u) throws IOException {
     MessageFormat f = u.getNextFormat();
     if (f == MessageFormat.UINT64) {
-      return u.unpackBigInteger().longValue(); // the low 64 bits: the same bit pattern
+      // 0xcf and 8 bytes big-endian: the bit pattern as is (unpackLong refuses values above
+      // Long.MAX_VALUE; unpackBigInteger allocates two BigIntegers)
+      byte[] raw = u.readPayload(9);
+      return ByteBuffer.wrap(raw, 1, 8).getLong();
     }
     if (f.getValueType() == ValueType.INTEGER) {
       return u.unpackLong();
