@@ -43,6 +43,7 @@ public final class Compare {
 
         --workload NAME       default | gateway | high-cache | low-cache | multi-turn | mooncake
                               | tenants | faults | sweep | capacity | rag | media | agentic
+                              | pd (prefill/decode pairs vs colocated, 3000 requests)
                                                                      (default: default)
         --trace PATH          replay a Mooncake-format JSONL trace (implies --workload mooncake)
         --backends N          simulated backends, 1..256             (default 8; gateway: 3)
@@ -144,7 +145,8 @@ public final class Compare {
                   "capacity",
                   "rag",
                   "media",
-                  "agentic");
+                  "agentic",
+                  "pd");
           if (!known.contains(o.workload)) {
             throw new UsageException("unknown workload '" + o.workload + "'; known: " + known);
           }
@@ -398,6 +400,9 @@ public final class Compare {
     }
     if (o.workload.equals("media")) {
       fleet.addAll(MediaCheck.run(o, config(o), out, err));
+    }
+    if (o.workload.equals("pd")) {
+      fleet.addAll(PdCheck.run(o, config(o), out, err));
     }
     if (o.workload.equals("capacity")) {
       fleet.addAll(CapacityCheck.run(o, config(o), out, err));

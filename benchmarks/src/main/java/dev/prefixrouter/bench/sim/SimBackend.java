@@ -46,6 +46,7 @@ final class SimBackend {
     int attempt;
     int plannedChunk;
     boolean encoded;
+    boolean transferred; // its prompt's KV cache arrives whole (a decode leg): no prefill compute
 
     Seq(SimRequest request, Object lease, long[] keys, long routedAt) {
       this.request = request;
@@ -251,6 +252,10 @@ final class SimBackend {
     s.privateBlocks = need;
     s.prefilled = hit * BackendProfile.BLOCK;
     s.admitted = true;
+    if (s.transferred) { // the KV cache came from a prefill backend: cached at once, decode next
+      s.prefilled = s.promptLength();
+      completePrefill(s);
+    }
     return true;
   }
 
@@ -331,6 +336,7 @@ final class SimBackend {
       running.remove(i);
       release(victim);
       victim.prefilled = 0;
+      victim.transferred = false; // its KV is gone: recomputed here
       victim.generated = victim.firstTokenSent ? victim.generated : 0;
       victim.admitted = false;
       victim.plannedChunk = 0;
