@@ -1,6 +1,9 @@
 package dev.prefixrouter.radix;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Arrays;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The LRU mirror of one backend's KV cache, run-granular: one <em>entry</em> per (node, backend)
@@ -19,16 +22,27 @@ import java.util.Arrays;
  * same stamp, and the write touches them deepest first, so along a path ancestors are always more
  * recent than descendants.
  *
- * <p>Not thread-safe: only the index's writer (holding its write lock) calls it, except {@link
- * #lruAgeNanos}, which reads one volatile field.
+ * <p>Guarded by {@link #lock}: every read or change of an entry, a list or the stamps happens with
+ * it held (the index's structure writer takes it for each mirror it touches and keeps it until the
+ * end of its write; a held route's recency refresh takes only this lock). The totals ({@link
+ * #size}, {@link #confirmedBlocks}) and the capacity change only under the index's structure lock
+ * as well, so holders of that lock may read them without this one. {@link #lruAgeNanos} reads one
+ * volatile field without any lock.
  */
 final class LruMirror {
   private static final int NONE = IntLinks.NONE;
 
-  /** {@link #lruStamp} while an insert would evict nothing. */
+  /** The published stamp while an insert would evict nothing. */
   private static final long ROOM = Long.MIN_VALUE;
 
   final int slot;
+
+  /** Guards the entries, lists and stamps (see the class comment). */
+  final ReentrantLock lock = new ReentrantLock();
+
+  /** Structure writer only: whether its current write holds {@link #lock}. */
+  boolean ownedByWriter;
+
   private long capacity;
   private long size;
   private long confirmedTotal;
@@ -43,8 +57,17 @@ final class LruMirror {
    */
   long offloadedBlocks = -1;
 
-  /** Stamp of the next victim while the mirror is full, else {@link #ROOM}; read without lock. */
-  private volatile long lruStamp = ROOM;
+  /**
+   * Element {@link #PUBLISHED} is the stamp of the next victim while the mirror is full, else
+   * {@link #ROOM}; read without lock (volatile). It sits alone in its cache line (the array is
+   * padded), so routing threads reading every backend's age do not share a line with the fields a
+   * write changes.
+   */
+  private final long[] published = new long[2 * PUBLISHED + 1];
+
+  private static final int PUBLISHED = 8;
+  private static final VarHandle PUBLISHED_STAMP =
+      MethodHandles.arrayElementVarHandle(long[].class);
 
   private Node[] node = new Node[0];
   private int[] held = new int[0];
@@ -60,6 +83,7 @@ final class LruMirror {
   LruMirror(int slot, long capacity) {
     this.slot = slot;
     this.capacity = capacity;
+    PUBLISHED_STAMP.setVolatile(published, PUBLISHED, ROOM);
   }
 
   long capacity() {
@@ -245,10 +269,21 @@ final class LruMirror {
     }
   }
 
-  /** Publishes the stamp of the next victim (end of every write). */
+  /**
+   * Whether entry {@code e} is this mirror's entry of node {@code n} and holds its whole run.
+   * Tolerates any {@code e} (an id read without lock from a holder record).
+   */
+  boolean holdsWhole(int e, Node n) {
+    return e >= 0 && e < allocated && node[e] == n && held[e] == n.length();
+  }
+
+  /** Publishes the stamp of the next victim (end of every write); no store if unchanged. */
   void publishLru() {
     int tail = recency.tail();
-    lruStamp = size >= capacity && tail != NONE ? stamp[tail] : ROOM;
+    long s = size >= capacity && tail != NONE ? stamp[tail] : ROOM;
+    if ((long) PUBLISHED_STAMP.getOpaque(published, PUBLISHED) != s) {
+      PUBLISHED_STAMP.setVolatile(published, PUBLISHED, s);
+    }
   }
 
   /**
@@ -257,7 +292,7 @@ final class LruMirror {
    * read.
    */
   long lruAgeNanos(long now) {
-    long s = lruStamp;
+    long s = (long) PUBLISHED_STAMP.getVolatile(published, PUBLISHED);
     return s == ROOM ? Long.MAX_VALUE : Math.max(0, now - s);
   }
 

@@ -22,11 +22,13 @@ import org.jspecify.annotations.Nullable;
  * by one with the same first key in place; removal leaves a tombstone; growth publishes a new
  * table.
  *
- * <p><b>Concurrency.</b> Only the index's writer (holding its write lock) changes a node. Readers
- * ({@code match}) read {@link #holders} and {@link #children} without a lock and tolerate any
- * interleaving: they never index past an array they read, treat {@code null} as empty, and rely on
- * the index's per-backend versions to discard an answer that a concurrent write could have changed.
- * The run ({@link #keys}) is final, so a reader never sees a torn run.
+ * <p><b>Concurrency.</b> Only the index's structure writer (holding its lock) changes a node; the
+ * holder records of a backend change only while that backend's mirror lock is held too. Readers
+ * ({@code match}, a held route's recency refresh) read {@link #holders} and {@link #children}
+ * without a lock and tolerate any interleaving: they never index past an array they read, treat
+ * {@code null} as empty, and rely on the index's per-backend versions to discard an answer that a
+ * concurrent write could have changed. The run ({@link #keys}) is final, so a reader never sees a
+ * torn run.
  */
 final class Node {
   private static final int[] NO_HOLDERS = new int[0];
@@ -209,6 +211,21 @@ final class Node {
         }
       }
     }
+  }
+
+  /**
+   * The entry id {@code slot}'s record names if it holds the whole run, else -1. Safe without the
+   * lock but racy: the answer may be stale or belong to a record being reused, so the caller checks
+   * it against the mirror under the mirror's lock ({@link LruMirror#holdsWhole}).
+   */
+  int wholeEntryRacy(int slot) {
+    int[] h = holders;
+    for (int r = 0; r + 2 < h.length; r += 3) {
+      if (h[r] == slot) {
+        return h[r + 1] == keys.length ? h[r + 2] : -1;
+      }
+    }
+    return -1;
   }
 
   // ------------------------------------------------------------------ holders (writer)

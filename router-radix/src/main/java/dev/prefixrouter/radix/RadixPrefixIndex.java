@@ -90,11 +90,29 @@ import org.jspecify.annotations.Nullable;
  *
  * <h2>Concurrency</h2>
  *
- * Writers (routing records, events, membership) serialize on one lock; a write is short (it touches
- * the few entries of one path and evicts from one backend) and never runs user code. Each backend
- * slot has a version, odd while a write changes what that backend is believed to hold (a seqlock);
- * a write that only refreshes recency (a held path routed again) and a split (which moves no block
- * between backends) leave versions alone.
+ * Two kinds of lock, always taken in this order: the <em>structure lock</em> (one per index) and
+ * one <em>mirror lock</em> per backend ({@link LruMirror}). Every write that may change the tree or
+ * what a backend holds (a route with a new or partly held path, events, expiry, membership,
+ * capacity) takes the structure lock, then the lock of each mirror it reads or changes (its own
+ * backend's first, and those of the holders of a node it splits), and releases them all when it
+ * ends. A write is short (it touches the few entries of one path and evicts from one backend) and
+ * never runs user code.
+ *
+ * <p>A held route ({@link #recordRouted} of a path the backend holds in full, ending at a node
+ * boundary, nothing due to expire) only refreshes recency, so it takes the backend's mirror lock
+ * alone: it finds the path's nodes and its entries by a walk without locks (as {@code match} does),
+ * then under the mirror lock checks that each entry is still that mirror's entry of the node found
+ * and holds its whole run, and touches them. The check is sound because a node is split or
+ * unlinked, and a backend's holding changed, only by a writer holding that backend's mirror lock;
+ * if it fails (or the path is not held) the route takes the structure lock as any write. Routes on
+ * different backends therefore never wait for each other, and a route on a backend waits only for
+ * that backend's writes. The refresh never waits for anything while it holds the mirror lock, so it
+ * cannot deadlock with a writer that holds the structure lock and waits for it.
+ *
+ * <p>Each backend slot has a version, odd while a write changes what that backend is believed to
+ * hold (a seqlock); a write that only refreshes recency (a held route) and a split (which moves no
+ * block between backends) leave versions alone. The LRU age a mirror publishes sits in its own
+ * cache line and is stored only when it changes.
  *
  * <p>{@link #match} takes no lock: it reads its candidates' versions, walks the tree reading nodes
  * without locks, and returns if no candidate's version moved, so its answer is every candidate's
@@ -129,6 +147,10 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private int[] changedSlots;
   private boolean[] changing;
   private int changedCount;
+
+  // one write's mirrors whose lock it holds (lock held)
+  private LruMirror[] owned = new LruMirror[8];
+  private int ownedCount;
 
   // the path of the last touchPath (lock held)
   private Node[] path = new Node[16];
@@ -299,6 +321,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       if (m == null) {
         return;
       }
+      own(m);
       try {
         clearMirror(m);
         mirrors.set(slot, null);
@@ -314,11 +337,24 @@ public final class RadixPrefixIndex implements PrefixIndex {
     m.forEachEntry(e -> shorten(m, e, 0));
   }
 
+  /** The structure lock (for tests). */
+  Object structureLock() {
+    return lock;
+  }
+
   /** Whether a backend's mirror is well formed (for tests; true for an unused slot). */
   boolean listsConsistent(int slot) {
     synchronized (lock) {
       LruMirror m = inRange(slot) ? mirrors.get(slot) : null;
-      return m == null || m.consistent();
+      if (m == null) {
+        return true;
+      }
+      m.lock.lock();
+      try {
+        return m.consistent();
+      } finally {
+        m.lock.unlock();
+      }
     }
   }
 
@@ -379,6 +415,48 @@ public final class RadixPrefixIndex implements PrefixIndex {
     int[] candidateWalk = new int[0]; // which walk candidateOf[slot] was written by
     int[] aliveAt = new int[16]; // node step at which the candidate was last seen holding all
     int walk;
+    Node[] touchNodes = new Node[16]; // a held route's path (cleared after use)
+    int[] touchEntries = new int[16]; // and the entries it read for them
+
+    /**
+     * Walks {@code keys[0, n)} without locks into {@link #touchNodes} / {@link #touchEntries}:
+     * returns the node count if every node's run matches, the path ends at a run's end and {@code
+     * slot}'s records name an entry holding each whole run; else minus the nodes recorded so far (0
+     * or less).
+     */
+    int heldPath(Node root, long[] keys, int n, int slot) {
+      int count = 0;
+      Node at = root;
+      for (int d = 0; d < n; ) {
+        Node x = at.child(keys[d]);
+        if (x == null) {
+          return -count;
+        }
+        long[] run = x.keys;
+        int len = run.length;
+        if (len > n - d) {
+          return -count;
+        }
+        for (int i = 1; i < len; i++) {
+          if (run[i] != keys[d + i]) {
+            return -count;
+          }
+        }
+        int e = x.wholeEntryRacy(slot);
+        if (e < 0) {
+          return -count;
+        }
+        if (count == touchNodes.length) {
+          touchNodes = Arrays.copyOf(touchNodes, 2 * count);
+          touchEntries = Arrays.copyOf(touchEntries, 2 * count);
+        }
+        touchNodes[count] = x;
+        touchEntries[count++] = e;
+        d += len;
+        at = x;
+      }
+      return count;
+    }
 
     long[] versions(int count) {
       if (versions.length < count) {
@@ -507,6 +585,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
   @Override
   public void recordRouted(long[] keys, int keyCount, int slot, long nowNanos) {
     PrefixIndex.checkKeyCount(keys, keyCount);
+    if (touchHeld(keys, keyCount, slot, nowNanos)) {
+      return;
+    }
     synchronized (lock) {
       LruMirror m = writable(slot);
       if (m == null) {
@@ -525,14 +606,103 @@ public final class RadixPrefixIndex implements PrefixIndex {
   }
 
   /**
-   * The mirror a write of {@code slot} changes, or null (counted) for an unknown slot. Lock held.
+   * The held route's fast path: if {@code slot} holds the whole path {@code keys[0, keyCount)} and
+   * the path ends at a node boundary, touches its entries (deepest first, one stamp) under the
+   * mirror's lock alone and returns true. The path is found by a walk without locks, as {@link
+   * #match} does; under the mirror's lock each entry is checked to still be the mirror's entry of
+   * the node found and to hold its whole run, which proves the nodes are still linked, unsplit and
+   * chained as walked (a node is split, unlinked or re-held only by a writer holding this lock).
+   * Returns false, having changed nothing, when the path is not held in full, ends inside a run, is
+   * longer than the capacity, or when predictions are due to expire: the caller then takes the
+   * structure lock.
+   */
+  private boolean touchHeld(long[] keys, int keyCount, int slot, long now) {
+    LruMirror m = inRange(slot) ? mirrors.get(slot) : null;
+    if (m == null || keyCount == 0) {
+      return false;
+    }
+    Scratch s = SCRATCH.get();
+    int count = s.heldPath(root, keys, keyCount, slot);
+    try {
+      return count > 0 && touchWhole(m, s, count, keyCount, now);
+    } finally {
+      Arrays.fill(s.touchNodes, 0, Math.abs(count), null);
+    }
+  }
+
+  /** {@link #touchHeld}'s part under the mirror's lock. */
+  private boolean touchWhole(LruMirror m, Scratch s, int count, int keyCount, long now) {
+    m.lock.lock();
+    try {
+      if (mirrors.get(m.slot) != m || keyCount > m.capacity() || expiryDue(m, now)) {
+        return false;
+      }
+      Node[] nodes = s.touchNodes;
+      int[] entries = s.touchEntries;
+      for (int i = 0; i < count; i++) {
+        if (!m.holdsWhole(entries[i], nodes[i])) {
+          return false;
+        }
+      }
+      long stamp = m.nextStamp(now);
+      for (int i = count - 1; i >= 0; i--) {
+        m.touch(entries[i], stamp);
+      }
+      m.publishLru();
+      return true;
+    } finally {
+      m.lock.unlock();
+    }
+  }
+
+  /** Whether {@link #expire} would drop something now. Mirror lock held. */
+  private boolean expiryDue(LruMirror m, long now) {
+    if (!m.eventsSeen || ttlNanos <= 0) {
+      return false;
+    }
+    int e = m.predictedTail();
+    return e >= 0 && now - m.stamp(e) > ttlNanos;
+  }
+
+  /**
+   * The mirror a write of {@code slot} changes, with its lock taken for the rest of the write, or
+   * null (counted) for an unknown slot. Lock held.
    */
   private @Nullable LruMirror writable(int slot) {
     LruMirror m = inRange(slot) ? mirrors.get(slot) : null;
     if (m == null) {
       unknownSlot.increment();
+    } else {
+      own(m);
     }
     return m;
+  }
+
+  /**
+   * Takes {@code m}'s lock until the end of the current write ({@link #releaseMirrors}), once. Lock
+   * held. A structure writer may wait here for a held route's refresh of {@code m}, which never
+   * waits for anything while holding that lock, so the two orders cannot deadlock.
+   */
+  private void own(LruMirror m) {
+    if (!m.ownedByWriter) {
+      m.lock.lock();
+      m.ownedByWriter = true;
+      if (ownedCount == owned.length) {
+        owned = Arrays.copyOf(owned, 2 * ownedCount);
+      }
+      owned[ownedCount++] = m;
+    }
+  }
+
+  /** Releases the mirror locks the current write took. Lock held. */
+  private void releaseMirrors() {
+    for (int i = 0; i < ownedCount; i++) {
+      LruMirror m = owned[i];
+      owned[i] = null;
+      m.ownedByWriter = false;
+      m.lock.unlock();
+    }
+    ownedCount = 0;
   }
 
   /** Makes a backend's version odd before the first change of a write match could see. */
@@ -545,15 +715,22 @@ public final class RadixPrefixIndex implements PrefixIndex {
     }
   }
 
-  /** Ends a write: versions even again, the written mirror's LRU stamp published. */
+  /**
+   * Ends a write: versions even again, the written mirror's LRU stamp published, the mirror locks
+   * released.
+   */
   private void endWrite(LruMirror m) {
-    for (int i = 0; i < changedCount; i++) {
-      int slot = changedSlots[i];
-      changing[slot] = false;
-      versions.incrementAndGet(slot);
+    try {
+      for (int i = 0; i < changedCount; i++) {
+        int slot = changedSlots[i];
+        changing[slot] = false;
+        versions.incrementAndGet(slot);
+      }
+      changedCount = 0;
+      m.publishLru();
+    } finally {
+      releaseMirrors();
     }
-    changedCount = 0;
-    m.publishLru();
   }
 
   /**
@@ -730,6 +907,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     x.forEachHolder(
         (slot, held, e) -> {
           LruMirror m = mirrors.get(slot);
+          own(m);
           int confirmed = m.confirmed(e);
           if (held > at) {
             int t = m.addBelow(e, tail, held - at, Math.max(0, confirmed - at));

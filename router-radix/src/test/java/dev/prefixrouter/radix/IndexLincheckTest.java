@@ -13,9 +13,11 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Lincheck linearizability check of {@code match} / {@code recordRouted} / {@code removeBackend}
- * (followed by re-adding the slot) on a small index: two backends of capacity 2 (evictions on most
- * writes) and paths that share prefixes and diverge inside runs, so writes split nodes and evict
- * runs while matches walk them.
+ * (followed by re-adding the slot) on a small index: two backends of capacity 2 and 3 (evictions on
+ * most writes) and paths that share prefixes and diverge inside runs, so writes split nodes and
+ * evict runs while matches walk them, and a held path's recency refresh (the mirror lock alone)
+ * races with writes of the other backend that split the nodes it touches. Recency is observable
+ * through what later writes evict; {@code consistent} checks a mirror's lists in between.
  */
 @Param(name = "path", gen = IntGen.class, conf = "0:5")
 @Param(name = "slot", gen = IntGen.class, conf = "0:1")
@@ -32,7 +34,7 @@ public class IndexLincheckTest {
 
   public IndexLincheckTest() {
     index.addBackend(0, 2);
-    index.addBackend(1, 2);
+    index.addBackend(1, 3);
   }
 
   private static long[] keys(int... tokens) {
@@ -52,6 +54,12 @@ public class IndexLincheckTest {
     index.recordRouted(PATHS[path], PATHS[path].length, slot, 0);
   }
 
+  /** Whether a backend's mirror is well formed (always, in any sequential history). */
+  @Operation
+  public boolean consistent(@Param(name = "slot") int slot) {
+    return index.listsConsistent(slot);
+  }
+
   private final Object[] membership = {new Object(), new Object()};
 
   /**
@@ -62,7 +70,7 @@ public class IndexLincheckTest {
   public void reset(@Param(name = "slot") int slot) {
     synchronized (membership[slot]) {
       index.removeBackend(slot);
-      index.addBackend(slot, 2);
+      index.addBackend(slot, 2 + slot);
     }
   }
 

@@ -13,6 +13,7 @@ import dev.prefixrouter.api.spi.BlockHasher;
 import dev.prefixrouter.api.spi.IndexSignal;
 import dev.prefixrouter.api.spi.PrefixIndex;
 import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -132,6 +133,42 @@ class RadixPrefixIndexTest {
     recordAll(index, new long[] {71, 72, 73, 74, 75, 76}, 0, 11);
     assertThat(match(index, new long[] {61}, 0)).containsExactly(0);
     assertThat(index.heldBlocks(0)).isEqualTo(6);
+  }
+
+  @Test
+  @Timeout(value = 20, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void aHeldRouteRefreshesRecencyUnderItsMirrorLockAloneNotTheStructureLock() throws Exception {
+    RadixPrefixIndex index = index(4, 4);
+    long[] a = keys(1, 1, 2, 2);
+    long[] b = keys(3, 3, 4, 4);
+    recordAll(index, a, 0, 1);
+    recordAll(index, b, 0, 2); // full: a is the next victim
+    CountDownLatch locked = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    Thread writer =
+        new Thread(
+            () -> {
+              synchronized (index.structureLock()) {
+                locked.countDown();
+                try {
+                  release.await();
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                }
+              }
+            });
+    writer.start();
+    locked.await();
+    try {
+      recordAll(index, a, 0, 3); // held in full: returns while another thread holds the lock
+    } finally {
+      release.countDown();
+      writer.join();
+    }
+    recordAll(index, keys(5, 5, 6, 6), 0, 4); // evicts b, not the refreshed a
+    assertThat(match(index, a, 0)).containsExactly(2);
+    assertThat(match(index, b, 0)).containsExactly(0);
+    assertThat(index.listsConsistent(0)).isTrue();
   }
 
   @Test

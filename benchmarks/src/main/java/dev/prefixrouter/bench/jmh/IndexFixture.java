@@ -19,6 +19,7 @@ final class IndexFixture {
   final RadixPrefixIndex index;
   final int[] slots;
   final long[][] prompts; // keys of prompts that were recorded (hits)
+  final int[] promptSlots; // the backend each of them was recorded on
   final Prompt[] rawPrompts;
 
   IndexFixture(int backends, long totalBlocks, int maxBackends, long seed) {
@@ -46,6 +47,7 @@ final class IndexFixture {
     needed = Math.max(needed, keep);
     prompts = new long[keep][];
     rawPrompts = new Prompt[keep];
+    promptSlots = new int[keep];
     long now = 0;
     for (long p = 0; p < needed; p++) {
       int[] ids = new int[PROMPT_TOKENS];
@@ -61,6 +63,7 @@ final class IndexFixture {
         int k = (int) (keep - fromEnd);
         prompts[k] = keys;
         rawPrompts[k] = prompt;
+        promptSlots[k] = (int) (p % backends);
       }
     }
   }
