@@ -12,14 +12,36 @@ import dev.prefixrouter.api.spi.FirstTokenObservation;
  *          + decode·runningDecodes
  * </pre>
  *
- * Features are scaled (tokens / 1e3, token² / 1e6) for conditioning. Fitted values are clamped to
- * the ranges of {@link TtftCoefficients} and used only after {@code minObservations}; until then
- * the configured defaults hold. Writers synchronize on the model; readers take the published
- * immutable {@link #current()} snapshot without locking.
+ * Features are scaled (tokens / 1e3, token² / 1e6) for conditioning.
+ *
+ * <p><b>Physics.</b> The fit is published only within a band around the configured priors: β in
+ * [prior/band, prior·band] (prefill always grows with uncached tokens), γ and the decode cost in
+ * [0, prior·band], α in [0, 10 s] (a host that reports the first token late adds a constant). With
+ * β &gt; 0 and γ ≥ 0 a cached token never costs more than an uncached one.
+ *
+ * <p><b>Signal.</b> Observed TTFTs may carry no information about the prompt (a host that reports
+ * the first token after a fixed or random delay, queueing outside the engine): fitted blindly,
+ * prefill comes out nearly free and prefix affinity disappears. The model therefore tracks, with
+ * the same forgetting, the correlation between the observed TTFT and the priors' own estimate of
+ * its variable part (β·(uncached + queued) + γ·uncached·total + decode·running). The fit is
+ * published only while that correlation is significantly positive (t-statistic over the effective
+ * sample above {@value #SIGNAL_ON}, dropped again below {@value #SIGNAL_OFF}) and after {@code
+ * minObservations}; otherwise the priors hold, and {@code describe()} says which ({@code fitted}
+ * 0/1, {@code signalT}).
+ *
+ * <p>Writers synchronize on the model; readers take the published immutable {@link #current()}
+ * snapshot without locking. Cost per observation: O(1) (a 4×4 update), no allocation except a new
+ * published snapshot.
  */
 final class CostModel {
   private static final int N = 4;
   private static final double[] SCALE = {1.0, 1e-3, 1e-6, 1.0};
+
+  /** t-statistic of the prefix signal above which the fit is published. */
+  static final double SIGNAL_ON = 4.0;
+
+  /** t-statistic below which a published fit falls back to the priors (hysteresis). */
+  static final double SIGNAL_OFF = 2.5;
 
   private final TtftCoefficients defaults;
   private final double lambda;
@@ -30,10 +52,21 @@ final class CostModel {
   private final double[] pxScratch = new double[N];
   private double residualScale; // robust scale of |residual|, ms
   private long observations;
+  private final double band;
+  // forgotten (weighted) moments of x = the priors' variable estimate and y = observed TTFT, ms
+  private double sw;
+  private double sx;
+  private double sy;
+  private double sxx;
+  private double syy;
+  private double sxy;
+  private double signalT;
+  private boolean signal;
   private volatile TtftCoefficients current;
 
-  CostModel(TtftCoefficients defaults, double forgetting, int minObservations) {
+  CostModel(TtftCoefficients defaults, double forgetting, int minObservations, double band) {
     this.defaults = defaults;
+    this.band = band;
     this.lambda = forgetting;
     this.minObservations = minObservations;
     this.current = defaults;
@@ -60,6 +93,16 @@ final class CostModel {
     return residualScale;
   }
 
+  /** Whether the published coefficients are fitted (else the priors). */
+  boolean fitted() {
+    return current != defaults;
+  }
+
+  /** The prefix signal's t-statistic (0 before two observations or with no variance). */
+  synchronized double signalT() {
+    return signalT;
+  }
+
   synchronized void observe(FirstTokenObservation o) {
     double y = o.ttftNanos() / 1e6;
     double u = Math.max(0, o.uncachedTokens());
@@ -82,6 +125,7 @@ final class CostModel {
         weight = k / Math.abs(residual);
       }
     }
+    trackSignal(u, c, o.queuedPrefillTokens(), o.runningDecodes(), y, weight);
     double clipped =
         Math.min(Math.abs(residual), residualScale > 0 ? 5 * residualScale : Math.abs(residual));
     residualScale = observations == 0 ? clipped : 0.95 * residualScale + 0.05 * clipped;
@@ -118,15 +162,53 @@ final class CostModel {
       }
     }
     observations++;
-    if (observations >= minObservations) {
+    signal = signal ? signalT >= SIGNAL_OFF : signalT >= SIGNAL_ON;
+    if (observations >= minObservations && signal) {
       current =
           new TtftCoefficients(
               clamp(theta[0], 0, 10_000),
-              clamp(theta[1] * SCALE[1], 1e-6, 10),
-              clamp(theta[2] * SCALE[2], 0, 1e-3),
-              clamp(theta[3], 0, 1000),
+              clamp(
+                  theta[1] * SCALE[1],
+                  Math.max(1e-6, defaults.betaMsPerToken() / band),
+                  Math.min(10, defaults.betaMsPerToken() * band)),
+              clamp(theta[2] * SCALE[2], 0, Math.min(1e-3, defaults.gammaMsPerToken2() * band)),
+              clamp(theta[3], 0, Math.min(1000, defaults.decodeMsPerRunning() * band)),
               defaults.waitingMs());
+    } else if (current != defaults) {
+      current = defaults;
     }
+  }
+
+  /**
+   * Updates the forgotten moments of (priors' variable estimate, observed TTFT) and the t-statistic
+   * of their correlation over the effective sample size.
+   */
+  private void trackSignal(
+      double uncached, double cached, long queued, int running, double y, double weight) {
+    TtftCoefficients k = defaults;
+    double x =
+        k.betaMsPerToken() * (uncached + Math.max(0, queued))
+            + k.gammaMsPerToken2() * uncached * (uncached + cached)
+            + k.decodeMsPerRunning() * Math.max(0, running);
+    sw = lambda * sw + weight;
+    sx = lambda * sx + weight * x;
+    sy = lambda * sy + weight * y;
+    sxx = lambda * sxx + weight * x * x;
+    syy = lambda * syy + weight * y * y;
+    sxy = lambda * sxy + weight * x * y;
+    double n = Math.min(observations + 1, lambda < 1 ? 1 / (1 - lambda) : Double.MAX_VALUE);
+    double vx = sxx / sw - (sx / sw) * (sx / sw);
+    double vy = syy / sw - (sy / sw) * (sy / sw);
+    double cov = sxy / sw - (sx / sw) * (sy / sw);
+    // relative floors: a constant feature or a constant TTFT (rounding noise only) has no variance
+    double mx = Math.abs(sx / sw);
+    double my = Math.abs(sy / sw);
+    if (n < 3 || !(vx > 1e-12 * (1 + mx * mx)) || !(vy > 1e-12 * (1 + my * my))) {
+      signalT = 0;
+      return;
+    }
+    double r = Math.max(-1, Math.min(1, cov / Math.sqrt(vx * vy)));
+    signalT = r >= 1 ? Double.MAX_VALUE : r * Math.sqrt((n - 2) / (1 - r * r));
   }
 
   private static double dot(double[] a, double[] b) {

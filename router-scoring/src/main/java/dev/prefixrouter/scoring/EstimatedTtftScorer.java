@@ -65,8 +65,12 @@ import org.jspecify.annotations.Nullable;
  * added} ones; rules run built-in first, then {@link Builder#addRule added} ones.
  *
  * <p><b>Calibration.</b> With {@link Builder#calibrate} on (default), each backend's coefficients
- * are fitted online from observed TTFTs (robust recursive least squares with forgetting, see
- * package docs); the fitted values show in {@code inspect()}.
+ * are fitted online from observed TTFTs (robust recursive least squares with forgetting), within a
+ * {@link Builder#calibrationBand band} around the priors, and only while the observed TTFTs carry a
+ * signal of the prompt's cost (their correlation with the priors' estimate is significant): a host
+ * that reports first tokens after a fixed or random delay leaves the priors in place instead of
+ * fitting prefill as free. {@code inspect()} shows the values in use, {@code fitted} (1 fitted, 0
+ * priors) and {@code signalT} (the correlation's t-statistic).
  *
  * <p>Thread-safe. Cost: O(candidates × (terms + rules)) per decision plus one pin lookup for
  * session requests; allocation: none of its own on the steady state (a per-thread {@link
@@ -79,6 +83,7 @@ public final class EstimatedTtftScorer implements Scorer {
   private final boolean calibrate;
   private final double forgetting;
   private final int minObservations;
+  private final double calibrationBand;
   private final double bandMs;
   private final double bandFraction;
   private final long staleAfterNanos;
@@ -109,6 +114,7 @@ public final class EstimatedTtftScorer implements Scorer {
     this.calibrate = b.calibrate;
     this.forgetting = b.forgetting;
     this.minObservations = b.minObservations;
+    this.calibrationBand = b.calibrationBand;
     this.bandMs = b.bandMs;
     this.bandFraction = b.bandFraction;
     this.staleAfterNanos = b.staleAfter.toNanos();
@@ -249,7 +255,7 @@ public final class EstimatedTtftScorer implements Scorer {
         ms = Arrays.copyOf(ms, Math.max(slot + 1, ms.length * 2));
       }
       if (ms[slot] == null) {
-        ms[slot] = new CostModel(defaults, forgetting, minObservations);
+        ms[slot] = new CostModel(defaults, forgetting, minObservations, calibrationBand);
       }
       models = ms;
       return ms[slot];
@@ -409,6 +415,8 @@ public final class EstimatedTtftScorer implements Scorer {
     out.put("waitingMs", k.waitingMs());
     out.put("observations", m == null ? 0.0 : (double) m.observations());
     out.put("residualScaleMs", m == null ? 0.0 : m.residualScale());
+    out.put("fitted", m != null && m.fitted() ? 1.0 : 0.0);
+    out.put("signalT", m == null ? 0.0 : m.signalT());
     return out;
   }
 
@@ -437,6 +445,7 @@ public final class EstimatedTtftScorer implements Scorer {
     private boolean calibrate = true;
     private double forgetting = 0.995;
     private int minObservations = 30;
+    private double calibrationBand = 8;
     private double bandMs = 1.0;
     private double bandFraction = 0.02;
     private Duration staleAfter = Duration.ofSeconds(2);
@@ -534,6 +543,19 @@ public final class EstimatedTtftScorer implements Scorer {
 
     public Builder calibrate(boolean calibrate) {
       this.calibrate = calibrate;
+      return this;
+    }
+
+    /**
+     * How far calibration may move the prefill coefficients from {@link #coefficients}, a factor in
+     * [1, 1000] (default 8): β stays in [β/band, β·band], γ and the decode cost in [0, prior·band].
+     * 1 pins them to the priors (only α, the constant, is fitted).
+     */
+    public Builder calibrationBand(double band) {
+      if (!(band >= 1 && band <= 1000)) {
+        throw new IllegalArgumentException("calibrationBand must be in [1, 1000], was " + band);
+      }
+      this.calibrationBand = band;
       return this;
     }
 

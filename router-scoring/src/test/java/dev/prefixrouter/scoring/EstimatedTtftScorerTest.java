@@ -396,6 +396,59 @@ class EstimatedTtftScorerTest {
   }
 
   @Test
+  void calibrationKeepsThePriorsWhenTheTtftCarriesNoSignalOfThePrompt() {
+    EstimatedTtftScorer s = EstimatedTtftScorer.builder().minObservations(20).build();
+    SplittableRandom rnd = new SplittableRandom(3);
+    for (int i = 0; i < 5_000; i++) {
+      int prompt = 64 + rnd.nextInt(8_000);
+      int matched = rnd.nextInt(prompt + 1);
+      double ms = i % 2 == 0 ? 40 : 20 + 40 * rnd.nextDouble(); // a host's delay, not the prompt's
+      s.onFirstToken(
+          new FirstTokenObservation(
+              0, (long) (ms * 1e6), prompt, matched, rnd.nextInt(9_000), 3, 0));
+    }
+    assertThat(s.coefficients(0)).isEqualTo(TtftCoefficients.DEFAULTS);
+    assertThat(s.describe(0)).containsEntry("fitted", 0.0).containsEntry("observations", 5000.0);
+    assertThat(s.describe(0).get("signalT")).isLessThan(2.5);
+    // a constant TTFT (e.g. every first token reported at once) has no variance: no signal either
+    for (int i = 0; i < 500; i++) {
+      s.onFirstToken(new FirstTokenObservation(1, 0, 100 + rnd.nextInt(8_000), 0, 0, 0, 0));
+    }
+    assertThat(s.coefficients(1)).isEqualTo(TtftCoefficients.DEFAULTS);
+  }
+
+  @Test
+  void calibrationFollowsASlowerBackendAndStaysWithinTheBand() {
+    TtftCoefficients p = TtftCoefficients.DEFAULTS;
+    EstimatedTtftScorer s = EstimatedTtftScorer.builder().minObservations(20).build();
+    SplittableRandom rnd = new SplittableRandom(4);
+    for (int i = 0; i < 3_000; i++) {
+      int prompt = 100 + rnd.nextInt(8_000);
+      int matched = rnd.nextInt(prompt + 1);
+      // slot 0 twice as slow as the priors; slot 1 a hundred times: beyond the band
+      double ms0 = 2 * p.prefillMs(prompt - matched, matched) * (1 + 0.1 * rnd.nextGaussian());
+      double ms1 = 100 * p.prefillMs(prompt - matched, matched);
+      s.onFirstToken(new FirstTokenObservation(0, (long) (ms0 * 1e6), prompt, matched, 0, 0, 0));
+      s.onFirstToken(new FirstTokenObservation(1, (long) (ms1 * 1e6), prompt, matched, 0, 0, 0));
+    }
+    assertThat(s.describe(0)).containsEntry("fitted", 1.0);
+    assertThat(s.describe(0).get("signalT")).isGreaterThan(4.0);
+    assertThat(s.coefficients(0).betaMsPerToken()).isCloseTo(2 * p.betaMsPerToken(), within(0.004));
+    assertThat(s.coefficients(1).betaMsPerToken()).isEqualTo(8 * p.betaMsPerToken());
+    assertThat(s.coefficients(1).gammaMsPerToken2()).isLessThanOrEqualTo(8 * p.gammaMsPerToken2());
+    EstimatedTtftScorer pinned =
+        EstimatedTtftScorer.builder().minObservations(20).calibrationBand(1).build();
+    for (int i = 0; i < 1_000; i++) {
+      int prompt = 100 + rnd.nextInt(8_000);
+      double ms = 50 + 0.5 * p.prefillMs(prompt, 0);
+      pinned.onFirstToken(new FirstTokenObservation(0, (long) (ms * 1e6), prompt, 0, 0, 0, 0));
+    }
+    assertThat(pinned.coefficients(0).betaMsPerToken()).isEqualTo(p.betaMsPerToken());
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().calibrationBand(0.5))
+        .hasMessageContaining("calibrationBand");
+  }
+
+  @Test
   void calibrationTracksDrift() {
     EstimatedTtftScorer s = EstimatedTtftScorer.builder().minObservations(20).build();
     SplittableRandom rnd = new SplittableRandom(2);

@@ -37,11 +37,17 @@ final class GatewayHitRateSim {
    * MS HALF_LIFE} runs est-ttft with those balance settings; adding {@code SEEDS} repeats that over
    * generator seeds 1..SEEDS and prints the mean and worst hit rate, the worst load deviation and
    * how many seeds meet the target (≥ 99.3 %, ±5 %); {@code seeds} prints, for our default, our
-   * rule without balance and two anchors, every seed's hit rate / load deviation over seeds 1–10.
+   * rule without balance and two anchors, every seed's hit rate / load deviation over seeds 1–10;
+   * {@code no-signal} compares est-ttft with calibration off and on when the observed TTFT carries
+   * no prefix signal (see {@link FirstTokens}), seeds 1–3.
    */
   public static void main(String[] args) {
     if (args.length == 1 && args[0].equals("seeds")) {
       perSeed();
+      return;
+    }
+    if (args.length == 1 && args[0].equals("no-signal")) {
+      noSignal();
       return;
     }
     if (args.length == 4) { // tolerance, ms, half-life, seeds: mean and worst over seeds 1..n
@@ -122,6 +128,44 @@ final class GatewayHitRateSim {
     }
   }
 
+  /** Calibration off vs on when first tokens carry no signal of the prompt, seeds 1–3. */
+  private static void noSignal() {
+    for (boolean skewed : new boolean[] {false, true}) {
+      for (int seed = 1; seed <= 3; seed++) {
+        StringBuilder line =
+            new StringBuilder(String.format("%-8s seed %d", skewed ? "skewed" : "uniform", seed));
+        for (FirstTokens f : FirstTokens.values()) {
+          Result off =
+              run(EstimatedTtftScorer.builder().calibrate(false).build(), "off", skewed, seed, f);
+          line.append(
+              String.format(
+                  "  %s: off %5.2f%%",
+                  f.name().toLowerCase(java.util.Locale.ROOT), 100 * off.hitRate()));
+          EstimatedTtftScorer on = EstimatedTtftScorer.builder().build();
+          Result r = run(on, "on", skewed, seed, f);
+          line.append(
+              String.format(
+                  " on %5.2f%% (fitted %.0f, t %.1f)",
+                  100 * r.hitRate(), on.describe(0).get("fitted"), on.describe(0).get("signalT")));
+        }
+        System.out.println(line);
+      }
+    }
+  }
+
+  /**
+   * When a request's first token is reported (the simulation's clock advances 1 ms per arrival):
+   * never a function of the prompt, so a calibrating scorer sees TTFTs with no prefix signal.
+   */
+  enum FirstTokens {
+    /** At routing: every observed TTFT is 0 (a host that reports the first token at once). */
+    INSTANT,
+    /** After a fixed 24 arrivals: every observed TTFT is 24 ms. */
+    CONSTANT,
+    /** After 1–47 arrivals drawn at random: TTFT uniform in 1..47 ms, independent of the prompt. */
+    RANDOM
+  }
+
   private static EstimatedTtftScorer balanced(double tolerance, double ms, int halfLife) {
     return EstimatedTtftScorer.builder().calibrate(false).balance(tolerance, ms, halfLife).build();
   }
@@ -199,6 +243,15 @@ final class GatewayHitRateSim {
   }
 
   static Result run(Scorer scorer, String policy, boolean skewed, int seed) {
+    return run(scorer, policy, skewed, seed, FirstTokens.INSTANT);
+  }
+
+  static Result run(
+      Scorer scorer, String policy, boolean skewed, int seed, FirstTokens firstTokens) {
+    java.util.SplittableRandom delays = new java.util.SplittableRandom(seed);
+    @SuppressWarnings("unchecked")
+    List<Routed>[] due = new List[REQUESTS + WINDOW];
+    int k = 0;
     BlockHasher hasher = BlockHashers.chars(64);
     long[] clock = {0}; // arrivals one millisecond apart (the published workload has no clock)
     var builder =
@@ -222,6 +275,12 @@ final class GatewayHitRateSim {
     ArrayDeque<Routed> window = new ArrayDeque<>();
     for (String text : prompts(skewed, REQUESTS, seed)) {
       clock[0] += 1_000_000;
+      if (due[k] != null) {
+        for (Routed f : due[k]) {
+          f.lease().firstToken();
+        }
+        due[k] = null;
+      }
       Prompt prompt = Prompt.ofText(text);
       RouteDecision d = engine.route(RouteRequest.builder("t", "m").prompt(prompt).build());
       Routed r = (Routed) d;
@@ -230,7 +289,17 @@ final class GatewayHitRateSim {
       long[] keys = BlockHasher.keysOf(hasher, prompt, 0);
       hits += process(truth[b], keys);
       blocks += keys.length;
-      r.lease().firstToken(); // no clock: prefill is instant next to the 48-request window
+      int at = switch (firstTokens) { // no clock: prefill is instant next to the 48-request window
+            case INSTANT -> k;
+            case CONSTANT -> k + WINDOW / 2;
+            case RANDOM -> k + 1 + delays.nextInt(WINDOW - 1);
+          };
+      if (at == k) {
+        r.lease().firstToken();
+      } else {
+        (due[at] == null ? due[at] = new java.util.ArrayList<>() : due[at]).add(r);
+      }
+      k++;
       window.addLast(r);
       if (window.size() > WINDOW) {
         Routed done = window.removeFirst();
