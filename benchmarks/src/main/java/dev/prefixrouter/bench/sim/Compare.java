@@ -44,6 +44,7 @@ public final class Compare {
         --workload NAME       default | gateway | high-cache | low-cache | multi-turn | mooncake
                               | tenants | faults | sweep | capacity | rag | media | agentic
                               | pd (prefill/decode pairs vs colocated, 3000 requests)
+                              | fanout (map-reduce jobs: each request alone vs a session per job)
                                                                      (default: default)
         --trace PATH          replay a Mooncake-format JSONL trace (implies --workload mooncake)
         --backends N          simulated backends, 1..256             (default 8; gateway: 3)
@@ -146,7 +147,8 @@ public final class Compare {
                   "rag",
                   "media",
                   "agentic",
-                  "pd");
+                  "pd",
+                  "fanout");
           if (!known.contains(o.workload)) {
             throw new UsageException("unknown workload '" + o.workload + "'; known: " + known);
           }
@@ -400,6 +402,9 @@ public final class Compare {
     }
     if (o.workload.equals("media")) {
       fleet.addAll(MediaCheck.run(o, config(o), out, err));
+    }
+    if (o.workload.equals("fanout")) {
+      fleet.addAll(FanoutCheck.run(o, config(o), out, err));
     }
     if (o.workload.equals("pd")) {
       fleet.addAll(PdCheck.run(o, config(o), out, err));
