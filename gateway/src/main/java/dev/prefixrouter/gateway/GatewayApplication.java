@@ -25,11 +25,33 @@ public class GatewayApplication {
     d.put("spring.application.name", "prefix-router-gateway");
     d.put("logging.structured.format.console", "ecs");
     d.put("management.endpoints.web.exposure.include", "health,prometheus,prefixrouter");
+    // per-request CPU (benchmarks/README.md, "Gateway: added latency"): an inference engine needs
+    // no X-Forwarded-*/Forwarded headers, the upstream call's own observation duplicates the
+    // gateway's per-model meters, and a long-task timer per observation is not read by anyone
+    d.put("spring.cloud.gateway.server.webflux.x-forwarded.enabled", "false");
+    d.put("spring.cloud.gateway.server.webflux.forwarded.enabled", "false");
+    d.put("spring.cloud.gateway.server.webflux.observability.enabled", "false");
+    d.put("management.metrics.observations.ignored-meters", "long-task-timer");
     return d;
   }
 
+  /**
+   * Reactor Netty's event-loop threads, unless {@code -Dreactor.netty.ioWorkerCount} is given: one
+   * per available processor rather than Reactor Netty's default of at least 4. The gateway serves
+   * both hops of a request (client and engine) on these loops; with more loops than cores the two
+   * hops of one request land on different threads more often and hand off through the loop's task
+   * queue and wake-ups, which measured at about 1.1 ms of event-loop CPU per streamed request on 2
+   * cores against 0.6 ms with 2 loops (benchmarks/README.md, "Gateway: added latency").
+   */
+  static final String IO_WORKER_COUNT = "reactor.netty.ioWorkerCount";
+
   /** Starts the gateway. */
   public static void main(String[] args) {
+    if (System.getProperty(IO_WORKER_COUNT) == null) {
+      System.setProperty(
+          IO_WORKER_COUNT,
+          Integer.toString(Math.max(1, Runtime.getRuntime().availableProcessors())));
+    }
     SpringApplication app = new SpringApplication(GatewayApplication.class);
     app.setDefaultProperties(defaults());
     app.run(args);

@@ -32,7 +32,8 @@ final class ResponseTap {
   private final boolean stream;
   private final int maxJsonBytes;
   private final Runnable onFirstContent;
-  private final ByteArrayOutputStream line = new ByteArrayOutputStream(256);
+  private byte[] line = new byte[512];
+  private int lineLen;
   private boolean lineTooLong;
   private boolean sawContent;
   private int dataEvents;
@@ -69,9 +70,9 @@ final class ResponseTap {
         json.reset();
         return;
       }
-      for (int i = 0; i < n; i++) {
-        json.write(buffer.getByte(start + i));
-      }
+      byte[] copy = new byte[n];
+      buffer.toByteBuffer(start, java.nio.ByteBuffer.wrap(copy), 0, n);
+      json.write(copy, 0, n);
       return;
     }
     for (int i = 0; i < n; i++) {
@@ -79,14 +80,21 @@ final class ResponseTap {
       if (b == '\n') {
         endLine();
       } else if (!lineTooLong) {
-        if (line.size() >= MAX_LINE_BYTES) {
-          lineTooLong = true;
-          line.reset();
-        } else {
-          line.write(b);
-        }
+        append(b);
       }
     }
+  }
+
+  private void append(byte b) {
+    if (lineLen == line.length) {
+      if (lineLen >= MAX_LINE_BYTES) {
+        lineTooLong = true;
+        lineLen = 0;
+        return;
+      }
+      line = java.util.Arrays.copyOf(line, Math.min(MAX_LINE_BYTES, lineLen * 2));
+    }
+    line[lineLen++] = b;
   }
 
   /** Call once the body has ended: a last line without a newline, or the JSON body, is read. */
@@ -127,13 +135,12 @@ final class ResponseTap {
   private void endLine() {
     boolean tooLong = lineTooLong;
     lineTooLong = false;
+    byte[] b = line;
+    int len = lineLen;
+    lineLen = 0;
     if (tooLong) {
-      line.reset();
       return;
     }
-    byte[] b = line.toByteArray();
-    line.reset();
-    int len = b.length;
     if (len > 0 && b[len - 1] == '\r') {
       len--;
     }
@@ -171,7 +178,7 @@ final class ResponseTap {
 
   private static @Nullable JsonNode parse(byte[] b, int off, int len) {
     try {
-      return JSON.readTree(new java.io.ByteArrayInputStream(b, off, len));
+      return JSON.readTree(b, off, len);
     } catch (JacksonException e) {
       return null;
     }
