@@ -299,7 +299,25 @@ public class PrefixRouterAutoConfiguration {
     PrefixRouterMetrics prefixRouterMetrics(
         ObjectProvider<RoutingEngine> engine, org.springframework.core.env.Environment env) {
       return new PrefixRouterMetrics(
-          engine, env.getProperty("prefix-router.metrics.tenant-tags", Boolean.class, false));
+          engine,
+          env.getProperty("prefix-router.metrics.tenant-tags", Boolean.class, false),
+          env.getProperty("prefix-router.scorer.policy", "est-ttft")
+              .strip()
+              .equalsIgnoreCase("est-ttft"));
+    }
+  }
+
+  /**
+   * The observation {@code prefixrouter.route} around each decision ({@link
+   * ObservedRoutingEngine}), when Micrometer's observation API and a registry are present.
+   */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "io.micrometer.observation.ObservationRegistry")
+  static class ObservationConfiguration {
+    @Bean
+    static org.springframework.beans.factory.config.BeanPostProcessor prefixRouterObservedEngine(
+        ObjectProvider<io.micrometer.observation.ObservationRegistry> registry) {
+      return new ObservedRoutingEngine.PostProcessor(registry);
     }
   }
 

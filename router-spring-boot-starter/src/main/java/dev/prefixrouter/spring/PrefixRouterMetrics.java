@@ -26,6 +26,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.function.ToDoubleFunction;
 import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.ObjectProvider;
@@ -41,10 +42,13 @@ import org.springframework.beans.factory.ObjectProvider;
  *   <tr><td>{@code prefixrouter.decisions}</td><td>counter, {@code outcome=routed|rejected}</td></tr>
  *   <tr><td>{@code prefixrouter.rejections}</td><td>counter, {@code reason}</td></tr>
  *   <tr><td>{@code prefixrouter.matched.ratio}</td><td>summary of matched / prompt tokens</td></tr>
- *   <tr><td>{@code prefixrouter.ttft.estimated}</td><td>summary of the chosen cost (ms for
- *       est-ttft), {@code backend}</td></tr>
- *   <tr><td>{@code prefixrouter.ttft.observed}</td><td>timer (seconds, histogram buckets 1 ms
- *       .. 5 min), {@code backend}</td></tr>
+ *   <tr><td>{@code prefixrouter.ttft.estimated}</td><td>timer (base unit seconds, histogram
+ *       buckets 1 ms .. 5 min) of the est-ttft scorer's estimate for the chosen backend, {@code
+ *       backend}; only with the est-ttft policy</td></tr>
+ *   <tr><td>{@code prefixrouter.route.cost}</td><td>summary of the chosen backend's cost under
+ *       another policy (its own unit, no base unit), {@code backend}</td></tr>
+ *   <tr><td>{@code prefixrouter.ttft.observed}</td><td>timer (base unit seconds, histogram
+ *       buckets 1 ms .. 5 min), {@code backend}</td></tr>
  *   <tr><td>{@code prefixrouter.failures}</td><td>counter, {@code backend}, {@code kind}</td></tr>
  *   <tr><td>{@code prefixrouter.backend.inflight}</td><td>gauge, {@code backend}</td></tr>
  *   <tr><td>{@code prefixrouter.backend.lru.age}</td><td>gauge (seconds; NaN while the index's
@@ -63,14 +67,41 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
   private volatile @Nullable MeterRegistry registry;
   private final Map<String, List<Meter>> backendMeters = new ConcurrentHashMap<>();
   private final Map<String, List<Meter>> capacityMeters = new ConcurrentHashMap<>();
+  private final boolean costIsTtftMillis;
 
+  /** Per backend: the cost meter and the observed-TTFT timer, looked up once. */
+  private final Map<String, Meter[]> perBackend = new ConcurrentHashMap<>();
+
+  private volatile @Nullable Counter routedCounter;
+
+  /**
+   * Meters for a scorer whose cost is not a time ({@code prefixrouter.route.cost}).
+   *
+   * @param engine the engine whose gauges are read
+   * @param tenantTags whether the decision counters carry the tenant
+   */
   public PrefixRouterMetrics(ObjectProvider<RoutingEngine> engine, boolean tenantTags) {
+    this(engine, tenantTags, false);
+  }
+
+  /**
+   * @param engine the engine whose gauges are read
+   * @param tenantTags whether the decision counters carry the tenant
+   * @param costIsTtftMillis whether the scorer's cost is an estimated TTFT in milliseconds (the
+   *     est-ttft policy): then it is the timer {@code prefixrouter.ttft.estimated}, else the
+   *     summary {@code prefixrouter.route.cost}
+   */
+  public PrefixRouterMetrics(
+      ObjectProvider<RoutingEngine> engine, boolean tenantTags, boolean costIsTtftMillis) {
     this.engine = engine;
     this.tenantTags = tenantTags;
+    this.costIsTtftMillis = costIsTtftMillis;
   }
 
   @Override
   public void bindTo(MeterRegistry registry) {
+    perBackend.clear();
+    routedCounter = null;
     this.registry = registry;
     RoutingEngine e = engine.getIfAvailable();
     if (e != null) {
@@ -207,20 +238,62 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
     if (r == null) {
       return;
     }
-    Counter.builder("prefixrouter.decisions")
-        .tag("outcome", "routed")
-        .tags(tenant(routed))
-        .register(r)
-        .increment();
+    Counter routedCount = tenantTags ? null : routedCounter;
+    if (routedCount == null) {
+      routedCount =
+          Counter.builder("prefixrouter.decisions")
+              .tag("outcome", "routed")
+              .tags(tenant(routed))
+              .register(r);
+      if (!tenantTags) {
+        routedCounter = routedCount;
+      }
+    }
+    routedCount.increment();
     if (routed.promptTokens() > 0) {
       DistributionSummary.builder("prefixrouter.matched.ratio")
           .register(r)
           .record((double) routed.matchedTokens() / routed.promptTokens());
     }
-    DistributionSummary.builder("prefixrouter.ttft.estimated")
-        .tag("backend", routed.backendId())
-        .register(r)
-        .record(routed.cost());
+    Meter cost = backendMeters(r, routed.backendId())[0];
+    double c = routed.cost();
+    if (cost instanceof Timer t) {
+      if (c >= 0 && c < Long.MAX_VALUE / 1_000_000.0) {
+        t.record((long) (c * 1_000_000.0), TimeUnit.NANOSECONDS);
+      }
+    } else if (Double.isFinite(c)) {
+      ((DistributionSummary) cost).record(c);
+    }
+  }
+
+  /** The cost meter and the observed-TTFT timer of a backend, registered on first use. */
+  private Meter[] backendMeters(MeterRegistry r, String backend) {
+    return perBackend.computeIfAbsent(
+        backend,
+        id -> {
+          Meter cost =
+              costIsTtftMillis
+                  ? Timer.builder("prefixrouter.ttft.estimated")
+                      .description("est-ttft's estimated time to first token of the chosen backend")
+                      .tag("backend", id)
+                      .publishPercentileHistogram()
+                      .minimumExpectedValue(Duration.ofMillis(1))
+                      .maximumExpectedValue(Duration.ofMinutes(5))
+                      .register(r)
+                  : DistributionSummary.builder("prefixrouter.route.cost")
+                      .description("the scorer's cost of the chosen backend (unit of the policy)")
+                      .tag("backend", id)
+                      .register(r);
+          Timer observed =
+              Timer.builder("prefixrouter.ttft.observed")
+                  .description("lease start to the first token, as the host reported it")
+                  .tag("backend", id)
+                  .publishPercentileHistogram()
+                  .minimumExpectedValue(Duration.ofMillis(1))
+                  .maximumExpectedValue(Duration.ofMinutes(5))
+                  .register(r);
+          return new Meter[] {cost, observed};
+        });
   }
 
   @Override
@@ -246,14 +319,7 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
   public void onFirstToken(Routed routed, long ttftNanos) {
     MeterRegistry r = registry;
     if (r != null) {
-      Timer.builder("prefixrouter.ttft.observed")
-          .description("lease start to the first token, as the host reported it")
-          .tag("backend", routed.backendId())
-          .publishPercentileHistogram()
-          .minimumExpectedValue(Duration.ofMillis(1))
-          .maximumExpectedValue(Duration.ofMinutes(5))
-          .register(r)
-          .record(Duration.ofNanos(ttftNanos));
+      ((Timer) backendMeters(r, routed.backendId())[1]).record(ttftNanos, TimeUnit.NANOSECONDS);
     }
   }
 
@@ -286,6 +352,7 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
 
   @Override
   public void onBackendRemoved(Backend backend) {
+    perBackend.remove(backend.id());
     MeterRegistry r = registry;
     List<Meter> ms = backendMeters.remove(backend.id());
     if (r != null && ms != null) {
