@@ -17,8 +17,10 @@ import reactor.core.publisher.Mono;
  * which changes the fleet): any request under the actuator base path other than GET, HEAD or
  * OPTIONS needs {@code Authorization: Bearer <admin key>} whose SHA-256 is {@code
  * prefix-router.gateway.admin-key-sha256}; without that property every such request is refused
- * (403). Applies to the application's own port; a separate {@code management.server.port} must be
- * protected by its network. Stateless; the hash comparison is constant-time.
+ * (403). Applies to the application's own port and to a separate {@code management.server.port}
+ * alike (the management context's web handler takes its web filters from the application context
+ * too; {@code ManagementPortAdminGuardTest} holds it to that). Stateless; the hash comparison is
+ * constant-time.
  */
 public final class AdminGuard implements WebFilter, Ordered {
   private final String basePath;

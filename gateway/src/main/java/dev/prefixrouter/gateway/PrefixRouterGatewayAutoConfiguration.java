@@ -4,7 +4,6 @@ import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.spring.BackendUrls;
 import dev.prefixrouter.spring.PrefixRouterAutoConfiguration;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.observation.ObservationRegistry;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -59,15 +58,8 @@ public class PrefixRouterGatewayAutoConfiguration {
       BackendUrls urls,
       ApiKeys keys,
       PrefixRouterGatewayProperties p,
-      GatewayMetrics metrics,
-      ObjectProvider<ObservationRegistry> observations) {
-    return new PrefixRouterGatewayFilter(
-        engine,
-        urls,
-        keys,
-        p,
-        metrics,
-        observations.getIfAvailable(() -> ObservationRegistry.NOOP));
+      GatewayMetrics metrics) {
+    return new PrefixRouterGatewayFilter(engine, urls, keys, p, metrics);
   }
 
   @Bean

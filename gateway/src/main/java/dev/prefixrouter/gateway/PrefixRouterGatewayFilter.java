@@ -10,8 +10,6 @@ import dev.prefixrouter.spring.BackendUrls;
 import dev.prefixrouter.vllm.OpenAiRequest;
 import dev.prefixrouter.vllm.OpenAiRequestException;
 import dev.prefixrouter.vllm.OpenAiRequestReader;
-import io.micrometer.observation.Observation;
-import io.micrometer.observation.ObservationRegistry;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.URI;
@@ -31,6 +29,7 @@ import org.springframework.cloud.gateway.filter.NettyWriteResponseFilter;
 import org.springframework.cloud.gateway.support.ServerWebExchangeUtils;
 import org.springframework.core.Ordered;
 import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DataBufferFactory;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.core.io.buffer.DefaultDataBufferFactory;
@@ -57,18 +56,24 @@ import reactor.core.publisher.Mono;
  *   <li>the body is read once, up to the configured size (413 beyond), and parsed by {@link
  *       OpenAiRequestReader} (400 or 413 with the reader's problem as the error code);
  *   <li>a streamed chat or completions request that did not ask for usage gets {@code
- *       stream_options.include_usage} (so the tenant is charged the engine's counts);
- *   <li>{@link RoutingEngine#route} decides inside a Micrometer {@link Observation} named {@value
- *       #OBSERVATION}; a {@link Rejected} is answered as {@link OpenAiErrors} maps it;
+ *       stream_options.include_usage} (so the tenant is charged the engine's counts), and the usage
+ *       chunk (and {@code "usage":null} members) this adds are removed from what the client gets,
+ *       which is then what it would get without the gateway;
+ *   <li>{@link RoutingEngine#route} decides (inside the starter's Micrometer observation {@code
+ *       prefixrouter.route} when an observation registry exists); a {@link Rejected} is answered as
+ *       {@link OpenAiErrors} maps it;
  *   <li>the chosen backend's URL ({@link BackendUrls}) becomes the request URL (by {@link
  *       BackendUrlFilter}); the response passes through chunk by chunk (an event stream is flushed
  *       per chunk) while a {@link ResponseTap} reports the first content line ({@code
  *       firstToken()}) and reads the usage, given to {@code complete(usage)} at the end;
- *   <li>a connect failure, a closed connection, a 5xx status or an idle timeout before the first
- *       byte reaches the client fails the lease and fails over within the engine's retry budget
- *       (when the budget or the backends run out: the backend's own 5xx is passed through, a
- *       connect failure becomes 502 and a timeout 504); after the first byte, the lease fails and
- *       the stream ends;
+ *   <li>a connect failure, a closed connection, a 5xx status, no response headers in time ({@code
+ *       idle-timeout} for a streamed request, {@code response-timeout} otherwise) or an idle
+ *       timeout before the first byte reaches the client fails the lease and fails over within the
+ *       engine's retry budget (when the budget or the backends run out: the backend's own 5xx is
+ *       passed through, a connect failure becomes 502 and a timeout 504); after the first byte, the
+ *       lease fails and an event stream ends with an OpenAI error event ({@code server_error}, code
+ *       {@code backend_failed} or {@code backend_timeout}) and {@code [DONE]}, while a JSON body is
+ *       cut off;
  *   <li>a client that goes away cancels the exchange, which fails the lease as {@code CANCELLED}.
  * </ol>
  *
@@ -79,9 +84,6 @@ import reactor.core.publisher.Mono;
 public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
   /** Order: right before {@link NettyWriteResponseFilter}. */
   public static final int ORDER = NettyWriteResponseFilter.WRITE_RESPONSE_FILTER_ORDER - 1;
-
-  /** Name of the observation around each routing decision. */
-  public static final String OBSERVATION = "prefixrouter.route";
 
   /** Response header naming the backend that served (or last tried) the request. */
   public static final String BACKEND_HEADER = "X-Prefix-Router-Backend";
@@ -100,12 +102,12 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
   private final BackendUrls urls;
   private final ApiKeys keys;
   private final GatewayMetrics metrics;
-  private final ObservationRegistry observations;
   private final String tenantHeader;
   private final boolean tenantFromUser;
   private final String defaultTenant;
   private final int maxBodyBytes;
   private final Duration idleTimeout;
+  private final Duration responseTimeout;
   private final boolean includeUsage;
 
   /**
@@ -116,13 +118,11 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
       BackendUrls urls,
       ApiKeys keys,
       PrefixRouterGatewayProperties p,
-      GatewayMetrics metrics,
-      ObservationRegistry observations) {
+      GatewayMetrics metrics) {
     this.engine = Objects.requireNonNull(engine, "engine");
     this.urls = Objects.requireNonNull(urls, "urls");
     this.keys = Objects.requireNonNull(keys, "keys");
     this.metrics = Objects.requireNonNull(metrics, "metrics");
-    this.observations = Objects.requireNonNull(observations, "observations");
     long max = p.getMaxBodySize().toBytes();
     if (max < 1024 || max > (1 << 30)) {
       throw new IllegalArgumentException(
@@ -134,6 +134,11 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
           "prefix-router.gateway.idle-timeout must be positive, was " + p.getIdleTimeout());
     }
     this.idleTimeout = p.getIdleTimeout();
+    if (p.getResponseTimeout().isNegative() || p.getResponseTimeout().isZero()) {
+      throw new IllegalArgumentException(
+          "prefix-router.gateway.response-timeout must be positive, was " + p.getResponseTimeout());
+    }
+    this.responseTimeout = p.getResponseTimeout();
     this.tenantHeader = p.getTenantHeader().strip();
     this.tenantFromUser = p.isTenantFromUser();
     this.defaultTenant = p.getDefaultTenant();
@@ -225,39 +230,15 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     byte[] forward =
         includeUsage ? StreamOptions.withIncludeUsage(body.bytes(), parsed) : body.bytes();
     call.parsed = parsed;
+    call.usageInjected = forward != body.bytes();
     call.forward = forwardRequest(call, forward);
-    RouteDecision d = observe(parsed);
+    RouteDecision d = engine.route(parsed.routeRequest());
     if (d instanceof Rejected r) {
       metrics.rejected(r);
       call.log("rejected", OpenAiErrors.status(r), null);
       return OpenAiErrors.rejected(response, r, "");
     }
     return attempt(call, chain, (Routed) d);
-  }
-
-  private RouteDecision observe(OpenAiRequest parsed) {
-    Observation obs =
-        Observation.createNotStarted(OBSERVATION, observations)
-            .lowCardinalityKeyValue("endpoint", parsed.endpoint().name().toLowerCase(Locale.ROOT))
-            .lowCardinalityKeyValue("stream", Boolean.toString(parsed.stream()))
-            .start();
-    try {
-      RouteDecision d = engine.route(parsed.routeRequest());
-      if (d instanceof Routed r) {
-        obs.lowCardinalityKeyValue("outcome", "routed");
-        obs.lowCardinalityKeyValue("model", r.resolvedModel());
-        obs.highCardinalityKeyValue("backend", r.backendId());
-      } else {
-        obs.lowCardinalityKeyValue(
-            "outcome", ((Rejected) d).reason().name().toLowerCase(Locale.ROOT));
-      }
-      return d;
-    } catch (RuntimeException | Error e) {
-      obs.error(e);
-      throw e;
-    } finally {
-      obs.stop();
-    }
   }
 
   private Mono<Void> attempt(Call call, GatewayFilterChain chain, Routed routed) {
@@ -281,8 +262,14 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
             .request(call.forward)
             .response(a.new TapResponse(exchange.getResponse()))
             .build();
+    OpenAiRequest parsed = Objects.requireNonNull(call.parsed);
+    Duration headerTimeout = parsed.stream() ? idleTimeout : responseTimeout;
+    // no response headers in time: a TimeoutException, failed over like a connect failure
+    Mono<Long> noHeaders =
+        Mono.delay(headerTimeout).flatMap(x -> a.headersSeen ? Mono.never() : Mono.just(x));
     return chain
         .filter(ax)
+        .timeout(noHeaders)
         .then(Mono.<Void>fromRunnable(a::finish))
         .onErrorResume(e -> afterError(call, chain, a, e));
   }
@@ -405,6 +392,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     final long startNanos;
     @Nullable OpenAiRequest parsed;
     @Nullable ServerHttpRequest forward;
+    boolean usageInjected;
     volatile @Nullable Routed current;
 
     Call(ServerWebExchange exchange, String requestId, String traceId, long startNanos) {
@@ -475,6 +463,12 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     /** Whether the backend's body was read to its end (not cut off by the client going away). */
     volatile boolean bodyEnded;
 
+    /** Whether the backend failed mid-stream and the client was sent an error event instead. */
+    volatile boolean failedMidstream;
+
+    /** Whether the backend's response headers have come. */
+    volatile boolean headersSeen;
+
     Attempt(Call call, Routed routed) {
       this.call = call;
       this.routed = routed;
@@ -482,6 +476,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
 
     /** Null to go on writing, or an error that ends this attempt (to fail over). */
     @Nullable Mono<Void> beforeBody(ServerHttpResponse response) {
+      headersSeen = true;
       MediaType type = null;
       try {
         type = response.getHeaders().getContentType();
@@ -489,7 +484,11 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
         // an invalid content type is passed through as is; the body is then not an event stream
       }
       boolean stream = type != null && MediaType.TEXT_EVENT_STREAM.isCompatibleWith(type);
-      tap = new ResponseTap(stream, maxBodyBytes, this::firstContent);
+      tap = new ResponseTap(stream, maxBodyBytes, call.usageInjected, this::firstContent);
+      if (stream) {
+        // the gateway may drop the usage chunk or add an error event: the length is not known
+        response.getHeaders().remove(HttpHeaders.CONTENT_LENGTH);
+      }
       HttpStatusCode status = response.getStatusCode();
       if (status != null && status.is5xxServerError()) {
         routed.lease().fail(Failure.httpStatus(status.value()));
@@ -503,15 +502,42 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
       return null;
     }
 
-    Flux<DataBuffer> watch(Flux<DataBuffer> body) {
+    Flux<DataBuffer> watch(Flux<DataBuffer> body, DataBufferFactory factory) {
       ResponseTap t = Objects.requireNonNull(tap);
-      return body.timeout(idleTimeout)
-          .doOnNext(t::onChunk)
-          .doOnComplete(
-              () -> {
-                t.onEnd();
-                bodyEnded = true;
-              });
+      Flux<DataBuffer> out =
+          body.timeout(idleTimeout)
+              .<DataBuffer>handle(
+                  (b, sink) -> {
+                    DataBuffer o = t.onChunk(b, factory);
+                    if (o != null) {
+                      sink.next(o);
+                    }
+                  })
+              .concatWith(
+                  Mono.fromCallable(
+                      () -> {
+                        byte[] rest = t.onEnd();
+                        bodyEnded = true;
+                        return rest == null ? null : factory.wrap(rest);
+                      }));
+      if (!t.isStream()) {
+        return out;
+      }
+      // an event stream that dies after its first byte ends with an error event, not a cut
+      return out.onErrorResume(e -> t.bytesSeen(), e -> Mono.just(factory.wrap(failMidstream(e))));
+    }
+
+    private byte[] failMidstream(Throwable e) {
+      Failure f = classify(e);
+      failedMidstream = true;
+      routed.lease().fail(f);
+      metrics.request(routed.resolvedModel(), "failed", call.elapsedNanos());
+      call.log("failed_midstream", 0, f);
+      boolean timeout = f.kind() == Failure.Kind.TIMEOUT;
+      return Objects.requireNonNull(tap)
+          .errorEvent(
+              timeout ? "backend_timeout" : "backend_failed",
+              "backend '" + routed.backendId() + "' failed mid-stream: " + f.detail());
     }
 
     void firstContent() {
@@ -520,6 +546,9 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     }
 
     void finish() {
+      if (failedMidstream) {
+        return; // the lease failed and the request was counted when the error event was made
+      }
       if (tap != null && !bodyEnded) {
         // the write ended without the body's end: the client went away mid-response
         call.cancelled();
@@ -560,7 +589,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
         if (stop != null) {
           return stop;
         }
-        return super.writeWith(watch(Flux.from(body)));
+        return super.writeWith(watch(Flux.from(body), bufferFactory()));
       }
 
       @Override
@@ -571,7 +600,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
           return stop;
         }
         Flux<DataBuffer> chunks = Flux.from(body).concatMap(p -> Flux.from(p));
-        return super.writeAndFlushWith(watch(chunks).map(Flux::just));
+        return super.writeAndFlushWith(watch(chunks, bufferFactory()).map(Flux::just));
       }
     }
   }

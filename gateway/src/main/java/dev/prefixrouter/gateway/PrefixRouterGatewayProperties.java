@@ -36,11 +36,21 @@ public class PrefixRouterGatewayProperties {
   private DataSize maxBodySize = DataSize.ofMegabytes(8);
 
   /**
-   * Longest silence of a backend's response body: between the response headers and the first chunk,
-   * and between two chunks (SSE-aware: a long stream is fine as long as it keeps moving). Positive;
-   * time to the response headers is Spring Cloud Gateway's own {@code httpclient.response-timeout}.
+   * Longest silence of a backend's response: before the response headers of a streamed request,
+   * between the response headers and the first chunk, and between two chunks (SSE-aware: a long
+   * stream is fine as long as it keeps moving). Positive. A non-streamed request's wait for the
+   * headers is {@code response-timeout}.
    */
   private Duration idleTimeout = Duration.ofSeconds(60);
+
+  /**
+   * Longest wait for a backend's response headers on a non-streamed request, whose headers come
+   * only with the whole completion (so this bounds its generation time); positive. A streamed
+   * request's wait for the headers is bounded by {@code idle-timeout}, since an engine answers a
+   * stream's headers at once. A backend that misses it is failed as a timeout and the request fails
+   * over within the retry budget (504 when none is left).
+   */
+  private Duration responseTimeout = Duration.ofMinutes(5);
 
   /**
    * Ask the engine for a final usage chunk on streamed chat and completions requests ({@code
@@ -131,6 +141,14 @@ public class PrefixRouterGatewayProperties {
 
   public void setIdleTimeout(Duration idleTimeout) {
     this.idleTimeout = idleTimeout;
+  }
+
+  public Duration getResponseTimeout() {
+    return responseTimeout;
+  }
+
+  public void setResponseTimeout(Duration responseTimeout) {
+    this.responseTimeout = responseTimeout;
   }
 
   public boolean isIncludeUsage() {

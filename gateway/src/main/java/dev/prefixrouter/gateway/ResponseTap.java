@@ -4,6 +4,8 @@ import dev.prefixrouter.api.Usage;
 import java.io.ByteArrayOutputStream;
 import org.jspecify.annotations.Nullable;
 import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DataBufferFactory;
+import org.springframework.core.io.buffer.DataBufferUtils;
 import tools.jackson.core.JacksonException;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -15,6 +17,14 @@ import tools.jackson.databind.json.JsonMapper;
  * text}, a Responses {@code *.delta} event) and keeps the last usage seen (chat/completions {@code
  * usage}, Responses {@code response.completed}'s {@code response.usage}); for a JSON body it keeps
  * a copy and reads its {@code usage} at the end.
+ *
+ * <p>With {@code stripUsage} (the gateway asked for the usage chunk, the client did not), the
+ * stream is also rewritten so that the client sees what it would have seen without the gateway: the
+ * final usage chunk (a {@code data:} event with empty {@code choices} and a {@code usage} object)
+ * and its blank line are dropped, and a {@code "usage":null} member of the other chunks is removed.
+ * Only complete lines are forwarded then; a partial line waits for its end (never longer than an
+ * event's line: engines flush whole events), and a line longer than {@value #MAX_LINE_BYTES} bytes
+ * passes through unread as it comes.
  *
  * <p>Bounds: a stream line longer than {@value #MAX_LINE_BYTES} bytes and a JSON body longer than
  * the configured cap are passed through unread (no usage from them). Lines are parsed as JSON only
@@ -30,6 +40,12 @@ final class ResponseTap {
   private static final byte[] USAGE = "\"usage\"".getBytes(java.nio.charset.StandardCharsets.UTF_8);
 
   private final boolean stream;
+  private final boolean stripUsage;
+  private byte[] out = new byte[0];
+  private int outLen;
+  private boolean dropBlank;
+  private byte lastForwarded = '\n';
+  private byte beforeLastForwarded = '\n';
   private final int maxJsonBytes;
   private final Runnable onFirstContent;
   private byte[] line = new byte[512];
@@ -45,20 +61,116 @@ final class ResponseTap {
   /**
    * @param stream whether the body is an event stream (else JSON)
    * @param maxJsonBytes largest JSON body read for its usage
+   * @param stripUsage whether to remove the usage chunk from a stream (see above)
    * @param onFirstContent called once, when the first content line has been seen
    */
-  ResponseTap(boolean stream, int maxJsonBytes, Runnable onFirstContent) {
+  ResponseTap(boolean stream, int maxJsonBytes, boolean stripUsage, Runnable onFirstContent) {
     this.stream = stream;
+    this.stripUsage = stream && stripUsage;
     this.maxJsonBytes = maxJsonBytes;
     this.onFirstContent = onFirstContent;
     this.json = stream ? null : new ByteArrayOutputStream(1024);
   }
 
-  /** Reads a chunk without consuming it. */
-  void onChunk(DataBuffer buffer) {
+  /**
+   * Reads a chunk: returns the chunk itself (not consumed) unless the usage chunk is stripped,
+   * where the chunk is released and the complete lines to forward are returned (null when there are
+   * none yet).
+   */
+  @Nullable DataBuffer onChunk(DataBuffer buffer, DataBufferFactory factory) {
+    if (!stripUsage) {
+      read(buffer);
+      return buffer;
+    }
     int n = buffer.readableByteCount();
     if (n > 0) {
       bytesSeen = true;
+    }
+    int start = buffer.readPosition();
+    for (int i = 0; i < n; i++) {
+      byte b = buffer.getByte(start + i);
+      if (b == '\n') {
+        if (lineTooLong) {
+          lineTooLong = false;
+          lineLen = 0;
+          emit(b);
+        } else {
+          int keep = endLine();
+          if (keep >= 0) {
+            emit(line, keep);
+            emit(b);
+          }
+        }
+      } else if (lineTooLong) {
+        emit(b);
+      } else if (lineLen == MAX_LINE_BYTES) {
+        // too long to hold: what was held goes out, and the rest of the line as it comes
+        emit(line, lineLen);
+        emit(b);
+        lineLen = 0;
+        lineTooLong = true;
+      } else {
+        append(b);
+      }
+    }
+    DataBufferUtils.release(buffer);
+    return drain(factory);
+  }
+
+  private @Nullable DataBuffer drain(DataBufferFactory factory) {
+    if (outLen == 0) {
+      return null;
+    }
+    byte[] b = java.util.Arrays.copyOf(out, outLen);
+    outLen = 0;
+    return factory.wrap(b);
+  }
+
+  private void emit(byte b) {
+    if (outLen == out.length) {
+      out = java.util.Arrays.copyOf(out, Math.max(256, out.length * 2));
+    }
+    out[outLen++] = b;
+    beforeLastForwarded = lastForwarded;
+    lastForwarded = b;
+  }
+
+  private void emit(byte[] b, int len) {
+    if (len == 0) {
+      return;
+    }
+    if (outLen + len > out.length) {
+      out = java.util.Arrays.copyOf(out, Math.max(outLen + len, out.length * 2));
+    }
+    System.arraycopy(b, 0, out, outLen, len);
+    outLen += len;
+    beforeLastForwarded = len > 1 ? b[len - 2] : lastForwarded;
+    lastForwarded = b[len - 1];
+  }
+
+  /**
+   * An OpenAI-style error event that ends the stream for the client ({@code data: {"error":{...}}}
+   * then {@code data: [DONE]}, as vLLM ends a stream that failed), preceded by the line ends that
+   * close a line or event the client was given only in part.
+   */
+  byte[] errorEvent(String code, String message) {
+    java.util.Map<String, Object> error = new java.util.LinkedHashMap<>();
+    error.put("message", message);
+    error.put("type", "server_error");
+    error.put("param", null);
+    error.put("code", code);
+    String json = JSON.writeValueAsString(java.util.Map.of("error", error));
+    String lead = lastForwarded != '\n' ? "\n\n" : beforeLastForwarded != '\n' ? "\n" : "";
+    return (lead + "data: " + json + "\n\ndata: [DONE]\n\n")
+        .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  }
+
+  private void read(DataBuffer buffer) {
+    int n = buffer.readableByteCount();
+    if (n > 0) {
+      bytesSeen = true;
+      beforeLastForwarded = n > 1 ? buffer.getByte(buffer.readPosition() + n - 2) : lastForwarded;
+      lastForwarded = buffer.getByte(buffer.readPosition() + n - 1);
     }
     int start = buffer.readPosition();
     if (!stream) {
@@ -97,10 +209,20 @@ final class ResponseTap {
     line[lineLen++] = b;
   }
 
-  /** Call once the body has ended: a last line without a newline, or the JSON body, is read. */
-  void onEnd() {
+  /**
+   * Call once the body has ended: a last line without a newline, or the JSON body, is read. Returns
+   * the bytes still to forward (the last line, when the usage chunk is stripped), else null.
+   */
+  byte @Nullable [] onEnd() {
     if (stream) {
-      endLine();
+      boolean passing = lineTooLong;
+      int keep = endLine();
+      if (stripUsage && !passing && keep > 0) {
+        emit(line, keep);
+        byte[] rest = java.util.Arrays.copyOf(out, outLen);
+        outLen = 0;
+        return rest;
+      }
     } else if (json != null && !jsonTooLong && json.size() > 0) {
       JsonNode node = parse(json.toByteArray(), 0, json.size());
       if (node != null) {
@@ -110,6 +232,12 @@ final class ResponseTap {
         }
       }
     }
+    return null;
+  }
+
+  /** Whether the body is an event stream. */
+  boolean isStream() {
+    return stream;
   }
 
   /** Whether any byte of the body has been seen. */
@@ -132,20 +260,31 @@ final class ResponseTap {
     return dataEvents;
   }
 
-  private void endLine() {
+  /**
+   * Reads the line held (and forgets it): returns how many of its bytes to forward, or -1 to drop
+   * it (the stripped usage chunk and its blank line).
+   */
+  private int endLine() {
     boolean tooLong = lineTooLong;
     lineTooLong = false;
     byte[] b = line;
-    int len = lineLen;
+    int full = lineLen;
     lineLen = 0;
     if (tooLong) {
-      return;
+      return full;
     }
-    if (len > 0 && b[len - 1] == '\r') {
+    if (full == 0 || (full == 1 && b[0] == '\r')) {
+      boolean drop = dropBlank;
+      dropBlank = false;
+      return drop ? -1 : full;
+    }
+    dropBlank = false;
+    int len = full;
+    if (b[len - 1] == '\r') {
       len--;
     }
     if (len < 5 || b[0] != 'd' || b[1] != 'a' || b[2] != 't' || b[3] != 'a' || b[4] != ':') {
-      return;
+      return full;
     }
     int from = 5;
     while (from < len && b[from] == ' ') {
@@ -153,16 +292,21 @@ final class ResponseTap {
     }
     if (len - from == 6
         && new String(b, from, 6, java.nio.charset.StandardCharsets.US_ASCII).equals("[DONE]")) {
-      return;
+      return full;
     }
     dataEvents++;
+    if (stripUsage) {
+      int removed = removeUsageNull(b, from, len, full);
+      len -= removed;
+      full -= removed;
+    }
     boolean mentionsUsage = contains(b, from, len, USAGE);
     if (sawContent && !mentionsUsage) {
-      return;
+      return full;
     }
     JsonNode node = parse(b, from, len - from);
     if (node == null) {
-      return;
+      return full;
     }
     if (!sawContent && hasContent(node)) {
       sawContent = true;
@@ -172,8 +316,68 @@ final class ResponseTap {
       Usage u = usageOf(node);
       if (u != null) {
         usage = u;
+        if (stripUsage && isUsageChunk(node)) {
+          dataEvents--;
+          dropBlank = true;
+          return -1;
+        }
       }
     }
+    return full;
+  }
+
+  /** The usage chunk that {@code include_usage} adds: empty {@code choices} and a usage object. */
+  private static boolean isUsageChunk(JsonNode node) {
+    JsonNode choices = node.get("choices");
+    return choices != null && choices.isArray() && choices.isEmpty();
+  }
+
+  /**
+   * Removes a {@code "usage":null} (or {@code "usage": null}) member from the JSON in {@code
+   * b[from..len)}, with its separating comma, shifting the rest of the line ({@code ..full}) left;
+   * returns how many bytes were removed. A {@code "usage"} preceded by a backslash is inside a
+   * string and left alone.
+   */
+  static int removeUsageNull(byte[] b, int from, int len, int full) {
+    for (int i = indexOf(b, from, len, USAGE); i >= 0; i = indexOf(b, i + 1, len, USAGE)) {
+      if (i > from && b[i - 1] == '\\') {
+        continue;
+      }
+      int j = i + USAGE.length;
+      while (j < len && b[j] == ' ') {
+        j++;
+      }
+      if (j >= len || b[j] != ':') {
+        continue;
+      }
+      j++;
+      while (j < len && b[j] == ' ') {
+        j++;
+      }
+      if (j + 4 > len || b[j] != 'n' || b[j + 1] != 'u' || b[j + 2] != 'l' || b[j + 3] != 'l') {
+        continue;
+      }
+      int a = i;
+      int z = j + 4;
+      int p = a - 1;
+      while (p >= from && b[p] == ' ') {
+        p--;
+      }
+      if (p >= from && b[p] == ',') {
+        a = p;
+      } else {
+        int q = z;
+        while (q < len && b[q] == ' ') {
+          q++;
+        }
+        if (q < len && b[q] == ',') {
+          z = q + 1;
+        }
+      }
+      System.arraycopy(b, z, b, a, full - z);
+      return z - a;
+    }
+    return 0;
   }
 
   private static @Nullable JsonNode parse(byte[] b, int off, int len) {
@@ -257,6 +461,10 @@ final class ResponseTap {
   }
 
   private static boolean contains(byte[] b, int from, int to, byte[] needle) {
+    return indexOf(b, from, to, needle) >= 0;
+  }
+
+  private static int indexOf(byte[] b, int from, int to, byte[] needle) {
     outer:
     for (int i = from; i <= to - needle.length; i++) {
       for (int j = 0; j < needle.length; j++) {
@@ -264,8 +472,8 @@ final class ResponseTap {
           continue outer;
         }
       }
-      return true;
+      return i;
     }
-    return false;
+    return -1;
   }
 }

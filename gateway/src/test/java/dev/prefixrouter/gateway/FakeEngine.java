@@ -21,7 +21,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * body with usage. Behaviours: {@link Mode#OK}; {@link Mode#GATED} holds the stream after its first
  * content chunk until {@link #gate} opens (at most 5 s); {@link Mode#FAIL_500} answers 500; {@link
  * Mode#SILENT} sends headers and then nothing for 3 s; {@link Mode#HOLD} sends one content chunk
- * and then keeps writing a comment every 50 ms for at most 5 s, recording when the reader is gone.
+ * and then keeps writing a comment every 50 ms for at most 5 s, recording when the reader is gone;
+ * {@link Mode#DIE} sends two chunks and then drops the connection without ending the body; {@link
+ * Mode#HANG} reads the request and never answers (at most 5 s). Like OpenAI, a stream asked for
+ * usage carries {@code "usage":null} in every chunk before the usage chunk.
  */
 final class FakeEngine implements AutoCloseable {
   enum Mode {
@@ -29,7 +32,9 @@ final class FakeEngine implements AutoCloseable {
     GATED,
     FAIL_500,
     SILENT,
-    HOLD
+    HOLD,
+    DIE,
+    HANG
   }
 
   /** Completion tokens the engine reports in its usage (unlike the number of chunks it sends). */
@@ -85,6 +90,11 @@ final class FakeEngine implements AutoCloseable {
   }
 
   private void handle(HttpExchange ex) throws IOException {
+    Mode first = mode;
+    if (first == Mode.DIE || first == Mode.HANG) {
+      misbehave(ex, first);
+      return;
+    }
     try (ex) {
       String body = new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
       bodies.add(body);
@@ -122,9 +132,13 @@ final class FakeEngine implements AutoCloseable {
         sleep(3000);
         return;
       }
+      String nul = usage ? ",\"usage\":null" : "";
       send(
-          out, "{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}");
-      send(out, "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hello \"}}]}");
+          out,
+          "{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]"
+              + nul
+              + "}");
+      send(out, "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hello \"}}]" + nul + "}");
       if (m == Mode.HOLD) {
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
         try {
@@ -141,8 +155,10 @@ final class FakeEngine implements AutoCloseable {
       if (m == Mode.GATED && !await(gate)) {
         gateTimedOut = true;
       }
-      send(out, "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"from " + name + "\"}}]}");
-      send(out, "{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}");
+      send(
+          out,
+          "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"from " + name + "\"}}]" + nul + "}");
+      send(out, "{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]" + nul + "}");
       if (usage) {
         send(
             out,
@@ -157,6 +173,27 @@ final class FakeEngine implements AutoCloseable {
     } catch (IOException e) {
       readerGone.countDown();
     }
+  }
+
+  /**
+   * {@link Mode#DIE}: two chunks, then an exception out of the handler, on which the JDK's server
+   * closes the connection without the chunked body's end. {@link Mode#HANG}: no answer at all.
+   */
+  private void misbehave(HttpExchange ex, Mode m) throws IOException {
+    bodies.add(new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8));
+    requests.incrementAndGet();
+    if (m == Mode.HANG) {
+      sleep(5000);
+      ex.close();
+      return;
+    }
+    ex.getResponseHeaders().set("Content-Type", "text/event-stream");
+    ex.sendResponseHeaders(200, 0);
+    OutputStream out = ex.getResponseBody();
+    send(out, "{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}");
+    send(out, "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hello \"}}]}");
+    sleep(50);
+    throw new IllegalStateException("engine died mid-stream");
   }
 
   private static void send(OutputStream out, String json) throws IOException {

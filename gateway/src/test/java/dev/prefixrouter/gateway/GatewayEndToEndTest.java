@@ -44,6 +44,7 @@ import org.springframework.test.context.DynamicPropertySource;
       "prefix-router.scorer.policy=round-robin",
       "prefix-router.limiter.tenants.tiny=60",
       "prefix-router.gateway.idle-timeout=1s",
+      "prefix-router.gateway.response-timeout=2s",
       "management.endpoints.web.exposure.include=health,prefixrouter,prometheus",
       "management.endpoint.prefixrouter.access=unrestricted"
     })
@@ -60,6 +61,9 @@ class GatewayEndToEndTest {
   static final FakeEngine SILENT = engine("silent", FakeEngine.Mode.SILENT);
   static final FakeEngine HOLD = engine("hold", FakeEngine.Mode.HOLD);
   static final FakeEngine DRAINED = engine("drained", FakeEngine.Mode.OK);
+  static final FakeEngine DYING = engine("dying", FakeEngine.Mode.DIE);
+  static final FakeEngine HANG = engine("hang", FakeEngine.Mode.HANG);
+  static final FakeEngine HANG_OK = engine("hang-ok", FakeEngine.Mode.OK);
 
   @DynamicPropertySource
   static void backends(DynamicPropertyRegistry r) throws IOException {
@@ -73,7 +77,10 @@ class GatewayEndToEndTest {
     i = backend(r, i, "alive", ALIVE.url(), "deadish");
     i = backend(r, i, "silent", SILENT.url(), "silent");
     i = backend(r, i, "hold", HOLD.url(), "hold");
-    backend(r, i, "drained", DRAINED.url(), "drained");
+    i = backend(r, i, "drained", DRAINED.url(), "drained");
+    i = backend(r, i, "dying", DYING.url(), "dying");
+    i = backend(r, i, "hang", HANG.url(), "hangy");
+    backend(r, i, "hang-ok", HANG_OK.url(), "hangy");
     // (an indexed list binds from one property source only: every entry is given here)
     r.add("prefix-router.gateway.api-keys[0].tenant", () -> "main");
     r.add("prefix-router.gateway.api-keys[1].tenant", () -> "tiny");
@@ -93,7 +100,8 @@ class GatewayEndToEndTest {
 
   @AfterAll
   static void stop() {
-    for (FakeEngine e : List.of(OK1, OK2, GATED, BAD, GOOD, ALIVE, SILENT, HOLD, DRAINED)) {
+    for (FakeEngine e :
+        List.of(OK1, OK2, GATED, BAD, GOOD, ALIVE, SILENT, HOLD, DRAINED, DYING, HANG, HANG_OK)) {
       e.close();
     }
   }
@@ -122,9 +130,9 @@ class GatewayEndToEndTest {
     }
     assertThat(String.join("\n", lines)).contains("from gated").contains("[DONE]");
     assertThat(GATED.gateTimedOut).as("first chunk held back until the stream ended").isFalse();
-    // the gateway asked for usage; the client sees the engine's usage chunk
+    // the gateway asked for usage, the client did not: the client does not see it
     assertThat(GATED.bodies.get(GATED.bodies.size() - 1)).contains("\"include_usage\":true");
-    assertThat(String.join("\n", lines)).contains("\"completion_tokens\":7");
+    assertThat(String.join("\n", lines)).doesNotContain("usage");
     // complete(usage) with the engine's counts (not the number of chunks), firstToken once
     awaitTrue(
         () ->
@@ -132,6 +140,83 @@ class GatewayEndToEndTest {
                 == FakeEngine.COMPLETION_TOKENS);
     assertThat(ttftCount("gated")).isEqualTo(ttftBefore + 1);
     awaitTrue(() -> engine.inspect().backend("gated").orElseThrow().inFlight() == 0);
+  }
+
+  @Test
+  void theClientSeesExactlyWhatTheEngineSendsWithoutTheGateway() throws Exception {
+    for (boolean askUsage : new boolean[] {false, true}) {
+      String body =
+          askUsage
+              ? chat("chat", true)
+                  .replace(
+                      "\"stream\":true",
+                      "\"stream\":true,\"stream_options\":{\"include_usage\":true}")
+              : chat("chat", true);
+      HttpResponse<String> via =
+          client.send(post("/v1/chat/completions", body, MAIN_KEY), ofString());
+      assertThat(via.statusCode()).isEqualTo(200);
+      String backend =
+          via.headers().firstValue(PrefixRouterGatewayFilter.BACKEND_HEADER).orElseThrow();
+      FakeEngine e = backend.equals("ok1") ? OK1 : OK2;
+      HttpResponse<String> direct =
+          client.send(
+              HttpRequest.newBuilder(URI.create(e.url() + "/v1/chat/completions"))
+                  .header("Content-Type", "application/json")
+                  .POST(HttpRequest.BodyPublishers.ofString(body))
+                  .build(),
+              ofString());
+      assertThat(via.body()).as("usage asked: " + askUsage).isEqualTo(direct.body());
+      assertThat(via.body().contains("\"completion_tokens\":7")).isEqualTo(askUsage);
+      assertThat(via.body().contains("\"usage\":null")).isEqualTo(askUsage);
+    }
+  }
+
+  @Test
+  void anEngineThatDiesMidStreamEndsTheStreamWithAnErrorEvent() throws Exception {
+    HttpResponse<String> res =
+        client.send(post("/v1/chat/completions", chat("dying", true), MAIN_KEY), ofString());
+    assertThat(res.statusCode()).isEqualTo(200);
+    String[] events = res.body().split("\n\n");
+    assertThat(events[1]).contains("hello");
+    assertThat(events[events.length - 2])
+        .startsWith("data: {\"error\":{")
+        .contains("\"type\":\"server_error\"")
+        .contains("\"code\":\"backend_failed\"")
+        .contains("mid-stream");
+    assertThat(events[events.length - 1]).isEqualTo("data: [DONE]");
+    assertThat(DYING.requests.get()).as("no failover after the first byte").isEqualTo(1);
+    awaitTrue(() -> engine.inspect().backend("dying").orElseThrow().inFlight() == 0);
+    var failed =
+        meters.find("prefixrouter.gateway.requests").tag("model", "dying").tag("outcome", "failed");
+    awaitTrue(() -> failed.timer() != null && failed.timer().count() == 1);
+    assertThat(
+            meters
+                .find("prefixrouter.gateway.requests")
+                .tag("model", "dying")
+                .tag("outcome", "cancelled")
+                .timer())
+        .isNull();
+  }
+
+  @Test
+  void anEngineThatNeverAnswersFailsOverWithinTheHeaderTimeout() throws Exception {
+    // streamed: headers within the idle timeout (1 s); non-streamed: the response timeout (2 s)
+    for (boolean stream : new boolean[] {true, false}) {
+      int before = HANG.requests.get();
+      for (int i = 0; i < 10 && HANG.requests.get() == before; i++) {
+        long t0 = System.nanoTime();
+        HttpResponse<String> res =
+            client.send(post("/v1/chat/completions", chat("hangy", stream), MAIN_KEY), ofString());
+        assertThat(res.statusCode()).as("stream " + stream).isEqualTo(200);
+        assertThat(res.body()).contains("hang-ok");
+        assertThat(res.headers().firstValue(PrefixRouterGatewayFilter.BACKEND_HEADER))
+            .hasValue("hang-ok");
+        assertThat(System.nanoTime() - t0).isLessThan(TimeUnit.SECONDS.toNanos(4));
+      }
+      assertThat(HANG.requests.get()).as("the hanging engine was tried").isGreaterThan(before);
+    }
+    assertThat(failovers("hangy")).isGreaterThanOrEqualTo(2);
+    awaitTrue(() -> engine.inspect().backend("hang").orElseThrow().inFlight() == 0);
   }
 
   @Test

@@ -1,0 +1,98 @@
+package dev.prefixrouter.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.prefixrouter.api.Usage;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DefaultDataBufferFactory;
+
+/** The usage chunk the gateway asked for, removed from a stream however it is cut into chunks. */
+class ResponseTapTest {
+  private static final DefaultDataBufferFactory F = DefaultDataBufferFactory.sharedInstance;
+
+  private static final String WITH_USAGE =
+      "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}],\"usage\":null}\n\n"
+          + "data: {\"choices\":[{\"delta\":{\"content\":\"a \\\"usage\\\":null\"}}], \"usage\": null}\r\n\r\n"
+          + "data: {\"usage\":null,\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+          + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,"
+          + "\"prompt_tokens_details\":{\"cached_tokens\":1}}}\n\n"
+          + "data: [DONE]\n\n";
+
+  private static final String WITHOUT_USAGE =
+      "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
+          + "data: {\"choices\":[{\"delta\":{\"content\":\"a \\\"usage\\\":null\"}}]}\r\n\r\n"
+          + "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+          + "data: [DONE]\n\n";
+
+  @Test
+  void stripsTheUsageChunkAndNullUsageAtEveryChunkBoundary() {
+    byte[] in = WITH_USAGE.getBytes(StandardCharsets.UTF_8);
+    for (int cut = 0; cut <= in.length; cut++) {
+      AtomicInteger first = new AtomicInteger();
+      ResponseTap tap = new ResponseTap(true, 1 << 20, true, first::incrementAndGet);
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      feed(tap, in, 0, cut, out);
+      feed(tap, in, cut, in.length, out);
+      byte[] rest = tap.onEnd();
+      if (rest != null) {
+        out.writeBytes(rest);
+      }
+      assertThat(out.toString(StandardCharsets.UTF_8)).as("cut at " + cut).isEqualTo(WITHOUT_USAGE);
+      assertThat(tap.usage()).isEqualTo(new Usage(5, 2, 1));
+      assertThat(first).hasValue(1);
+      assertThat(tap.dataEvents()).isEqualTo(3);
+    }
+  }
+
+  @Test
+  void withoutStrippingTheChunksPassAsTheyAre() {
+    byte[] in = WITH_USAGE.getBytes(StandardCharsets.UTF_8);
+    ResponseTap tap = new ResponseTap(true, 1 << 20, false, () -> {});
+    DataBuffer b = F.wrap(in);
+    assertThat(tap.onChunk(b, F)).isSameAs(b);
+    assertThat(tap.onEnd()).isNull();
+    assertThat(tap.usage()).isEqualTo(new Usage(5, 2, 1));
+  }
+
+  @Test
+  void theErrorEventClosesAPartLineOrEvent() {
+    assertThat(errorAfter("data: {\"a\":1}\n\n")).startsWith("data: {\"error\":");
+    assertThat(errorAfter("data: {\"a\":1}\n")).startsWith("\ndata: {\"error\":");
+    assertThat(errorAfter("data: {\"a\"")).startsWith("\n\ndata: {\"error\":");
+    assertThat(errorAfter("data: {\"a\":1}\n\n"))
+        .contains("\"type\":\"server_error\"", "\"code\":\"backend_failed\"")
+        .endsWith("}}\n\ndata: [DONE]\n\n");
+  }
+
+  @Test
+  void aLineTooLongToHoldPassesThroughWhenStripping() {
+    String big = "data: " + "x".repeat(ResponseTap.MAX_LINE_BYTES + 10) + "\n\n";
+    ResponseTap tap = new ResponseTap(true, 1 << 20, true, () -> {});
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    byte[] in = (big + "data: [DONE]\n\n").getBytes(StandardCharsets.UTF_8);
+    feed(tap, in, 0, in.length, out);
+    assertThat(tap.onEnd()).isNull();
+    assertThat(out.toByteArray()).isEqualTo(in);
+  }
+
+  private static String errorAfter(String sent) {
+    ResponseTap tap = new ResponseTap(true, 1 << 20, false, () -> {});
+    tap.onChunk(F.wrap(sent.getBytes(StandardCharsets.UTF_8)), F);
+    return new String(tap.errorEvent("backend_failed", "gone"), StandardCharsets.UTF_8);
+  }
+
+  private static void feed(
+      ResponseTap tap, byte[] in, int from, int to, ByteArrayOutputStream out) {
+    byte[] part = java.util.Arrays.copyOfRange(in, from, to);
+    DataBuffer o = tap.onChunk(F.wrap(part), F);
+    if (o != null) {
+      byte[] b = new byte[o.readableByteCount()];
+      o.read(b);
+      out.writeBytes(b);
+    }
+  }
+}
