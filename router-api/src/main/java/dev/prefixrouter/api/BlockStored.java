@@ -14,14 +14,29 @@ import org.jspecify.annotations.Nullable;
  *     blockHashes.length} ids); empty for events that carry no tokens (offload mediums)
  * @param blockSize tokens per engine block, {@code > 0}
  * @param medium where the blocks live ({@code "GPU"}, {@code "CPU"}, ...) or {@code null}
+ * @param cacheSalt the request's {@code cache_salt} the engine hashed into the first stored block
+ *     (vLLM puts it in that block's {@code extra_keys}, only for a block that starts the sequence),
+ *     or {@code null}: the router keys these blocks from the same isolation seed as the salted
+ *     requests (see {@link RouteRequest#cacheSalt()}); non-empty, and only without a parent
  */
 public record BlockStored(
     long[] blockHashes,
     @Nullable Long parentBlockHash,
     int[] tokenIds,
     int blockSize,
-    @Nullable String medium)
+    @Nullable String medium,
+    @Nullable String cacheSalt)
     implements KvEvent {
+
+  /** An unsalted store (no {@code cache_salt}). */
+  public BlockStored(
+      long[] blockHashes,
+      @Nullable Long parentBlockHash,
+      int[] tokenIds,
+      int blockSize,
+      @Nullable String medium) {
+    this(blockHashes, parentBlockHash, tokenIds, blockSize, medium, null);
+  }
 
   public BlockStored {
     Objects.requireNonNull(blockHashes, "blockHashes");
@@ -41,6 +56,12 @@ public record BlockStored(
               + " x "
               + blockHashes.length
               + " blocks");
+    }
+    if (cacheSalt != null && (cacheSalt.isEmpty() || parentBlockHash != null)) {
+      throw new IllegalArgumentException(
+          cacheSalt.isEmpty()
+              ? "cacheSalt must not be empty"
+              : "cacheSalt is only carried by a store that starts the sequence (no parent)");
     }
     blockHashes = blockHashes.clone();
     tokenIds = tokenIds.clone();
@@ -83,7 +104,8 @@ public record BlockStored(
         && Objects.equals(parentBlockHash, s.parentBlockHash)
         && Arrays.equals(tokenIds, s.tokenIds)
         && blockSize == s.blockSize
-        && Objects.equals(medium, s.medium);
+        && Objects.equals(medium, s.medium)
+        && Objects.equals(cacheSalt, s.cacheSalt);
   }
 
   @Override
@@ -93,7 +115,8 @@ public record BlockStored(
         parentBlockHash,
         Arrays.hashCode(tokenIds),
         blockSize,
-        medium);
+        medium,
+        cacheSalt);
   }
 
   @Override
@@ -106,6 +129,7 @@ public record BlockStored(
         + blockSize
         + ", medium="
         + medium
+        + (cacheSalt == null ? "" : ", salted")
         + "]";
   }
 }

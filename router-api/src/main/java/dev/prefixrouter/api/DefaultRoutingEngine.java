@@ -76,7 +76,12 @@ final class DefaultRoutingEngine implements RoutingEngine {
     try {
       long now = ticker.getAsLong();
       for (KvEvent ev : batch) {
-        index.apply(e.slot, Objects.requireNonNull(ev, "event"), hasher, now);
+        String salt = ev instanceof BlockStored s ? s.cacheSalt() : null;
+        if (salt == null) {
+          index.apply(e.slot, Objects.requireNonNull(ev, "event"), hasher, now);
+        } else { // keyed as the salted requests were
+          index.apply(e.slot, ev, hasher, pipeline.seeds().eventSeed(salt), now);
+        }
       }
     } finally {
       e.release();

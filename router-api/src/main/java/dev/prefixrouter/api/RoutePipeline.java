@@ -288,6 +288,13 @@ final class RoutePipeline {
   }
 
   /**
+   * The isolation seeds of this pipeline's requests (the engine keys salted KV events with them).
+   */
+  IsolationSeeds seeds() {
+    return seeds;
+  }
+
+  /**
    * Hash: the prompt's block keys into {@link Scratch#decisionKeys}, seeded by the isolation
    * namespace; returns their number. Keys are hashed on every call (a failover hashes again).
    */

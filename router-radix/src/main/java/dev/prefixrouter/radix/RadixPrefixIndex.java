@@ -71,7 +71,9 @@ import org.jspecify.annotations.Nullable;
  *
  * {@link #recordRouted} adds <em>predicted</em> blocks. {@code BlockStored} events make blocks
  * <em>confirmed</em>: the router recomputes its own keys from the event's token ids, continuing
- * from the router key of the event's parent engine hash, and remembers engine hash → router key in
+ * from the router key of the event's parent engine hash (for a store that starts the sequence, from
+ * the isolation seed the engine derives from the event's cache salt, so a salted or isolated
+ * tenant's events confirm the keys its own requests use), and remembers engine hash → router key in
  * the backend's {@link EventTranslator} (bounded; least recently used mappings go first). {@code
  * BlockRemoved} takes a block out once no engine copy of it is left; in the middle of a held run it
  * leaves a gap (match stops there). Once a backend has sent any event, its predicted blocks expire
@@ -1039,6 +1041,16 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   @Override
   public void apply(int slot, KvEvent event, BlockHasher hasher, long nowNanos) {
+    apply(slot, event, hasher, 0L, nowNanos);
+  }
+
+  /**
+   * Applies one KV event; a {@code BlockStored} without a parent is keyed from {@code seed} (the
+   * isolation seed of the requests that stored it: the engine derives it from the event's cache
+   * salt), so it confirms the keys those requests were routed with.
+   */
+  @Override
+  public void apply(int slot, KvEvent event, BlockHasher hasher, long seed, long nowNanos) {
     Objects.requireNonNull(event, "event");
     Objects.requireNonNull(hasher, "hasher");
     synchronized (lock) {
@@ -1050,7 +1062,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
         m.eventsSeen = true;
         EventTranslator t = translators[slot];
         if (event instanceof BlockStored s) {
-          applyStored(m, t, s, hasher, nowNanos);
+          applyStored(m, t, s, hasher, seed, nowNanos);
         } else if (event instanceof BlockRemoved r) {
           applyRemoved(m, t, r);
         } else if (event instanceof AllBlocksCleared) {
@@ -1067,7 +1079,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
   }
 
   private void applyStored(
-      LruMirror m, EventTranslator t, BlockStored s, BlockHasher hasher, long now) {
+      LruMirror m, EventTranslator t, BlockStored s, BlockHasher hasher, long seed, long now) {
     if (offloaded(m, s.medium(), s.blockCount())) {
       return;
     }
@@ -1080,7 +1092,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       return;
     }
     Node attach = root;
-    long parentKey = 0;
+    long parentKey = seed; // a store that starts the sequence: keyed as its requests were
     Long parent = s.parentBlockHash();
     if (parent != null) {
       int pm = t.find(parent);

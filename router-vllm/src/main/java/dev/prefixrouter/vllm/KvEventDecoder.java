@@ -32,18 +32,23 @@ import org.msgpack.value.ValueType;
  * {@link Long#MAX_VALUE} keeps its bit pattern) or bytes (the last 8 bytes, big-endian, as {@link
  * EngineHashes#fromBytes}).
  *
- * <p>What reaches the index: {@link BlockStored} (hashes, parent, tokens, block size, medium),
- * {@link BlockRemoved} and {@link AllBlocksCleared}. A {@code BlockStored} of a LoRA adapter
- * ({@code lora_id} or {@code lora_name} set) or with extra keys (any non-nil {@code extra_keys}
- * entry: multimodal content hashes, a cache salt, a LoRA name) is skipped and counted ({@code
- * skippedVariants}): the engine hashed more than the token ids, and router keys recomputed from the
- * tokens alone would confirm the base model's unsalted text-only prefix (a false hit); removals of
- * such blocks then find nothing, harmlessly. The group index and the sliding window are read and
- * type-checked; events of a KV-cache group whose kind is not full attention ({@code
- * full_attention}, {@code mla_attention}, {@code sink_full_attention}) are skipped and counted,
- * since sliding-window groups do not hold the prefix. Unknown event types and unknown fields are
- * skipped and counted; an event with a field of the wrong type, or inconsistent lengths, is skipped
- * and counted as malformed; the rest of the batch is kept.
+ * <p>What reaches the index: {@link BlockStored} (hashes, parent, tokens, block size, medium, cache
+ * salt), {@link BlockRemoved} and {@link AllBlocksCleared}. A {@code cache_salt} is read from the
+ * first block's {@code extra_keys} entry when that entry is exactly one string and the store starts
+ * the sequence (no parent: vLLM salts only a block that starts at token 0), and no other entry is
+ * set; the index then keys the blocks from the salted requests' seed (an older vLLM's multimodal
+ * hash alone in block 0 reads the same way: it keys blocks no request's salt names, a harmless
+ * miss, never a false hit). Any other {@code BlockStored} of a LoRA adapter ({@code lora_id} or
+ * {@code lora_name} set) or with extra keys (multimodal content hashes, prompt-embeds digests, a
+ * LoRA name, a salt with a parent) is skipped and counted ({@code skippedVariants}): the engine
+ * hashed more than the token ids and the salt, and router keys recomputed from them alone would
+ * confirm a prefix no request of that variant uses (a false hit); removals of such blocks then find
+ * nothing, harmlessly. The group index and the sliding window are read and type-checked; events of
+ * a KV-cache group whose kind is not full attention ({@code full_attention}, {@code mla_attention},
+ * {@code sink_full_attention}) are skipped and counted, since sliding-window groups do not hold the
+ * prefix. Unknown event types and unknown fields are skipped and counted; an event with a field of
+ * the wrong type, or inconsistent lengths, is skipped and counted as malformed; the rest of the
+ * batch is kept.
  *
  * <p>Bounds: the payload (checked by the caller) bounds everything; every array header is checked
  * against the bytes left before anything is allocated. Stateless and thread-safe; cost linear in
@@ -261,7 +266,8 @@ public final class KvEventDecoder {
     int blockSize = -1;
     @Nullable String medium;
     @Nullable String groupKind;
-    boolean variant; // a LoRA adapter's block, or one with extra keys
+    boolean variant; // a LoRA adapter's block, or one with extra keys other than a salt
+    @Nullable String salt; // the first block's extra key, when it is exactly one string
     boolean wrongType;
 
     void read(String name, MessageUnpacker u, int size) throws IOException {
@@ -306,7 +312,8 @@ public final class KvEventDecoder {
 
     /**
      * Reads {@code extra_keys}: one entry per block, nil or a tuple (LoRA name, multimodal hashes,
-     * cache salt...); any non-nil entry makes the event a variant.
+     * cache salt...). The first entry may be a salt alone ({@link #salt}); any other non-nil entry
+     * makes the event a variant.
      */
     private boolean extraKeys(MessageUnpacker u, int size) throws IOException {
       if (u.getNextFormat().getValueType() != ValueType.ARRAY) {
@@ -318,14 +325,38 @@ public final class KvEventDecoder {
         throw new IOException("extra_keys claims " + n + " entries");
       }
       for (int i = 0; i < n; i++) {
-        if (u.getNextFormat().getValueType() == ValueType.NIL) {
+        ValueType type = u.getNextFormat().getValueType();
+        if (type == ValueType.NIL) {
           u.unpackNil();
+        } else if (i == 0 && type == ValueType.ARRAY) {
+          salt = saltAlone(u, size);
+          variant |= salt == null;
         } else {
           u.skipValue();
           variant = true;
         }
       }
       return true;
+    }
+
+    /**
+     * Reads a one-element array holding a non-empty string (a salt alone) and returns the string;
+     * anything else is skipped whole and returns null.
+     */
+    private static @Nullable String saltAlone(MessageUnpacker u, int size) throws IOException {
+      int n = u.unpackArrayHeader();
+      if (n < 0 || n > size - u.getTotalReadBytes()) {
+        throw new IOException("extra_keys entry claims " + n + " elements");
+      }
+      String only = null;
+      for (int i = 0; i < n; i++) {
+        if (n == 1 && u.getNextFormat().getValueType() == ValueType.STRING) {
+          only = u.unpackString();
+        } else {
+          u.skipValue();
+        }
+      }
+      return only == null || only.isEmpty() ? null : only;
     }
 
     @Nullable KvEvent toEvent(Counts counts) {
@@ -345,7 +376,7 @@ public final class KvEventDecoder {
         counts.skippedGroups++;
         return null;
       }
-      if (variant && tag.equals("BlockStored")) {
+      if ((variant || (salt != null && parent != null)) && tag.equals("BlockStored")) {
         counts.skippedVariants++;
         return null;
       }
@@ -357,7 +388,8 @@ public final class KvEventDecoder {
                   parent,
                   tokens == null ? new int[0] : tokens,
                   blockSize,
-                  medium);
+                  medium,
+                  salt);
           case "BlockRemoved" -> new BlockRemoved(required(hashes), medium);
           default -> AllBlocksCleared.INSTANCE;
         };

@@ -177,7 +177,7 @@ class KvEventDecoderTest {
                 stored(
                     p,
                     "extra_keys",
-                    q -> q.packArrayHeader(1).packArrayHeader(1).packString("mm-hash"),
+                    q -> q.packArrayHeader(1).packArrayHeader(2).packString("mm-hash").packInt(0),
                     tokens),
             p -> stored(p, "extra_keys", q -> q.packArrayHeader(1).packNil(), tokens),
             p -> stored(p, "lora_id", MessageBufferPacker::packNil, tokens));
@@ -186,7 +186,43 @@ class KvEventDecoderTest {
     assertThat(b.events())
         .as("no extra keys, no adapter: base blocks")
         .hasSize(2)
-        .allMatch(e -> e instanceof BlockStored);
+        .allMatch(e -> e instanceof BlockStored s && s.cacheSalt() == null);
+  }
+
+  @Test
+  void aCacheSaltAloneInTheFirstBlocksExtraKeysIsCarriedToTheIndex() throws Exception {
+    int[] tokens = Batches.tokens(0, 16);
+    byte[] payload =
+        Batches.batch(
+            0,
+            p ->
+                stored(
+                    p,
+                    "extra_keys",
+                    q -> q.packArrayHeader(2).packArrayHeader(1).packString("salt-1").packNil(),
+                    tokens),
+            p -> // a salt on a later block: vLLM never sends it, so it is not guessed at
+            stored(
+                    p,
+                    "extra_keys",
+                    q -> q.packArrayHeader(2).packNil().packArrayHeader(1).packString("salt-1"),
+                    tokens),
+            p -> // a salt and a multimodal hash: more than the salt was hashed
+            stored(
+                    p,
+                    "extra_keys",
+                    q ->
+                        q.packArrayHeader(1)
+                            .packArrayHeader(2)
+                            .packString("salt-1")
+                            .packString("x"),
+                    tokens));
+    KvEventDecoder.Batch b = KvEventDecoder.decode(payload);
+    assertThat(b.skippedVariants()).isEqualTo(2);
+    assertThat(b.events())
+        .singleElement()
+        .isInstanceOfSatisfying(
+            BlockStored.class, s -> assertThat(s.cacheSalt()).isEqualTo("salt-1"));
   }
 
   interface Value {

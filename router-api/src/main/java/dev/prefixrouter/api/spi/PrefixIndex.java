@@ -74,6 +74,17 @@ public interface PrefixIndex extends SlotLifecycle {
   /** Applies one engine KV event of {@code slot}, recomputing router keys with {@code hasher}. */
   void apply(int slot, KvEvent event, BlockHasher hasher, long nowNanos);
 
+  /**
+   * Applies one engine KV event of {@code slot} whose blocks without a parent are keyed from {@code
+   * seed}: the isolation seed of the requests that stored them (the engine derives it from a {@link
+   * dev.prefixrouter.api.BlockStored#cacheSalt()}), so the keys are those the requests used. The
+   * default ignores the seed and applies the event as {@link #apply(int, KvEvent, BlockHasher,
+   * long)} does (unseeded keys): an index that keys events must override it.
+   */
+  default void apply(int slot, KvEvent event, BlockHasher hasher, long seed, long nowNanos) {
+    apply(slot, event, hasher, nowNanos);
+  }
+
   /** Forgets everything about a slot; the slot may be reused after this returns. */
   @Override
   void removeBackend(int slot);
