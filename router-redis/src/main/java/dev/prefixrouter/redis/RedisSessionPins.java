@@ -39,7 +39,12 @@ import org.slf4j.LoggerFactory;
  * writes each as {@code SET <prefix>pin:<session> <backend> PX ttl} and announces it on the stream;
  * every replica's worker reads the announcements into its cache. A use of a pin ({@link #backendOf}
  * hit) refreshes the Redis TTL at most once per quarter TTL. A miss queues a Redis read and answers
- * {@code null} now: the pin is local for the next request. Last write wins.
+ * {@code null} now: the pin is local for the next request. A first pin of a session this replica
+ * holds no pin for (the scorer saw a miss) is written only if the fleet holds none ({@code SET
+ * NX}); otherwise the fleet's pin replaces it here (counted as {@code adopted}), so a replica that
+ * had not seen a session yet does not move it. A pin that moves (the scorer passed over the pinned
+ * backend) is written unconditionally: last write wins. Left open: if the read-through lands
+ * between the scorer's miss and its pin of another backend, that pin counts as a move.
  *
  * <p><b>Redis down.</b> Pins stay local (one log line per transition); queued writes are bounded
  * ({@link Builder#maxPending}, more are counted and dropped). Thread-safe; one worker thread.
@@ -51,17 +56,31 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
   /** A local pin: its backend and when its Redis TTL was last refreshed (nanos). */
   private record Pin(String backendId, long refreshedNanos) {}
 
-  /** A queued Redis operation: a write (backend non-null) or a read-through (backend null). */
-  private record Op(String session, @Nullable String backendId) {}
+  /**
+   * A queued Redis operation: a read-through (backend null), a write, or (ifAbsent) a write that
+   * yields to a pin the fleet already holds.
+   */
+  private record Op(String session, @Nullable String backendId, boolean ifAbsent) {}
 
-  /** Counters since {@link Builder#build}. */
+  /**
+   * Counters since {@link Builder#build}.
+   *
+   * @param redisUp whether Redis answers now
+   * @param transitions up/down transitions
+   * @param written pins written to Redis and announced
+   * @param received other replicas' pins applied from the stream
+   * @param readThroughHits misses answered from Redis
+   * @param droppedPending operations dropped because the queue was full
+   * @param adopted first pins that found a fleet pin in Redis and took it instead
+   */
   public record Stats(
       boolean redisUp,
       long transitions,
       long written,
       long received,
       long readThroughHits,
-      long droppedPending) {}
+      long droppedPending,
+      long adopted) {}
 
   private final RedisLink link;
   private final String keyPrefix;
@@ -78,6 +97,7 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
   private final LongAdder received = new LongAdder();
   private final LongAdder readThroughHits = new LongAdder();
   private final LongAdder droppedPending = new LongAdder();
+  private final LongAdder adopted = new LongAdder();
   private final Thread worker;
   private volatile boolean closed;
 
@@ -125,12 +145,12 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
     Objects.requireNonNull(session, "session");
     Pin p = local.getIfPresent(session);
     if (p == null) {
-      offer(new Op(session, null));
+      offer(new Op(session, null, false));
       return null;
     }
     if (nowNanos - p.refreshedNanos() > refreshNanos) {
       local.put(session, new Pin(p.backendId(), nowNanos));
-      offer(new Op(session, p.backendId())); // refreshes the Redis TTL
+      offer(new Op(session, p.backendId(), false)); // refreshes the Redis TTL
     }
     return p.backendId();
   }
@@ -163,8 +183,10 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
     Objects.requireNonNull(backendId, "backendId");
     Pin before = local.getIfPresent(session);
     local.put(session, new Pin(backendId, nowNanos));
-    if (before == null || !before.backendId().equals(backendId)) {
-      offer(new Op(session, backendId));
+    if (before == null) {
+      offer(new Op(session, backendId, true));
+    } else if (!before.backendId().equals(backendId)) {
+      offer(new Op(session, backendId, false));
     }
   }
 
@@ -235,7 +257,23 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
       }
       return;
     }
-    c.set(key, backend, SetArgs.Builder.px(ttlMillis));
+    if (op.ifAbsent()) {
+      if (c.set(key, backend, SetArgs.Builder.nx().px(ttlMillis)) == null) {
+        String fleet = c.get(key); // another replica pinned it first: adopt the fleet's pin
+        if (fleet != null && !fleet.equals(backend)) {
+          long now = System.nanoTime();
+          local
+              .asMap()
+              .compute(
+                  op.session(),
+                  (k, v) -> v == null || v.backendId().equals(backend) ? new Pin(fleet, now) : v);
+          adopted.increment();
+        }
+        return;
+      }
+    } else {
+      c.set(key, backend, SetArgs.Builder.px(ttlMillis));
+    }
     c.xadd(
         streamKey,
         XAddArgs.Builder.maxlen(10_000).approximateTrimming(),
@@ -258,7 +296,8 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
         written.sum(),
         received.sum(),
         readThroughHits.sum(),
-        droppedPending.sum());
+        droppedPending.sum(),
+        adopted.sum());
   }
 
   /** Stops the worker (at most about a second) and closes the Redis client. */

@@ -64,6 +64,23 @@ class RedisSessionPinsTest {
   }
 
   @Test
+  void aFirstPinYieldsToTheFleetsPinAndAMoveOverwritesIt() {
+    RedisSessionPins a = replica("a");
+    a.pin("s1", "b3");
+    await(() -> a.stats().written() == 1);
+    RedisSessionPins c = replica("c"); // joins after the announcement, routes s1 on its own
+    c.pin("s1", "b7"); // no local pin: written only if the fleet holds none
+    await(() -> "b3".equals(c.backendOf("s1", System.nanoTime())));
+    assertThat(c.stats().adopted()).isEqualTo(1);
+    assertThat(c.stats().written()).isZero();
+    assertThat(redis.commands().get(redis.prefix + "pin:s1")).isEqualTo("b3");
+
+    c.pin("s1", "b7"); // a move away from a known pin: last write wins
+    await(() -> "b7".equals(a.backendOf("s1", System.nanoTime())));
+    assertThat(redis.commands().get(redis.prefix + "pin:s1")).isEqualTo("b7");
+  }
+
+  @Test
   void builderNamesTheFieldAndBound() {
     RedisSessionPins.Builder b = RedisSessionPins.builder(SharedRedis.URI);
     assertThatThrownBy(() -> b.ttl(Duration.ZERO))

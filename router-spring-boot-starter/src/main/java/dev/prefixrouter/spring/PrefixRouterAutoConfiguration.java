@@ -9,6 +9,7 @@ import dev.prefixrouter.api.spi.HealthPolicy;
 import dev.prefixrouter.api.spi.PrefixIndex;
 import dev.prefixrouter.api.spi.RoutingListener;
 import dev.prefixrouter.api.spi.Scorer;
+import dev.prefixrouter.api.spi.SessionPins;
 import dev.prefixrouter.api.spi.TenantLimiter;
 import dev.prefixrouter.radix.BlockHashers;
 import dev.prefixrouter.radix.RadixPrefixIndex;
@@ -35,9 +36,10 @@ import org.springframework.context.annotation.Configuration;
  * Creates a {@link RoutingEngine} from {@code prefix-router.*} with the default parts — chained
  * block hashing, {@link RadixPrefixIndex}, {@link EstimatedTtftScorer}, {@link TenantTokenBuckets},
  * {@link CircuitBreakers} — each a {@code @ConditionalOnMissingBean} so an application can replace
- * any one, plus {@link RoutingEngineBuilderCustomizer}s and {@link RoutingListener} beans. A user's
- * own {@code RoutingEngine} bean replaces the whole engine. Invalid properties fail startup with a
- * {@link PrefixRouterPropertyException} naming the property path (reported by {@link
+ * any one (a {@link SessionPins} bean is the est-ttft scorer's pin store), plus {@link
+ * RoutingEngineBuilderCustomizer}s and {@link RoutingListener} beans. A user's own {@code
+ * RoutingEngine} bean replaces the whole engine. Invalid properties fail startup with a {@link
+ * PrefixRouterPropertyException} naming the property path (reported by {@link
  * PrefixRouterFailureAnalyzer}); so does an alias or a split to a model no backend serves, once the
  * engine has backends at startup.
  */
@@ -80,11 +82,16 @@ public class PrefixRouterAutoConfiguration {
 
   @Bean
   @ConditionalOnMissingBean
-  public Scorer prefixRouterScorer(PrefixRouterProperties p) {
+  public Scorer prefixRouterScorer(
+      PrefixRouterProperties p, ObjectProvider<SessionPins> sessionPins) {
     PrefixRouterProperties.Scorer s = p.getScorer();
     if (s.getPolicy().equals("est-ttft")) {
       EstimatedTtftScorer.Builder b = EstimatedTtftScorer.builder().calibrate(s.isCalibrate());
       guard("prefix-router.scorer", () -> b.sessions(s.getSessionTtl(), s.getMaxSessions()));
+      SessionPins pins = sessionPins.getIfUnique(); // e.g. prefix-router.redis.share-session-pins
+      if (pins != null && s.getMaxSessions() != 0) {
+        b.sessionPins(pins);
+      }
       renaming(
           "prefix-router.scorer.prefix-affinity-ratio, prefix-router.scorer.prefix-affinity-max-waiting",
           () -> b.prefixAffinity(s.getPrefixAffinityRatio(), s.getPrefixAffinityMaxWaiting()),

@@ -1,8 +1,12 @@
 package dev.prefixrouter.spring;
 
 import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.api.spi.TenantLimiter;
+import dev.prefixrouter.redis.FleetQuota;
 import dev.prefixrouter.redis.RedisMembershipSync;
 import dev.prefixrouter.redis.RedisPredictionSharing;
+import dev.prefixrouter.redis.RedisSessionPins;
+import dev.prefixrouter.redis.RedisTenantLimiter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -20,19 +24,27 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Condition;
+import org.springframework.context.annotation.ConditionContext;
+import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.core.type.AnnotatedTypeMetadata;
 
 /**
  * Several replicas route as one, when router-redis is on the classpath and {@code
  * prefix-router.redis.enabled=true}: a {@link RedisPredictionSharing} is the engine's prediction
  * sink, a {@link RedisMembershipSync} one of its listeners, and both attach to the engine once the
- * context is up. A health indicator ({@code prefixRouterRedis}) and meters {@code
- * prefixrouter.redis.*} say whether Redis answers. A user's own bean of either type replaces it.
+ * context is up; a {@link RedisSessionPins} is the est-ttft scorer's pin store ({@code
+ * share-session-pins}, on by default); with {@code share-quotas=true} a {@link RedisTenantLimiter}
+ * built from {@code prefix-router.limiter.*} is the engine's tenant limiter, so the quotas hold for
+ * the fleet. A health indicator ({@code prefixRouterRedis}) and meters {@code prefixrouter.redis.*}
+ * say whether Redis answers. A user's own bean of any of these types (for the limiter: any {@link
+ * TenantLimiter}) replaces it.
  */
 @AutoConfiguration(before = PrefixRouterAutoConfiguration.class)
 @ConditionalOnClass(RedisPredictionSharing.class)
 @ConditionalOnProperty(prefix = "prefix-router.redis", name = "enabled", havingValue = "true")
-@EnableConfigurationProperties(RedisProperties.class)
+@EnableConfigurationProperties({RedisProperties.class, PrefixRouterProperties.class})
 public class RedisAutoConfiguration {
   private static final String PREFIX = "prefix-router.redis";
 
@@ -102,6 +114,81 @@ public class RedisAutoConfiguration {
     return b.build();
   }
 
+  /**
+   * The session pins of the est-ttft scorer, shared by the fleet: the scorer's {@code session-ttl}
+   * and {@code max-sessions} (local cache) apply. Not created when session affinity is off ({@code
+   * max-sessions=0}) or the policy is not est-ttft. An application's own {@code Scorer} gets it by
+   * injection ({@code EstimatedTtftScorer.builder().sessionPins(pins)}).
+   */
+  @Bean(destroyMethod = "close")
+  @ConditionalOnMissingBean
+  @ConditionalOnProperty(
+      prefix = PREFIX,
+      name = "share-session-pins",
+      havingValue = "true",
+      matchIfMissing = true)
+  @Conditional(SessionAffinityOn.class)
+  public RedisSessionPins prefixRouterRedisSessionPins(
+      RedisProperties r, PrefixRouterProperties p) {
+    RedisSessionPins.Builder b = RedisSessionPins.builder(uri(r));
+    common(r, b::keyPrefix, b::replicaId, b::commandTimeout, b::retryInterval);
+    PrefixRouterPropertyException.naming(
+        "prefix-router.scorer.session-ttl", () -> b.ttl(p.getScorer().getSessionTtl()));
+    PrefixRouterPropertyException.naming(
+        "prefix-router.scorer.max-sessions",
+        () -> b.maxLocalSessions(p.getScorer().getMaxSessions()));
+    return b.build();
+  }
+
+  /** True when the starter's scorer is est-ttft with session affinity on. */
+  static final class SessionAffinityOn implements Condition {
+    @Override
+    public boolean matches(ConditionContext context, AnnotatedTypeMetadata metadata) {
+      var env = context.getEnvironment();
+      return "est-ttft".equals(env.getProperty("prefix-router.scorer.policy", "est-ttft"))
+          && env.getProperty("prefix-router.scorer.max-sessions", Long.class, 100_000L) != 0;
+    }
+  }
+
+  /**
+   * Tenant quotas for the fleet: {@code prefix-router.limiter.tokens-per-minute} and {@code
+   * tenants} become fleet buckets in Redis, leased in chunks ({@link RedisTenantLimiter}); {@code
+   * expected-replicas} sizes each replica's share while Redis is unreachable. The engine's limiter
+   * (the starter's default limiter backs off).
+   */
+  @Bean(destroyMethod = "close")
+  @ConditionalOnMissingBean(TenantLimiter.class)
+  @ConditionalOnProperty(prefix = PREFIX, name = "share-quotas", havingValue = "true")
+  public RedisTenantLimiter prefixRouterRedisTenantLimiter(
+      RedisProperties r, PrefixRouterProperties p) {
+    PrefixRouterProperties.Limiter l = p.getLimiter();
+    if (l.getTokensPerMinute() == 0 && l.getTenants().isEmpty()) {
+      throw new PrefixRouterPropertyException(
+          PREFIX + ".share-quotas",
+          "needs a quota: set prefix-router.limiter.tokens-per-minute or"
+              + " prefix-router.limiter.tenants");
+    }
+    RedisTenantLimiter.Builder b = RedisTenantLimiter.builder(uri(r));
+    common(r, b::keyPrefix, id -> {}, b::commandTimeout, b::retryInterval);
+    PrefixRouterPropertyException.naming(
+        PREFIX + ".expected-replicas", () -> b.expectedReplicas(r.getExpectedReplicas()));
+    PrefixRouterPropertyException.naming(
+        "prefix-router.limiter.max-tenants", () -> b.maxTenants(l.getMaxTenants()));
+    PrefixRouterPropertyException.naming(
+        "prefix-router.limiter.tokens-per-minute",
+        () ->
+            b.defaultQuota(
+                FleetQuota.perMinute(
+                    l.getTokensPerMinute() == 0 ? FleetQuota.MAX_TOKENS : l.getTokensPerMinute())));
+    l.getTenants()
+        .forEach(
+            (tenant, tpm) ->
+                PrefixRouterPropertyException.naming(
+                    "prefix-router.limiter.tenants." + tenant,
+                    () -> b.quota(tenant, FleetQuota.perMinute(tpm))));
+    return b.build();
+  }
+
   /** Attaches both to the engine once every singleton exists. */
   @Bean
   SmartInitializingSingleton prefixRouterRedisAttach(
@@ -117,9 +204,11 @@ public class RedisAutoConfiguration {
   }
 
   /**
-   * UP whether or not Redis answers (routing never depends on it), with {@code predictions} and
-   * {@code membership} each {@code shared} or {@code local only}: alert on the meter {@code
-   * prefixrouter.redis.up}, not on this status, which must not take a working replica out.
+   * UP whether or not Redis answers (routing never depends on it), with {@code predictions}, {@code
+   * membership} and {@code sessionPins} each {@code shared} or {@code local only}, and {@code
+   * quotas} {@code shared} or {@code local share} (each replica its 1/expected-replicas): alert on
+   * the meter {@code prefixrouter.redis.up}, not on this status, which must not take a working
+   * replica out.
    */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
@@ -128,7 +217,9 @@ public class RedisAutoConfiguration {
     @ConditionalOnMissingBean(name = "prefixRouterRedisHealthIndicator")
     HealthIndicator prefixRouterRedisHealthIndicator(
         ObjectProvider<RedisPredictionSharing> sharing,
-        ObjectProvider<RedisMembershipSync> membership) {
+        ObjectProvider<RedisMembershipSync> membership,
+        ObjectProvider<RedisSessionPins> pins,
+        ObjectProvider<RedisTenantLimiter> quotas) {
       return () -> {
         Health.Builder h = Health.up();
         RedisPredictionSharing s = sharing.getIfAvailable();
@@ -138,6 +229,14 @@ public class RedisAutoConfiguration {
         RedisMembershipSync m = membership.getIfAvailable();
         if (m != null) {
           h.withDetail("membership", m.redisUp() ? "shared" : "local only");
+        }
+        RedisSessionPins sp = pins.getIfAvailable();
+        if (sp != null) {
+          h.withDetail("sessionPins", sp.redisUp() ? "shared" : "local only");
+        }
+        RedisTenantLimiter q = quotas.getIfAvailable();
+        if (q != null) {
+          h.withDetail("quotas", q.redisUp() ? "shared" : "local share");
         }
         return h.build();
       };
@@ -151,11 +250,47 @@ public class RedisAutoConfiguration {
     @Bean
     MeterBinder prefixRouterRedisMeters(
         ObjectProvider<RedisPredictionSharing> sharing,
-        ObjectProvider<RedisMembershipSync> membership) {
+        ObjectProvider<RedisMembershipSync> membership,
+        ObjectProvider<RedisSessionPins> pins,
+        ObjectProvider<RedisTenantLimiter> quotas) {
       return registry -> {
         sharing.ifAvailable(s -> bindSharing(registry, s));
         membership.ifAvailable(m -> bindMembership(registry, m));
+        pins.ifAvailable(p -> bindPins(registry, p));
+        quotas.ifAvailable(q -> bindQuotas(registry, q));
       };
+    }
+
+    static void bindPins(MeterRegistry r, RedisSessionPins p) {
+      Gauge.builder("prefixrouter.redis.up", p, x -> x.redisUp() ? 1 : 0)
+          .tag("part", "session-pins")
+          .description("1 while Redis answers, 0 while session pins stay local")
+          .register(r);
+      counter(r, p, "prefixrouter.redis.transitions", "session-pins", x -> x.stats().transitions());
+      counter(r, p, "prefixrouter.redis.pins.written", null, x -> x.stats().written());
+      counter(r, p, "prefixrouter.redis.pins.received", null, x -> x.stats().received());
+      counter(r, p, "prefixrouter.redis.pins.dropped", null, x -> x.stats().droppedPending());
+    }
+
+    static void bindQuotas(MeterRegistry r, RedisTenantLimiter q) {
+      Gauge.builder("prefixrouter.redis.up", q, x -> x.redisUp() ? 1 : 0)
+          .tag("part", "quotas")
+          .description("1 while Redis answers, 0 while each replica admits its local share")
+          .register(r);
+      counter(r, q, "prefixrouter.redis.transitions", "quotas", RedisTenantLimiter::transitions);
+      counter(r, q, "prefixrouter.redis.quota.leases", null, RedisTenantLimiter::leases);
+      counter(
+          r,
+          q,
+          "prefixrouter.redis.quota.fallback.admissions",
+          null,
+          RedisTenantLimiter::fallbackAdmissions);
+      counter(
+          r,
+          q,
+          "prefixrouter.redis.quota.dropped.lease.requests",
+          null,
+          RedisTenantLimiter::droppedLeaseRequests);
     }
 
     static void bindSharing(MeterRegistry r, RedisPredictionSharing s) {

@@ -7,7 +7,8 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 /**
  * {@code prefix-router.redis.*}: several gateway replicas route as one through Redis (needs
  * router-redis on the classpath). With {@code enabled=true} and a {@code uri}, the replicas that
- * share a {@code key-prefix} share their predictions and their membership and drain changes.
+ * share a {@code key-prefix} share their predictions, their membership and drain changes and their
+ * session pins, and (with {@code share-quotas}) their tenant quotas.
  */
 @ConfigurationProperties("prefix-router.redis")
 public class RedisProperties {
@@ -18,6 +19,9 @@ public class RedisProperties {
   private boolean sharePredictions = true;
   private boolean shareOnlyNewBlocks;
   private boolean shareMembership = true;
+  private boolean shareSessionPins = true;
+  private boolean shareQuotas;
+  private int expectedReplicas = 1;
   private Duration commandTimeout = Duration.ofMillis(250);
   private Duration retryInterval = Duration.ofSeconds(1);
 
@@ -82,6 +86,45 @@ public class RedisProperties {
 
   public void setShareMembership(boolean shareMembership) {
     this.shareMembership = shareMembership;
+  }
+
+  /**
+   * Keep session pins in Redis ({@code RedisSessionPins} as the est-ttft scorer's pin store), so a
+   * session pinned through one replica is honoured on every replica; default true. Pins are only a
+   * preference (a lost one costs a cache miss), each new or moved pin costs one Redis write off the
+   * routing thread, and a pin kept by one replica alone does nothing behind a load balancer.
+   */
+  public boolean isShareSessionPins() {
+    return shareSessionPins;
+  }
+
+  public void setShareSessionPins(boolean shareSessionPins) {
+    this.shareSessionPins = shareSessionPins;
+  }
+
+  /**
+   * Make {@code prefix-router.limiter.*} quotas hold for the fleet of replicas ({@code
+   * RedisTenantLimiter}) instead of for each replica; default false, because turning it on changes
+   * what a configured quota means (per fleet, not per replica): opt in knowingly.
+   */
+  public boolean isShareQuotas() {
+    return shareQuotas;
+  }
+
+  public void setShareQuotas(boolean shareQuotas) {
+    this.shareQuotas = shareQuotas;
+  }
+
+  /**
+   * Replicas sharing the quotas, 1..1024: while Redis is unreachable each replica admits {@code
+   * 1/expected-replicas} of each quota; default 1.
+   */
+  public int getExpectedReplicas() {
+    return expectedReplicas;
+  }
+
+  public void setExpectedReplicas(int expectedReplicas) {
+    this.expectedReplicas = expectedReplicas;
   }
 
   public Duration getCommandTimeout() {

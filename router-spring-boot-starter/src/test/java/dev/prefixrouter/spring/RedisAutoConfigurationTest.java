@@ -4,16 +4,23 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.prefixrouter.api.BackendSnapshot;
 import dev.prefixrouter.api.Prompt;
+import dev.prefixrouter.api.RouteDecision;
 import dev.prefixrouter.api.RouteRequest;
+import dev.prefixrouter.api.Routed;
 import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.api.Usage;
+import dev.prefixrouter.api.spi.TenantLimiter;
 import dev.prefixrouter.redis.RedisMembershipSync;
 import dev.prefixrouter.redis.RedisPredictionSharing;
+import dev.prefixrouter.redis.RedisSessionPins;
+import dev.prefixrouter.redis.RedisTenantLimiter;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.List;
+import java.util.Random;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
@@ -59,6 +66,221 @@ class RedisAutoConfigurationTest {
           assertThat(ctx).doesNotHaveBean(RedisPredictionSharing.class);
           assertThat(ctx).doesNotHaveBean(RedisMembershipSync.class);
         });
+  }
+
+  @Test
+  void sessionPinsSharedByDefaultQuotasOptIn() {
+    shared()
+        .run(
+            ctx -> {
+              assertThat(ctx).hasSingleBean(RedisSessionPins.class);
+              assertThat(ctx).doesNotHaveBean(RedisTenantLimiter.class);
+              assertThat(ctx.getBean(TenantLimiter.class))
+                  .isNotInstanceOf(RedisTenantLimiter.class);
+            });
+    shared()
+        .withPropertyValues(
+            "prefix-router.redis.share-session-pins=false",
+            "prefix-router.redis.share-quotas=true",
+            "prefix-router.limiter.tokens-per-minute=1000")
+        .run(
+            ctx -> {
+              assertThat(ctx).doesNotHaveBean(RedisSessionPins.class);
+              assertThat(ctx.getBean(TenantLimiter.class)).isInstanceOf(RedisTenantLimiter.class);
+            });
+    shared() // session affinity off: no pins to share
+        .withPropertyValues("prefix-router.scorer.max-sessions=0")
+        .run(ctx -> assertThat(ctx).doesNotHaveBean(RedisSessionPins.class));
+  }
+
+  @Test
+  void sharedQuotasWithoutAQuotaFailNamingTheProperty() {
+    shared()
+        .withPropertyValues("prefix-router.redis.share-quotas=true")
+        .run(
+            ctx ->
+                assertThat(ctx.getStartupFailure())
+                    .hasRootCauseMessage(
+                        "prefix-router.redis.share-quotas: needs a quota: set"
+                            + " prefix-router.limiter.tokens-per-minute or"
+                            + " prefix-router.limiter.tenants"));
+    shared()
+        .withPropertyValues(
+            "prefix-router.redis.share-quotas=true",
+            "prefix-router.limiter.tokens-per-minute=1000",
+            "prefix-router.redis.expected-replicas=0")
+        .run(
+            ctx ->
+                assertThat(ctx.getStartupFailure())
+                    .hasStackTraceContaining(
+                        "PrefixRouterPropertyException: prefix-router.redis.expected-replicas:"
+                            + " expectedReplicas must be in [1, 1024], was 0"));
+  }
+
+  /**
+   * A session routed through replica A is pinned in Redis; replica B, which never saw it, routes
+   * the session's next turn to the same backend by session affinity (without the shared pins B has
+   * no pin, and the reason differs).
+   */
+  @Test
+  void sessionPinnedThroughOneReplicaIsHonouredOnAnother() {
+    ApplicationContextRunner replica = shared();
+    replica.run(
+        a ->
+            replica.run(
+                b -> {
+                  RedisSessionPins pa = a.getBean(RedisSessionPins.class);
+                  RedisSessionPins pb = b.getBean(RedisSessionPins.class);
+                  await(() -> pa.redisUp() && pb.redisUp());
+                  RoutingEngine ea = a.getBean(RoutingEngine.class);
+                  RoutingEngine eb = b.getBean(RoutingEngine.class);
+                  Random rnd = new Random(7);
+                  for (int i = 0; i < 6; i++) {
+                    String session = "chat-" + i;
+                    Routed first = routed(ea.route(turn(session, rnd)));
+                    first.lease().complete(Usage.of(first.promptTokens(), 1));
+                    int received = i + 1;
+                    await(() -> pb.stats().received() >= received);
+                    Routed next = routed(eb.route(turn(session, rnd)));
+                    next.lease().complete(Usage.of(next.promptTokens(), 1));
+                    assertThat(next.backendId())
+                        .as("%s on B", session)
+                        .isEqualTo(first.backendId());
+                    assertThat(next.reason()).contains("session affinity");
+                  }
+                  assertThat(pa.stats().written()).isEqualTo(6);
+                }));
+  }
+
+  /**
+   * A replica that starts after the pins were made routes a session's first request there on its
+   * own (a miss), then adopts the fleet's pin instead of moving the session: the next request goes
+   * to the pinned backend. A's leases stay open so its sessions spread over both backends, and at
+   * least one lands where B would not have put it.
+   */
+  @Test
+  void lateReplicaAdoptsTheFleetsPinInsteadOfMovingTheSession() {
+    ApplicationContextRunner replica = shared();
+    replica.run(
+        a -> {
+          RedisSessionPins pa = a.getBean(RedisSessionPins.class);
+          await(pa::redisUp);
+          Random rnd = new Random(11);
+          RoutingEngine ea = a.getBean(RoutingEngine.class);
+          List<Routed> pinned = new java.util.ArrayList<>();
+          for (int i = 0; i < 4; i++) {
+            pinned.add(routed(ea.route(turn("late-" + i, rnd))));
+          }
+          await(() -> pa.stats().written() == 4);
+          replica.run(
+              b -> {
+                RedisSessionPins pb = b.getBean(RedisSessionPins.class);
+                await(pb::redisUp);
+                RoutingEngine eb = b.getBean(RoutingEngine.class);
+                int moved = 0;
+                for (int i = 0; i < 4; i++) {
+                  String session = "late-" + i;
+                  String fleet = pinned.get(i).backendId();
+                  Routed miss = routed(eb.route(turn(session, rnd)));
+                  miss.lease().complete(Usage.of(miss.promptTokens(), 1));
+                  assertThat(miss.reason()).doesNotContain("session affinity");
+                  if (!miss.backendId().equals(fleet)) {
+                    int adopted = ++moved;
+                    await(() -> pb.stats().adopted() == adopted);
+                  }
+                  Routed next = routed(eb.route(turn(session, rnd)));
+                  next.lease().complete(Usage.of(next.promptTokens(), 1));
+                  assertThat(next.backendId()).as(session).isEqualTo(fleet);
+                  assertThat(next.reason()).contains("session affinity");
+                }
+                assertThat(moved).as("sessions B would have put elsewhere").isPositive();
+                assertThat(pb.stats().written()).as("B moved no session").isZero();
+              });
+          pinned.forEach(r -> r.lease().complete(Usage.of(r.promptTokens(), 1)));
+        });
+  }
+
+  /**
+   * Two replicas with {@code share-quotas} admit one fleet quota between them: a burst from both
+   * for a second takes the bucket's capacity and its refill, plus at most a few chunks of credit,
+   * not twice the capacity as two per-replica buckets would.
+   */
+  @Test
+  void twoReplicasShareOneTenantQuota() {
+    long perMinute = 600_000; // 10,000 tokens/s; lease chunk 1,000 tokens (100 ms of refill)
+    ApplicationContextRunner replica =
+        shared()
+            .withPropertyValues(
+                "prefix-router.redis.share-quotas=true",
+                "prefix-router.redis.expected-replicas=2",
+                "prefix-router.limiter.tokens-per-minute=" + perMinute);
+    replica.run(
+        a ->
+            replica.run(
+                b -> {
+                  RedisTenantLimiter la = a.getBean(RedisTenantLimiter.class);
+                  RedisTenantLimiter lb = b.getBean(RedisTenantLimiter.class);
+                  await(() -> la.redisUp() && lb.redisUp());
+                  RoutingEngine[] engines = {
+                    a.getBean(RoutingEngine.class), b.getBean(RoutingEngine.class)
+                  };
+                  long admitted = 0;
+                  long start = System.nanoTime();
+                  long end = start + TimeUnit.MILLISECONDS.toNanos(1500);
+                  for (int i = 0; System.nanoTime() < end; i++) {
+                    RouteDecision d =
+                        engines[i & 1].route(
+                            RouteRequest.builder("t", "m")
+                                .prompt(Prompt.ofTokens(new int[99]))
+                                .maxOutputTokens(1)
+                                .build());
+                    if (d instanceof Routed r) {
+                      r.lease().complete(Usage.of(99, 1));
+                      admitted += 100;
+                    } else if ((i & 1023) == 0) {
+                      LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+                    }
+                  }
+                  double seconds = (System.nanoTime() - start) / 1e9;
+                  long refill = (long) (perMinute / 60.0 * seconds);
+                  assertThat(admitted)
+                      .as(
+                          "fleet admitted in %.2f s (leases a %d, b %d)",
+                          seconds, la.leases(), lb.leases())
+                      .isGreaterThanOrEqualTo(perMinute * 9 / 10)
+                      .isLessThanOrEqualTo(perMinute + refill + 8 * 1_000);
+                  assertThat(la.leases()).isPositive();
+                  assertThat(lb.leases()).isPositive();
+                  assertThat(la.fallbackAdmissions() + lb.fallbackAdmissions()).isZero();
+                }));
+  }
+
+  /** A replica on the shared Redis with this test's key prefix. */
+  private ApplicationContextRunner shared() {
+    return runner.withPropertyValues(
+        "prefix-router.redis.enabled=true",
+        "prefix-router.redis.uri=redis://127.0.0.1:6379",
+        "prefix-router.redis.key-prefix=" + prefix,
+        "prefix-router.redis.retry-interval=20ms",
+        "prefix-router.redis.command-timeout=2s"); // a loaded CI host may stall 250 ms
+  }
+
+  /** A 128-token turn of {@code session} (random tokens: no prefix shared with other turns). */
+  private static RouteRequest turn(String session, Random rnd) {
+    int[] tokens = new int[128];
+    for (int i = 0; i < tokens.length; i++) {
+      tokens[i] = rnd.nextInt(50_000);
+    }
+    return RouteRequest.builder("t", "m")
+        .prompt(Prompt.ofTokens(tokens))
+        .maxOutputTokens(1)
+        .session(session)
+        .build();
+  }
+
+  private static Routed routed(RouteDecision d) {
+    assertThat(d).isInstanceOf(Routed.class);
+    return (Routed) d;
   }
 
   @Test
