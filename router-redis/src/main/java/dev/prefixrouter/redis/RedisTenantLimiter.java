@@ -63,9 +63,12 @@ import org.slf4j.LoggerFactory;
  * {@code 1/expectedReplicas} of the quota, never blocking or throwing, and the worker probes Redis
  * every {@link Builder#retryInterval}. When Redis answers again (one INFO line), leases resume and
  * debts run up while down are not charged to the fleet (the local fallback bucket already limited
- * them). A lease whose reply timed out is treated as not applied; if Redis applied it anyway, the
- * fleet holds up to two chunks that no replica spends, or (a return that timed out) the replica may
- * spend up to two returned chunks again.
+ * them). <b>Redis slow:</b> while a tenant's asked lease has gone unanswered for {@link
+ * Builder#leaseWait} (default 100 ms), a request that finds too little is admitted from the same
+ * local share instead of being denied, until the lease arrives or the command times out (counted in
+ * {@link #fallbackAdmissions}). A lease whose reply timed out is treated as not applied; if Redis
+ * applied it anyway, the fleet holds up to two chunks that no replica spends, or (a return that
+ * timed out) the replica may spend up to two returned chunks again.
  *
  * <p><b>Bounds.</b> Local tenants: a Caffeine cache of at most {@link Builder#maxTenants} (default
  * 100,000), expired after {@link Builder#expireAfterIdle} (default 10 min) without access, about
@@ -104,6 +107,10 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
     final AtomicLong wanted = new AtomicLong();
 
     volatile boolean starved;
+
+    /** When a lease was first asked for and not answered yet (caller's clock), or 0. */
+    volatile long awaitingSince;
+
     volatile long retryNanos = MIN_RETRY_NANOS;
     volatile long nextLeaseNanos;
 
@@ -124,6 +131,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
   private final @Nullable Long chunkTokens;
   private final Duration commandTimeout;
   private final long retryIntervalNanos;
+  private final long leaseWaitNanos;
   private final @Nullable LongSupplier fleetClockMicros;
   private final LongSupplier workerNanos;
   private final Cache<String, Tenant> tenants;
@@ -151,6 +159,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
     this.chunkTokens = b.chunkTokens;
     this.commandTimeout = b.commandTimeout;
     this.retryIntervalNanos = b.retryInterval.toNanos();
+    this.leaseWaitNanos = b.leaseWait.toNanos();
     this.link = new RedisLink(b.uri, b.retryInterval);
     this.fleetClockMicros = b.fleetClockMicros;
     this.workerNanos = b.workerNanos;
@@ -225,6 +234,10 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
       long b = t.balance.get();
       long after = b - tokens;
       if (after < 0 && (t.starved || after < -t.chunk)) {
+        long asked = t.awaitingSince;
+        if (asked != 0 && nowNanos - asked > leaseWaitNanos) {
+          return fallback(t, tokens, nowNanos); // Redis slow: a lease is overdue
+        }
         t.wanted.accumulateAndGet(tokens, Math::max);
         requestLease(t, nowNanos);
         t.rejected.increment();
@@ -278,6 +291,9 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
       return;
     }
     if (t.queued.compareAndSet(false, true)) {
+      if (t.awaitingSince == 0) {
+        t.awaitingSince = now == 0 ? 1 : now;
+      }
       t.nextLeaseNanos = now + t.retryNanos;
       if (!pending.offer(t)) {
         t.queued.set(false);
@@ -409,6 +425,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
       return;
     }
     leases.increment();
+    t.awaitingSince = 0;
     t.balance.addAndGet(Math.max(0, transfer) + r.granted());
     boolean starved = r.granted() < want;
     if (starved) {
@@ -565,6 +582,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
     private int maxPendingLeases = 4096;
     private Duration commandTimeout = Duration.ofMillis(250);
     private Duration retryInterval = Duration.ofSeconds(1);
+    private Duration leaseWait = Duration.ofMillis(100);
     private @Nullable LongSupplier fleetClockMicros;
     private LongSupplier workerNanos = System::nanoTime;
     private boolean manualWorker;
@@ -657,6 +675,19 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
     /** How often the worker probes Redis while it is down, in [10 ms, 1 min]. */
     public Builder retryInterval(Duration interval) {
       this.retryInterval = Settings.retryInterval(interval);
+      return this;
+    }
+
+    /**
+     * How long a tenant waits for an asked lease before a request that finds too little is admitted
+     * from the local share instead (Redis slow but not yet timed out), in [1 ms, 10 s]. Default 100
+     * ms. Shorter than {@link #commandTimeout}, so a slow Redis never turns into rejections while
+     * its command has not yet failed.
+     */
+    public Builder leaseWait(Duration wait) {
+      this.leaseWait =
+          Settings.within(
+              wait, "leaseWait", Duration.ofMillis(1), Duration.ofSeconds(10), "1 ms, 10 s");
       return this;
     }
 

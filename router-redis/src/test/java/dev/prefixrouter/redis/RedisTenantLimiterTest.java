@@ -44,6 +44,30 @@ class RedisTenantLimiterTest {
   }
 
   /**
+   * Redis slow (the worker has not answered the asked lease): denied while the lease is younger
+   * than leaseWait (100 ms), then admitted from the local share (1/2 of the quota here), and back
+   * to fleet leases once the lease arrives.
+   */
+  @Test
+  void anOverdueLeaseAdmitsFromTheLocalShareInsteadOfDenying() {
+    RedisTenantLimiter l = limiter(SharedRedis.URI, FleetQuota.perMinute(60_000), 2);
+    l.runPending();
+    assertThat(l.redisUp()).isTrue();
+    long t0 = clock.get();
+    assertThat(l.tryAcquire("slow", 500, t0).granted()).isFalse(); // nothing leased yet: asks
+    assertThat(l.tryAcquire("slow", 500, t0 + 99 * MS).granted()).isFalse();
+    assertThat(l.tryAcquire("slow", 500, t0 + 101 * MS).granted()).isTrue(); // overdue
+    assertThat(l.fallbackAdmissions()).isEqualTo(1);
+    assertThat(l.tryAcquire("slow", 29_600, t0 + 102 * MS).granted())
+        .as("the local share (30,000 tokens) bounds what an overdue lease admits")
+        .isFalse();
+    l.runPending(); // the lease arrives
+    assertThat(l.localBalance("slow")).isPositive();
+    assertThat(l.tryAcquire("slow", 500, t0 + 103 * MS).granted()).isTrue();
+    assertThat(l.fallbackAdmissions()).isEqualTo(1);
+  }
+
+  /**
    * Four replicas, each trying far more than the quota every 20 ms of simulated time, with true-ups
    * of -30..+70 tokens (20 on average) on every 100-token reservation; leases run after each step.
    * The tokens the fleet actually charged (reservations plus true-ups) over the steady window [20
