@@ -6,7 +6,6 @@ import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.spi.RoutingListener;
 import io.lettuce.core.Limit;
 import io.lettuce.core.Range;
-import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.StreamMessage;
 import io.lettuce.core.XReadArgs;
@@ -23,7 +22,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.UUID;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongSupplier;
@@ -136,7 +134,7 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
 
   /** A builder for the Redis at {@code uri} (e.g. {@code redis://127.0.0.1:6379}). */
   public static Builder builder(String uri) {
-    return new Builder(RedisURI.create(Objects.requireNonNull(uri, "uri")));
+    return new Builder(uri);
   }
 
   /**
@@ -438,40 +436,16 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
   }
 
   /** Builder; setters validate at once. */
-  public static final class Builder {
-    private final RedisURI uri;
-    private String keyPrefix = "prefixrouter:";
-    private String replicaId = UUID.randomUUID().toString();
-    private Duration commandTimeout = Duration.ofMillis(250);
-    private Duration retryInterval = Duration.ofSeconds(1);
+  public static final class Builder extends RedisPartBuilder<Builder> {
     private Duration tombstoneTtl = Duration.ofDays(1);
     private LongSupplier wallMillis = System::currentTimeMillis;
 
-    private Builder(RedisURI uri) {
-      this.uri = uri;
+    private Builder(String uri) {
+      super(uri);
     }
 
-    /** Prefix of the hash and stream keys, 1 to 128 characters; one fleet per prefix. */
-    public Builder keyPrefix(String prefix) {
-      this.keyPrefix = Settings.keyPrefix(prefix);
-      return this;
-    }
-
-    /** This replica's name in log lines, 1 to 256 characters (default a random UUID). */
-    public Builder replicaId(String id) {
-      this.replicaId = Settings.replicaId(id);
-      return this;
-    }
-
-    /** Timeout of one Redis command, in [1 ms, 10 s]; a timeout marks Redis down. */
-    public Builder commandTimeout(Duration timeout) {
-      this.commandTimeout = Settings.commandTimeout(timeout);
-      return this;
-    }
-
-    /** How often Redis is probed while down, in [10 ms, 1 min]. */
-    public Builder retryInterval(Duration interval) {
-      this.retryInterval = Settings.retryInterval(interval);
+    @Override
+    Builder self() {
       return this;
     }
 

@@ -5,7 +5,6 @@ import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.spi.PredictionSink;
 import io.lettuce.core.Limit;
 import io.lettuce.core.Range;
-import io.lettuce.core.RedisURI;
 import io.lettuce.core.StreamMessage;
 import io.lettuce.core.XAddArgs;
 import io.lettuce.core.XReadArgs;
@@ -17,7 +16,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.UUID;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
@@ -152,7 +150,7 @@ public final class RedisPredictionSharing implements PredictionSink, AutoCloseab
 
   /** A builder for the Redis at {@code uri} (e.g. {@code redis://127.0.0.1:6379}). */
   public static Builder builder(String uri) {
-    return new Builder(RedisURI.create(Objects.requireNonNull(uri, "uri")));
+    return new Builder(uri);
   }
 
   /**
@@ -399,10 +397,7 @@ public final class RedisPredictionSharing implements PredictionSink, AutoCloseab
   }
 
   /** Builder; setters validate at once. */
-  public static final class Builder {
-    private final RedisURI uri;
-    private String keyPrefix = "prefixrouter:";
-    private String replicaId = UUID.randomUUID().toString();
+  public static final class Builder extends RedisPartBuilder<Builder> {
     private boolean onlyNewBlocks;
     private int maxKeysPerRecord = 4096;
     private int bufferRecords = 4096;
@@ -410,19 +405,13 @@ public final class RedisPredictionSharing implements PredictionSink, AutoCloseab
     private Duration flushInterval = Duration.ofMillis(5);
     private long maxStreamEntries = 4096;
     private Duration catchUp = Duration.ofSeconds(60);
-    private Duration commandTimeout = Duration.ofMillis(250);
-    private Duration retryInterval = Duration.ofSeconds(1);
 
-    private Builder(RedisURI uri) {
-      this.uri = uri;
+    private Builder(String uri) {
+      super(uri);
     }
 
-    /**
-     * Prefix of the stream's key ({@code <prefix>predictions}), 1 to 128 characters; replicas that
-     * share a prefix share predictions.
-     */
-    public Builder keyPrefix(String prefix) {
-      this.keyPrefix = Settings.keyPrefix(prefix);
+    @Override
+    Builder self() {
       return this;
     }
 
@@ -430,6 +419,7 @@ public final class RedisPredictionSharing implements PredictionSink, AutoCloseab
      * This replica's id in the stream, 1 to 256 UTF-8 bytes, unique in the fleet (default: a random
      * UUID, so a restarted replica also catches up on what it published before).
      */
+    @Override
     public Builder replicaId(String id) {
       Objects.requireNonNull(id, "replicaId");
       int bytes = id.getBytes(StandardCharsets.UTF_8).length;
@@ -499,18 +489,6 @@ public final class RedisPredictionSharing implements PredictionSink, AutoCloseab
     public Builder catchUp(Duration window) {
       this.catchUp =
           Settings.within(window, "catchUp", Duration.ZERO, Duration.ofHours(1), "0, 1 h");
-      return this;
-    }
-
-    /** Timeout of one Redis command, in [1 ms, 10 s]; a timeout marks Redis down. */
-    public Builder commandTimeout(Duration timeout) {
-      this.commandTimeout = Settings.commandTimeout(timeout);
-      return this;
-    }
-
-    /** How often Redis is probed while down, in [10 ms, 1 min]. */
-    public Builder retryInterval(Duration interval) {
-      this.retryInterval = Settings.retryInterval(interval);
       return this;
     }
 

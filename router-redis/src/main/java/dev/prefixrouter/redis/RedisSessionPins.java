@@ -5,7 +5,6 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.prefixrouter.api.spi.SessionPins;
 import io.lettuce.core.Limit;
 import io.lettuce.core.Range;
-import io.lettuce.core.RedisURI;
 import io.lettuce.core.SetArgs;
 import io.lettuce.core.StreamMessage;
 import io.lettuce.core.XAddArgs;
@@ -17,7 +16,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.UUID;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.atomic.LongAdder;
@@ -128,7 +126,7 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
 
   /** A builder for the Redis at {@code uri} (e.g. {@code redis://127.0.0.1:6379}). */
   public static Builder builder(String uri) {
-    return new Builder(RedisURI.create(Objects.requireNonNull(uri, "uri")));
+    return new Builder(uri);
   }
 
   /**
@@ -313,29 +311,17 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
   }
 
   /** Builder; setters validate at once. */
-  public static final class Builder {
-    private final RedisURI uri;
-    private String keyPrefix = "prefixrouter:";
-    private String replicaId = UUID.randomUUID().toString();
+  public static final class Builder extends RedisPartBuilder<Builder> {
     private Duration ttl = Duration.ofMinutes(30);
     private long maxLocalSessions = 100_000;
     private int maxPending = 4096;
-    private Duration commandTimeout = Duration.ofMillis(250);
-    private Duration retryInterval = Duration.ofSeconds(1);
 
-    private Builder(RedisURI uri) {
-      this.uri = uri;
+    private Builder(String uri) {
+      super(uri);
     }
 
-    /** Prefix of the keys, 1 to 128 characters; one fleet per prefix. */
-    public Builder keyPrefix(String prefix) {
-      this.keyPrefix = Settings.keyPrefix(prefix);
-      return this;
-    }
-
-    /** This replica's id (its own announcements are skipped), 1 to 256 characters. */
-    public Builder replicaId(String id) {
-      this.replicaId = Settings.replicaId(id);
+    @Override
+    Builder self() {
       return this;
     }
 
@@ -361,18 +347,6 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
         throw new IllegalArgumentException("maxPending must be in [1, 1e6], was " + max);
       }
       this.maxPending = max;
-      return this;
-    }
-
-    /** Timeout of one Redis command, in [1 ms, 10 s]; a timeout marks Redis down. */
-    public Builder commandTimeout(Duration timeout) {
-      this.commandTimeout = Settings.commandTimeout(timeout);
-      return this;
-    }
-
-    /** How often Redis is probed while down, in [10 ms, 1 min]. */
-    public Builder retryInterval(Duration interval) {
-      this.retryInterval = Settings.retryInterval(interval);
       return this;
     }
 

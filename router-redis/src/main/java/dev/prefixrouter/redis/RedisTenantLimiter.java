@@ -125,6 +125,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
 
   private final RedisURI uri;
   private final String keyPrefix;
+  private final String replicaId;
   private final FleetQuota defaultQuota;
   private final Map<String, FleetQuota> overrides;
   private final int expectedReplicas;
@@ -153,6 +154,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
   private RedisTenantLimiter(Builder b) {
     this.uri = b.uri;
     this.keyPrefix = b.keyPrefix;
+    this.replicaId = b.replicaId;
     this.defaultQuota = b.defaultQuota;
     this.overrides = Map.copyOf(b.overrides);
     this.expectedReplicas = b.expectedReplicas;
@@ -183,7 +185,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
 
   /** A builder for the Redis at {@code uri} (e.g. {@code redis://127.0.0.1:6379}). */
   public static Builder builder(String uri) {
-    return new Builder(RedisURI.create(Objects.requireNonNull(uri, "uri")));
+    return new Builder(uri);
   }
 
   /** The fleet quota of {@code tenant}. */
@@ -467,7 +469,8 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
     if (!up) {
       up = true;
       transitions.increment();
-      log.info("Redis at {} reachable: tenant quotas are fleet-wide again", uri.toURI());
+      log.info(
+          "Redis at {} reachable: replica {} shares tenant quotas again", uri.toURI(), replicaId);
     }
   }
 
@@ -477,9 +480,10 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
       up = false;
       transitions.increment();
       log.warn(
-          "Redis at {} unreachable ({}): tenant quotas fall back to 1/{} of each quota per replica",
+          "Redis at {} unreachable ({}): replica {} admits 1/{} of each tenant quota",
           uri.toURI(),
           e.toString(),
+          replicaId,
           expectedReplicas);
     }
   }
@@ -570,9 +574,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
   }
 
   /** Builder; setters validate at once. */
-  public static final class Builder {
-    private final RedisURI uri;
-    private String keyPrefix = "prefixrouter:";
+  public static final class Builder extends RedisPartBuilder<Builder> {
     private FleetQuota defaultQuota = FleetQuota.perMinute(1_000_000);
     private final Map<String, FleetQuota> overrides = new HashMap<>();
     private int expectedReplicas = 1;
@@ -580,20 +582,17 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
     private long maxTenants = 100_000;
     private Duration expireAfterIdle = Duration.ofMinutes(10);
     private int maxPendingLeases = 4096;
-    private Duration commandTimeout = Duration.ofMillis(250);
-    private Duration retryInterval = Duration.ofSeconds(1);
     private Duration leaseWait = Duration.ofMillis(100);
     private @Nullable LongSupplier fleetClockMicros;
     private LongSupplier workerNanos = System::nanoTime;
     private boolean manualWorker;
 
-    private Builder(RedisURI uri) {
-      this.uri = uri;
+    private Builder(String uri) {
+      super(uri);
     }
 
-    /** Prefix of every Redis key this limiter writes, 1 to 128 characters. */
-    public Builder keyPrefix(String prefix) {
-      this.keyPrefix = Settings.keyPrefix(prefix);
+    @Override
+    Builder self() {
       return this;
     }
 
@@ -663,18 +662,6 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
         throw new IllegalArgumentException("maxPendingLeases must be in [1, 1e6], was " + max);
       }
       this.maxPendingLeases = max;
-      return this;
-    }
-
-    /** Timeout of one Redis command, in [1 ms, 10 s]; a timeout marks Redis down. */
-    public Builder commandTimeout(Duration timeout) {
-      this.commandTimeout = Settings.commandTimeout(timeout);
-      return this;
-    }
-
-    /** How often the worker probes Redis while it is down, in [10 ms, 1 min]. */
-    public Builder retryInterval(Duration interval) {
-      this.retryInterval = Settings.retryInterval(interval);
       return this;
     }
 

@@ -4,6 +4,7 @@ import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.spi.TenantLimiter;
 import dev.prefixrouter.redis.FleetQuota;
 import dev.prefixrouter.redis.RedisMembershipSync;
+import dev.prefixrouter.redis.RedisPartBuilder;
 import dev.prefixrouter.redis.RedisPredictionSharing;
 import dev.prefixrouter.redis.RedisSessionPins;
 import dev.prefixrouter.redis.RedisTenantLimiter;
@@ -11,8 +12,6 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
-import java.time.Duration;
-import java.util.function.Consumer;
 import java.util.function.ToDoubleFunction;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.SmartInitializingSingleton;
@@ -60,22 +59,17 @@ public class RedisAutoConfiguration {
    * Applies the settings every Redis part shares (key prefix, replica id when set, command timeout,
    * retry interval), each failure reported under its property's name.
    */
-  private static void common(
-      RedisProperties r,
-      Consumer<String> keyPrefix,
-      Consumer<String> replicaId,
-      Consumer<Duration> commandTimeout,
-      Consumer<Duration> retryInterval) {
+  private static void common(RedisProperties r, RedisPartBuilder<?> b) {
     PrefixRouterPropertyException.naming(
-        PREFIX + ".key-prefix", () -> keyPrefix.accept(r.getKeyPrefix()));
+        PREFIX + ".key-prefix", () -> b.keyPrefix(r.getKeyPrefix()));
     String id = r.getReplicaId();
     if (id != null) {
-      PrefixRouterPropertyException.naming(PREFIX + ".replica-id", () -> replicaId.accept(id));
+      PrefixRouterPropertyException.naming(PREFIX + ".replica-id", () -> b.replicaId(id));
     }
     PrefixRouterPropertyException.naming(
-        PREFIX + ".command-timeout", () -> commandTimeout.accept(r.getCommandTimeout()));
+        PREFIX + ".command-timeout", () -> b.commandTimeout(r.getCommandTimeout()));
     PrefixRouterPropertyException.naming(
-        PREFIX + ".retry-interval", () -> retryInterval.accept(r.getRetryInterval()));
+        PREFIX + ".retry-interval", () -> b.retryInterval(r.getRetryInterval()));
   }
 
   @Bean(destroyMethod = "close")
@@ -87,7 +81,7 @@ public class RedisAutoConfiguration {
       matchIfMissing = true)
   public RedisPredictionSharing prefixRouterRedisPredictionSharing(RedisProperties r) {
     RedisPredictionSharing.Builder b = RedisPredictionSharing.builder(uri(r));
-    common(r, b::keyPrefix, b::replicaId, b::commandTimeout, b::retryInterval);
+    common(r, b);
     b.shareOnlyNewBlocks(r.isShareOnlyNewBlocks());
     return b.build();
   }
@@ -110,7 +104,7 @@ public class RedisAutoConfiguration {
       matchIfMissing = true)
   public RedisMembershipSync prefixRouterRedisMembershipSync(RedisProperties r) {
     RedisMembershipSync.Builder b = RedisMembershipSync.builder(uri(r));
-    common(r, b::keyPrefix, b::replicaId, b::commandTimeout, b::retryInterval);
+    common(r, b);
     return b.build();
   }
 
@@ -131,7 +125,7 @@ public class RedisAutoConfiguration {
   public RedisSessionPins prefixRouterRedisSessionPins(
       RedisProperties r, PrefixRouterProperties p) {
     RedisSessionPins.Builder b = RedisSessionPins.builder(uri(r));
-    common(r, b::keyPrefix, b::replicaId, b::commandTimeout, b::retryInterval);
+    common(r, b);
     PrefixRouterPropertyException.naming(
         "prefix-router.scorer.session-ttl", () -> b.ttl(p.getScorer().getSessionTtl()));
     PrefixRouterPropertyException.naming(
@@ -169,7 +163,7 @@ public class RedisAutoConfiguration {
               + " prefix-router.limiter.tenants");
     }
     RedisTenantLimiter.Builder b = RedisTenantLimiter.builder(uri(r));
-    common(r, b::keyPrefix, id -> {}, b::commandTimeout, b::retryInterval);
+    common(r, b);
     PrefixRouterPropertyException.naming(
         PREFIX + ".expected-replicas", () -> b.expectedReplicas(r.getExpectedReplicas()));
     PrefixRouterPropertyException.naming(
