@@ -71,6 +71,14 @@ final class DefaultPairLease implements PairLease {
 
   @Override
   public void firstToken() {
+    startDecode(true);
+  }
+
+  /**
+   * Ends the prefill leg and starts the decode phase, once; {@code observed}: the first token was
+   * seen (its time feeds TTFT calibration), not inferred from a completion.
+   */
+  private void startDecode(boolean observed) {
     // counted before the state says DECODING, so an end that sees DECODING finds it counted
     decode.addRunningDecodes(1);
     if (!STATE.compareAndSet(this, OPEN, DECODING)) {
@@ -78,7 +86,9 @@ final class DefaultPairLease implements PairLease {
       return;
     }
     Lease p = prefill.lease();
-    p.firstToken();
+    if (observed) {
+      p.firstToken();
+    }
     // the tenant keeps its whole reservation until the decode phase ends: the prefill leg settles
     // at exactly what it reserved (prompt + max output), the true-up happens here at the end
     p.complete(Usage.of(prefill.promptTokens(), request.maxOutputTokens()));
@@ -88,7 +98,7 @@ final class DefaultPairLease implements PairLease {
   public void complete(Usage usage) {
     Objects.requireNonNull(usage, "usage");
     if (state == OPEN) {
-      firstToken(); // a host without streaming reports the end only
+      startDecode(false); // a host without streaming reports the end only: no TTFT observed
     }
     if (!STATE.compareAndSet(this, DECODING, COMPLETED)) {
       return;

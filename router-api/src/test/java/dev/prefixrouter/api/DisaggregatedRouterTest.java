@@ -156,8 +156,24 @@ class DisaggregatedRouterTest {
   }
 
   @Test
-  void completeWithoutFirstTokenEndsBothPhases() {
-    RoutingEngine e = engine(p("p0"), d("d0"));
+  void completeWithoutFirstTokenEndsBothPhasesAndObservesNoTtft() {
+    java.util.concurrent.atomic.AtomicInteger firstTokens =
+        new java.util.concurrent.atomic.AtomicInteger();
+    RoutingEngine e =
+        RoutingEngine.builder()
+            .ticker(clock::get)
+            .limiter(limiter)
+            .health(breaker)
+            .backend(p("p0"))
+            .backend(d("d0"))
+            .listener(
+                new dev.prefixrouter.api.spi.RoutingListener() {
+                  @Override
+                  public void onFirstToken(Routed routed, long ttftNanos) {
+                    firstTokens.incrementAndGet();
+                  }
+                })
+            .build();
     PairRouted r = pair(DisaggregatedRouter.builder(e).build().route(req()));
     r.lease().complete(Usage.of(16, 8));
     assertThat(e.inspect().backends())
@@ -168,6 +184,10 @@ class DisaggregatedRouterTest {
               assertThat(b.pendingPrefillTokens()).isZero();
             });
     assertThat(limiter.balance("t")).isEqualTo(1_000 - 24);
+    assertThat(firstTokens).hasValue(0); // the whole duration is no TTFT
+    PairRouted streamed = pair(DisaggregatedRouter.builder(e).build().route(req()));
+    streamed.lease().firstToken();
+    assertThat(firstTokens).hasValue(1);
   }
 
   @Test
