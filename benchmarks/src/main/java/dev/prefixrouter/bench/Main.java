@@ -12,6 +12,7 @@ import java.util.Arrays;
  * java -jar benchmarks/target/benchmarks.jar chat-memory         # a big chat's retained prompt
  * java -jar benchmarks/target/benchmarks.jar route-probe         # route() vs hash, per phase
  * java -jar benchmarks/target/benchmarks.jar jmh [args]          # JMH, any JMH arguments
+ * java -jar benchmarks/target/benchmarks.jar kv-soak [args]      # KV events over ZMQ, lag + heap
  * </pre>
  */
 public final class Main {
@@ -20,6 +21,10 @@ public final class Main {
   public static void main(String[] args) throws Exception {
     if (args.length > 0 && args[0].equals("jmh")) {
       org.openjdk.jmh.Main.main(Arrays.copyOfRange(args, 1, args.length));
+      return;
+    }
+    if (args.length > 0 && args[0].equals("kv-soak")) {
+      dev.prefixrouter.bench.kv.KvSoak.main(Arrays.copyOfRange(args, 1, args.length));
       return;
     }
     if (args.length > 0 && args[0].equals("memory")) {
@@ -44,7 +49,8 @@ public final class Main {
             : args;
     if (rest.length > 0 && (rest[0].equals("--help") || rest[0].equals("-h"))) {
       System.out.println(
-          "commands: [compare] [options] (default) | demo | memory | chat-memory | route-probe | jmh"
+          "commands: [compare] [options] (default) | demo | memory | chat-memory | route-probe | kv-soak"
+              + " [seconds events/s backends drop] | jmh"
               + " [JMH args]");
     }
     int code = dev.prefixrouter.bench.sim.Compare.run(rest, System.out, System.err);

@@ -41,12 +41,13 @@ import org.zeromq.ZMQ;
  * what the engine still buffers before it); a gap ({@code seq > last + 1}) asks the engine's replay
  * socket (a DEALER connected to its ROUTER: {@code ["", first missing seq]}, answered by {@code
  * (seq, payload)} frames, with or without a topic frame, until seq {@code -1}) for the missing
- * batches. If the replay cannot fill the gap (no replay endpoint, timeout, the batches have left
- * the engine's buffer) or a batch cannot be decoded, the backend's confirmed state is unknown: an
- * {@link AllBlocksCleared} is applied for it, so the index drops what it believed and falls back to
- * predictions, instead of trusting entries whose removal may have been lost. A live seq at or below
- * the last live seq means the engine restarted (its cache is empty and its hash seed may be new):
- * cleared the same way.
+ * batches. The DEALER is connected when the endpoint is subscribed and reused while replays end at
+ * their terminator, so a replay costs one round trip. If the replay cannot fill the gap (no replay
+ * endpoint, timeout, the batches have left the engine's buffer) or a batch cannot be decoded, the
+ * backend's confirmed state is unknown: an {@link AllBlocksCleared} is applied for it, so the index
+ * drops what it believed and falls back to predictions, instead of trusting entries whose removal
+ * may have been lost. A live seq at or below the last live seq means the engine restarted (its
+ * cache is empty and its hash seed may be new): cleared the same way.
  *
  * <p><b>Threads and bounds.</b> One I/O thread polls every socket (replays run on it, each bounded
  * by the replay timeout, during which other endpoints wait and buffer in ZMQ); one apply thread
@@ -393,8 +394,10 @@ public final class KvEventSubscriber implements AutoCloseable {
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(replayTimeoutMillis);
     long firstAnswerBy = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(replayTimeoutMillis / 2);
     long expect = from;
-    ZMQ.Socket d = requestReplay(e.replayEndpoint, from);
+    ZMQ.Socket d = e.replaySocket();
+    sendRequest(d, from);
     boolean answered = false;
+    boolean clean = false; // ended at the terminator: nothing of this replay left in flight
     try {
       while (!closed) {
         long until0 = answered ? deadline : Math.min(deadline, firstAnswerBy);
@@ -410,8 +413,9 @@ public final class KvEventSubscriber implements AutoCloseable {
           }
           // no answer at all: ask once more on a new connection
           stats.replayRetries.increment();
-          d.close();
-          d = requestReplay(e.replayEndpoint, from);
+          e.dropReplaySocket();
+          d = e.replaySocket();
+          sendRequest(d, from);
           firstAnswerBy = Long.MAX_VALUE;
           answered = true; // the rest of the time is the overall deadline
           continue;
@@ -424,6 +428,7 @@ public final class KvEventSubscriber implements AutoCloseable {
         }
         long seq = ByteBuffer.wrap(frames.get(n - 2)).getLong();
         if (seq == END_OF_REPLAY) {
+          clean = true;
           break;
         }
         if (seq < expect) {
@@ -432,15 +437,20 @@ public final class KvEventSubscriber implements AutoCloseable {
         if (!strict && expect == from && seq <= until) {
           expect = seq; // best effort: the buffer starts later
         }
+        if (seq > until && expect > until) {
+          continue; // complete: the rest is the live stream's; read on to the terminator
+        }
         if (seq > expect || seq > until) {
-          break; // evicted from the engine's buffer, or past what is missing
+          break; // evicted from the engine's buffer
         }
         stats.replayedBatches.increment();
         accept(e, seq, frames.get(n - 1));
         expect = seq + 1;
       }
     } finally {
-      d.close();
+      if (!clean) {
+        e.dropReplaySocket(); // answers may still arrive: they must not reach the next replay
+      }
     }
     boolean complete = expect > until;
     if (!complete && counted) {
@@ -456,14 +466,9 @@ public final class KvEventSubscriber implements AutoCloseable {
     return complete;
   }
 
-  private ZMQ.Socket requestReplay(String replayEndpoint, long from) {
-    ZMQ.Socket d = context.createSocket(SocketType.DEALER);
-    d.setLinger(0);
-    d.setMaxMsgSize(maxMessageBytes);
-    d.connect(replayEndpoint);
+  private static void sendRequest(ZMQ.Socket d, long from) {
     d.sendMore(new byte[0]);
     d.send(ByteBuffer.allocate(8).putLong(from).array());
-    return d;
   }
 
   /** One subscribed engine endpoint; touched by the I/O thread only. */
@@ -472,6 +477,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     final String endpoint;
     final @Nullable String replayEndpoint;
     ZMQ.Socket sub;
+    ZMQ.@Nullable Socket replay; // connected ahead of need, reused while replays end cleanly
     long last = Long.MIN_VALUE; // last seq accepted (live or replayed)
     long lastLive = Long.MIN_VALUE; // last seq seen on the live stream
     long lastHeard = System.nanoTime();
@@ -481,6 +487,39 @@ public final class KvEventSubscriber implements AutoCloseable {
       this.endpoint = endpoint;
       this.replayEndpoint = replayEndpoint;
       this.sub = open();
+      if (replayEndpoint != null) {
+        replay = openReplay(replayEndpoint);
+      }
+    }
+
+    /**
+     * The DEALER to the engine's replay ROUTER. It stays connected between replays, so that a
+     * replay costs one round trip and not a new connection (a fresh loopback connect under load was
+     * seen to take over a second); it is replaced after a replay that did not end at its
+     * terminator, whose late answers must not reach the next replay.
+     */
+    ZMQ.Socket replaySocket() {
+      if (replay == null) {
+        replay = openReplay(Objects.requireNonNull(replayEndpoint, "replayEndpoint"));
+      }
+      return replay;
+    }
+
+    void dropReplaySocket() {
+      if (replay != null) {
+        replay.close();
+        replay = null;
+      }
+    }
+
+    private ZMQ.Socket openReplay(String address) {
+      ZMQ.Socket d = context.createSocket(SocketType.DEALER);
+      d.setLinger(0);
+      d.setMaxMsgSize(maxMessageBytes);
+      d.setReconnectIVL(reconnectMin.toMillis());
+      d.setReconnectIVLMax(reconnectMax.toMillis());
+      d.connect(address);
+      return d;
     }
 
     private ZMQ.Socket open() {
@@ -503,6 +542,7 @@ public final class KvEventSubscriber implements AutoCloseable {
 
     void close() {
       sub.close();
+      dropReplaySocket();
     }
   }
 
