@@ -4,6 +4,8 @@ import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.spi.RoutingListener;
 import dev.prefixrouter.vllm.KvEventSubscriber;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jspecify.annotations.Nullable;
@@ -13,11 +15,12 @@ import org.slf4j.LoggerFactory;
 /**
  * Keeps precise mode's subscriptions in step with the engine's backends: a backend added at runtime
  * whose base URL is in {@link BackendUrls} (the actuator's {@code add} with a {@code url}) is
- * subscribed at {@code tcp://<host>:<kv-events port>}, a removed one is unsubscribed. A {@link
- * RoutingListener} the starter registers on the engine it builds (an application's own {@code
- * RoutingEngine} bean does not get it: only its backends present at startup are subscribed). Inert
- * until {@link #attach}; a descriptor update of a subscribed backend changes nothing. Thread-safe;
- * each call only queues a command for the subscriber's I/O thread.
+ * subscribed at {@code tcp://<host>:<kv-events port + r>} for each data-parallel rank {@code r}
+ * (replay at {@code replay-port + r}, as vLLM offsets its ranks' ports), a removed one is
+ * unsubscribed. A {@link RoutingListener} the starter registers on the engine it builds (an
+ * application's own {@code RoutingEngine} bean does not get it: only its backends present at
+ * startup are subscribed). Inert until {@link #attach}; a descriptor update of a subscribed backend
+ * changes nothing. Thread-safe; each call only queues a command for the subscriber's I/O thread.
  */
 public final class KvEventMembership implements RoutingListener {
   private static final Logger log = LoggerFactory.getLogger(KvEventMembership.class);
@@ -25,13 +28,15 @@ public final class KvEventMembership implements RoutingListener {
   private final BackendUrls urls;
   private final int port;
   private final @Nullable Integer replayPort;
-  private final Map<String, String> subscribed = new ConcurrentHashMap<>(); // id -> endpoint
+  private final int ranks;
+  private final Map<String, List<String>> subscribed = new ConcurrentHashMap<>(); // id -> ranks'
   private volatile @Nullable KvEventSubscriber subscriber;
 
-  KvEventMembership(BackendUrls urls, int port, @Nullable Integer replayPort) {
+  KvEventMembership(BackendUrls urls, int port, @Nullable Integer replayPort, int ranks) {
     this.urls = urls;
     this.port = port;
     this.replayPort = replayPort;
+    this.ranks = ranks;
   }
 
   /** Starts following: subscribes every current backend that has a URL. */
@@ -42,8 +47,8 @@ public final class KvEventMembership implements RoutingListener {
     }
   }
 
-  /** The endpoints subscribed, by backend id. */
-  Map<String, String> subscribed() {
+  /** The endpoints subscribed (one per data-parallel rank, rank 0 first), by backend id. */
+  Map<String, List<String>> subscribed() {
     return Map.copyOf(subscribed);
   }
 
@@ -70,14 +75,22 @@ public final class KvEventMembership implements RoutingListener {
       return;
     }
     String host = BackendUrls.host(url);
-    String endpoint = "tcp://" + host + ":" + port;
-    String before = subscribed.put(id, endpoint);
-    if (endpoint.equals(before)) {
+    List<String> endpoints = new ArrayList<>(ranks);
+    for (int r = 0; r < ranks; r++) {
+      endpoints.add("tcp://" + host + ":" + (port + r));
+    }
+    List<String> before = subscribed.put(id, List.copyOf(endpoints));
+    if (endpoints.equals(before)) {
       return; // an update of the descriptor, or attach racing an add
     }
     if (before != null) {
       s.unsubscribe(id);
     }
-    s.subscribe(id, endpoint, replayPort == null ? null : "tcp://" + host + ":" + replayPort);
+    for (int r = 0; r < ranks; r++) {
+      s.subscribe(
+          id,
+          endpoints.get(r),
+          replayPort == null ? null : "tcp://" + host + ":" + (replayPort + r));
+    }
   }
 }

@@ -39,11 +39,16 @@ public class KvEventsAutoConfiguration {
   @ConditionalOnMissingBean
   public KvEventMembership prefixRouterKvEventMembership(KvEventsProperties k, BackendUrls urls) {
     String prefix = "prefix-router.kv-events";
-    checkPort(prefix + ".port", k.getPort());
-    if (k.getReplayPort() != null) {
-      checkPort(prefix + ".replay-port", k.getReplayPort());
+    int ranks = k.getDataParallelSize();
+    if (ranks < 1 || ranks > 1024) {
+      throw new PrefixRouterPropertyException(
+          prefix + ".data-parallel-size", "must be in [1, 1024], was " + ranks);
     }
-    return new KvEventMembership(urls, k.getPort(), k.getReplayPort());
+    checkPort(prefix + ".port", k.getPort(), ranks);
+    if (k.getReplayPort() != null) {
+      checkPort(prefix + ".replay-port", k.getReplayPort(), ranks);
+    }
+    return new KvEventMembership(urls, k.getPort(), k.getReplayPort(), ranks);
   }
 
   /**
@@ -90,9 +95,15 @@ public class KvEventsAutoConfiguration {
     return subscriber;
   }
 
-  private static void checkPort(String property, int port) {
+  /** The port of rank 0; the last rank's, {@code port + ranks - 1}, must be a port too. */
+  private static void checkPort(String property, int port, int ranks) {
     if (port < 1 || port > 65_535) {
       throw new PrefixRouterPropertyException(property, "must be in [1, 65535], was " + port);
+    }
+    if (port + ranks - 1 > 65_535) {
+      throw new PrefixRouterPropertyException(
+          property,
+          "plus data-parallel-size - 1 must be at most 65535, was " + port + " + " + (ranks - 1));
     }
   }
 

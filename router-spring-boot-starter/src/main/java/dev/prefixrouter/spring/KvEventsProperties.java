@@ -18,6 +18,7 @@ public class KvEventsProperties {
   private Duration replayTimeout = Duration.ofSeconds(2);
   private Duration idleReconnect = Duration.ofSeconds(30);
   private int queueCapacity = 4096;
+  private int dataParallelSize = 1;
 
   /** Subscribe to the engines' KV events (vLLM {@code --kv-events-config}); default false. */
   public boolean isEnabled() {
@@ -28,7 +29,10 @@ public class KvEventsProperties {
     this.enabled = enabled;
   }
 
-  /** The engines' PUB port (vLLM's default 5557); data-parallel ranks are not expanded. */
+  /**
+   * The engines' PUB port (vLLM's default 5557): data-parallel rank {@code r} publishes on {@code
+   * port + r} (see {@link #getDataParallelSize()}).
+   */
   public int getPort() {
     return port;
   }
@@ -37,7 +41,10 @@ public class KvEventsProperties {
     this.port = port;
   }
 
-  /** The engines' replay ROUTER port, if they have one (vLLM's default has none). */
+  /**
+   * The engines' replay ROUTER port, if they have one (vLLM's default has none); rank {@code r}
+   * replays on {@code replay-port + r}.
+   */
   public @Nullable Integer getReplayPort() {
     return replayPort;
   }
@@ -69,6 +76,21 @@ public class KvEventsProperties {
 
   public void setIdleReconnect(Duration idleReconnect) {
     this.idleReconnect = idleReconnect;
+  }
+
+  /**
+   * Data-parallel ranks per engine, 1 .. 1024 (default 1). vLLM gives every DP rank its own
+   * publisher, rank {@code r} on {@code port + r} and {@code replay-port + r}: each backend gets
+   * one subscription per rank, all applied to that backend (its events then describe the union of
+   * the ranks' caches; a gap no replay can fill on one rank drops the whole backend's confirmed
+   * blocks). Every rank's ports must stay within 65535.
+   */
+  public int getDataParallelSize() {
+    return dataParallelSize;
+  }
+
+  public void setDataParallelSize(int dataParallelSize) {
+    this.dataParallelSize = dataParallelSize;
   }
 
   public int getQueueCapacity() {

@@ -112,7 +112,7 @@ class KvEventsAutoConfigurationTest {
                 engine.backends().update("b1", b -> b.withCapacityBlocks(1000)); // no churn
                 assertThat(membership.subscribed())
                     .containsOnlyKeys("b0", "b1")
-                    .containsEntry("b1", "tcp://localhost:" + port);
+                    .containsEntry("b1", java.util.List.of("tcp://localhost:" + port));
                 int[] tokens = new int[64];
                 for (int i = 0; i < tokens.length; i++) {
                   tokens[i] = 2000 + i;
@@ -130,6 +130,73 @@ class KvEventsAutoConfigurationTest {
                 assertThat(events.stats().endpoints()).isEqualTo(1);
               });
     }
+  }
+
+  @Test
+  void dataParallelRanksAreSubscribedAtTheirPortOffsets() throws Exception {
+    try (ZContext zmq = new ZContext(1)) {
+      ZMQ.Socket rank0 = zmq.createSocket(SocketType.XPUB);
+      ZMQ.Socket rank1 = zmq.createSocket(SocketType.XPUB);
+      rank0.setLinger(0);
+      rank1.setLinger(0);
+      int port = bindPair(rank0, rank1);
+      runner
+          .withPropertyValues(
+              "prefix-router.backends[0].id=b0",
+              "prefix-router.backends[0].url=http://127.0.0.1:8000",
+              "prefix-router.backends[0].models=m",
+              "prefix-router.kv-events.enabled=true",
+              "prefix-router.kv-events.port=" + port,
+              "prefix-router.kv-events.data-parallel-size=2",
+              "prefix-router.kv-events.idle-reconnect=1s")
+          .run(
+              ctx -> {
+                KvEventMembership membership = ctx.getBean(KvEventMembership.class);
+                RoutingEngine engine = ctx.getBean(RoutingEngine.class);
+                assertThat(membership.subscribed())
+                    .containsEntry(
+                        "b0",
+                        java.util.List.of(
+                            "tcp://127.0.0.1:" + port, "tcp://127.0.0.1:" + (port + 1)));
+                int[] tokens = new int[64];
+                for (int i = 0; i < tokens.length; i++) {
+                  tokens[i] = 4000 + i;
+                }
+                // only rank 1 publishes: its events reach b0 through the second subscription
+                publishUntil(rank1, storedBatch(tokens), () -> confirmed(engine, "b0") >= 4);
+                assertThat(confirmed(engine, "b0")).as("b0's confirmed blocks").isEqualTo(4);
+              });
+    }
+  }
+
+  /** Binds two sockets on consecutive loopback ports; returns the first. */
+  private static int bindPair(ZMQ.Socket first, ZMQ.Socket second) {
+    for (int attempt = 0; attempt < 50; attempt++) {
+      int port = first.bindToRandomPort("tcp://127.0.0.1", 20_000, 60_000);
+      try {
+        if (second.bind("tcp://127.0.0.1:" + (port + 1))) {
+          return port;
+        }
+      } catch (RuntimeException taken) {
+        // the next port is in use: try another pair
+      }
+      first.unbind("tcp://127.0.0.1:" + port);
+    }
+    throw new AssertionError("no two consecutive free ports");
+  }
+
+  @Test
+  void theLastRanksPortMustBeAPort() {
+    runner
+        .withPropertyValues(
+            "prefix-router.kv-events.enabled=true",
+            "prefix-router.kv-events.port=65535",
+            "prefix-router.kv-events.data-parallel-size=2")
+        .run(
+            ctx ->
+                assertThat(ctx.getStartupFailure())
+                    .hasStackTraceContaining("prefix-router.kv-events.port")
+                    .hasStackTraceContaining("plus data-parallel-size - 1 must be at most 65535"));
   }
 
   /** The runner with one backend whose engine publishes on {@code port} of loopback. */
