@@ -55,9 +55,12 @@ public final class Compare {
         --requests N          cap on requests taken from a trace, or the size of the
                               shared-prefix workloads (256 groups × N/256)   (default: 4096)
         --seed N              workload seed                          (default 1)
-        --kv-events           backends publish KV events to the router
+        --kv-events [wire]    backends publish KV events to the router; with "wire",
+                              through real ZMQ on loopback (PUB + replay ROUTER per
+                              backend) and the real KvEventSubscriber
         --kv-event-delay-ms X event delivery delay                   (default 50)
-        --kv-event-drop X     share of event batches dropped, [0, 1] (default 0)
+        --kv-event-drop X     share of event batches dropped, [0, 1] (default 0);
+                              with wire, dropped on the wire and replayed
         --encode-ms X         media: encode time of an uncached image, (0, 10000] (default 40)
         --slo-ttft-ms X       capacity: the TTFT objective, (0, 3600000] (default 100)
         --slo-percentile X    capacity: its percentile, [0.5, 0.9999]  (default 0.95)
@@ -87,6 +90,7 @@ public final class Compare {
     int requests = Integer.MAX_VALUE;
     long seed = 1;
     boolean kvEvents;
+    boolean kvWire;
     double kvEventDelayMs = 50;
     double kvEventDrop;
     Path out = Path.of("sim-out");
@@ -126,7 +130,12 @@ public final class Compare {
       String a = args[i];
       switch (a) {
         case "--help", "-h" -> o.help = true;
-        case "--kv-events" -> o.kvEvents = true;
+        case "--kv-events" -> {
+          o.kvEvents = true;
+          if (i + 1 < args.length && (args[i + 1].equals("wire") || args[i + 1].equals("direct"))) {
+            o.kvWire = args[++i].equals("wire");
+          }
+        }
         case "--shared-predictions" -> o.sharedPredictions = true;
         case "--replicas" -> o.replicas = intIn(value(args, ++i, a), a, 1, 64);
         case "--share-delay-ms" -> o.shareDelayMs = doubleIn(value(args, ++i, a), a, 0, 60_000);
@@ -447,7 +456,8 @@ public final class Compare {
         requests.size(),
         config.backends(),
         o.policies.size());
-    FleetSimulator sim = new FleetSimulator(name, config, requests, err).replicas(o.replicaSetup());
+    FleetSimulator sim =
+        new FleetSimulator(name, config, requests, err).replicas(o.replicaSetup()).kvWire(o.kvWire);
     List<PolicyResult> rs = sim.runAll(o.policies);
     Report.table(out, name, rs);
     return rs;

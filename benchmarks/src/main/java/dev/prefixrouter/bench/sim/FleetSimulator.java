@@ -66,6 +66,7 @@ final class FleetSimulator {
   private final String workload;
   private final PrintStream progress;
   private ReplicaSetup replicaSetup = ReplicaSetup.single();
+  private boolean kvWire;
 
   FleetSimulator(
       String workload, SimConfig config, List<SimRequest> requests, PrintStream progress) {
@@ -85,6 +86,16 @@ final class FleetSimulator {
     return this;
   }
 
+  /**
+   * With KV events on: send them through the real ZMQ wire and subscriber ({@link WireLink})
+   * instead of applying them in-process; each backend's events of one simulated instant form one
+   * batch, and the config's drop rate drops whole batches on the wire (replayed).
+   */
+  FleetSimulator kvWire(boolean on) {
+    this.kvWire = on;
+    return this;
+  }
+
   /** One run: mutable state of a policy's simulation. */
   private final class Run implements SimBackend.Listener {
     final String policy;
@@ -99,6 +110,10 @@ final class FleetSimulator {
     final Map<String, Integer> index = new HashMap<>();
     final SplittableRandom rnd = new SplittableRandom(config.seed());
     final int[] routed;
+    WireLink wire; // --kv-events wire, during run()
+    List<KvEvent>[] wireBatch; // each backend's batch of the current instant, until sent
+    long[] wireBatchTime;
+    final SplittableRandom wireRnd = new SplittableRandom(config.seed() * 131 + 5);
     final double[] ttft;
     final double[] e2e;
     int ttftCount;
@@ -187,7 +202,30 @@ final class FleetSimulator {
       queue.add(new Event(time, seq++, type, idx, payload));
     }
 
+    @SuppressWarnings("unchecked")
     PolicyResult run() {
+      if (kvWire && config.kvEvents()) {
+        wireBatch = new List[backends.length];
+        wireBatchTime = new long[backends.length];
+        wire =
+            new WireLink(
+                backends.length,
+                (b, events) -> {
+                  for (RoutingEngine engine : engines) {
+                    engine.applyKvEvents("b" + b, events);
+                  }
+                });
+        try {
+          return simulate();
+        } finally {
+          (progress != null ? progress : System.err).printf("  %s: %s%n", policy, wire.summary());
+          wire.close();
+        }
+      }
+      return simulate();
+    }
+
+    private PolicyResult simulate() {
       long wallStart = System.nanoTime();
       long lastProgress = wallStart;
       for (int i = 0; i < requests.size(); i++) {
@@ -200,12 +238,23 @@ final class FleetSimulator {
       schedule(0, Type.SCRAPE, 0, null);
       while (!queue.isEmpty()) {
         Event e = queue.poll();
+        if (wire != null && wire.pending() && !(e.type == Type.KV_DELIVER && e.time == now)) {
+          awaitWire(); // everything published at an instant is applied before time moves on
+        }
         now = e.time;
         switch (e.type) {
           case ARRIVAL -> arrive(e.index);
           case STEP_END -> stepEnd(e.index, (Long) e.payload);
           case SCRAPE -> scrape();
           case KV_DELIVER -> {
+            if (wire != null) {
+              List<KvEvent> batch = castEvents(e.payload);
+              if (wireBatch[e.index] == batch) {
+                wireBatch[e.index] = null; // later events start a new batch
+              }
+              wire.send(e.index, batch, now / 1e9, wireDrop());
+              continue;
+            }
             for (RoutingEngine engine : engines) {
               engine.applyKvEvents("b" + e.index, castEvents(e.payload));
             }
@@ -224,6 +273,19 @@ final class FleetSimulator {
         }
       }
       return result((System.nanoTime() - wallStart) / 1e9);
+    }
+
+    private void awaitWire() {
+      try {
+        wire.await();
+      } catch (InterruptedException x) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while waiting for the KV-event wire", x);
+      }
+    }
+
+    private boolean wireDrop() {
+      return config.kvEventDropRate() > 0 && wireRnd.nextDouble() < config.kvEventDropRate();
     }
 
     @SuppressWarnings("unchecked")
@@ -372,7 +434,7 @@ final class FleetSimulator {
 
     @Override
     public void onStored(SimBackend backend, long[] ks, int from, int to, int[] tokens) {
-      if (!config.kvEvents() || drop()) {
+      if (!config.kvEvents() || (wire == null && drop())) {
         return;
       }
       long[] hashes = Arrays.copyOfRange(ks, from, to);
@@ -384,7 +446,7 @@ final class FleetSimulator {
 
     @Override
     public void onRemoved(SimBackend backend, long key) {
-      if (!config.kvEvents() || drop()) {
+      if (!config.kvEvents() || (wire == null && drop())) {
         return;
       }
       deliver(backend, List.of(BlockRemoved.of(key)));
@@ -395,6 +457,17 @@ final class FleetSimulator {
     }
 
     private void deliver(SimBackend backend, List<KvEvent> batch) {
+      if (wire != null) { // one batch per backend and instant, as an engine step publishes
+        int b = index.get(backend.id);
+        if (wireBatch[b] != null && wireBatchTime[b] == now) {
+          wireBatch[b].addAll(batch);
+          return;
+        }
+        wireBatch[b] = new ArrayList<>(batch);
+        wireBatchTime[b] = now;
+        schedule(now + config.kvEventDelayNanos(), Type.KV_DELIVER, b, wireBatch[b]);
+        return;
+      }
       schedule(now + config.kvEventDelayNanos(), Type.KV_DELIVER, index.get(backend.id), batch);
     }
 

@@ -1,6 +1,7 @@
 package dev.prefixrouter.bench.sim;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -44,6 +45,28 @@ class FleetSimulatorTest {
     assertThat(ours.tokenHitRate()).isGreaterThanOrEqualTo(sglang.tokenHitRate() - 0.002);
     assertThat(ours.loadImbalance()).isLessThanOrEqualTo(1.1);
     assertThat(ours.ttftP99()).isLessThanOrEqualTo(sglang.ttftP99() * 1.1);
+  }
+
+  /**
+   * {@code --kv-events wire}: the events through real ZMQ and the real subscriber, 10 % of the
+   * batches dropped on the wire and replayed. Two runs give the same result (the simulation waits
+   * for each instant's batches to be applied), and the hit rate stays within a point of in-process
+   * loss-free events.
+   */
+  @Test
+  void wireEventsWithDropsAreDeterministicAndCloseToLossFree() {
+    SimConfig direct = SimConfig.defaults(4, 2_000).withKvEvents(true, 50_000_000L, 0);
+    SimConfig lossy = SimConfig.defaults(4, 2_000).withKvEvents(true, 50_000_000L, 0.1);
+    PolicyResult lossFree = new FleetSimulator("small", direct, small(40), null).run("est-ttft");
+    PolicyResult a =
+        new FleetSimulator("small", lossy, small(40), null).kvWire(true).run("est-ttft");
+    PolicyResult b =
+        new FleetSimulator("small", lossy, small(40), null).kvWire(true).run("est-ttft");
+    assertThat(a.completed()).isEqualTo(128);
+    assertThat(a.tokenHitRate()).isEqualTo(b.tokenHitRate());
+    assertThat(a.ttftMean()).isEqualTo(b.ttftMean());
+    assertThat(a.routedPerBackend()).containsExactly(b.routedPerBackend());
+    assertThat(a.tokenHitRate()).isCloseTo(lossFree.tokenHitRate(), within(0.01));
   }
 
   @Test
