@@ -15,6 +15,7 @@ import io.lettuce.core.codec.ByteArrayCodec;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -45,10 +46,13 @@ import org.slf4j.LoggerFactory;
  * <p><b>Model.</b> One Redis hash holds the fleet's state per backend id (descriptor and draining,
  * or a tombstone for a removed backend); a capped stream announces which id changed. A change
  * through this replica is queued by the listener (no Redis call on the caller's thread) and written
- * by a worker thread in one script call (hash and announcement together); every replica's worker
- * reads the announcements and makes its engine match the hash's current value of the id. The last
- * write wins, and every replica converges to it. Changes the worker makes itself are not sent
- * again.
+ * by a worker thread in one script call (hash and announcement together, the announcement naming
+ * the writing replica); every other replica's worker reads the announcements and makes its engine
+ * match the hash's current value of the id. The last write wins, and every replica converges to it.
+ * Changes the worker makes itself are not sent again, and a replica skips its own announcements:
+ * applying the echo of its own earlier write could undo a local change made since, in the moment
+ * before the engine's listener has queued it (a lost drain, seen under load). Replica ids must
+ * therefore differ between replicas (the default is a random UUID).
  *
  * <p><b>Join and re-sync.</b> On {@link #attach}, and whenever Redis answers again after an outage,
  * the worker first writes the changes this replica made meanwhile, then applies the whole hash:
@@ -69,14 +73,16 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
   private static final Logger log = LoggerFactory.getLogger(RedisMembershipSync.class);
   private static final int MAX_PENDING = 65_536;
   private static final Duration READ_BLOCK = Duration.ofMillis(100);
-  private static final byte[] FIELD = {'i', 'd'};
+  private static final byte[] ID_FIELD = {'i', 'd'};
+  private static final byte[] REPLICA_FIELD = {'r'};
   private static final String PUBLISH =
       "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) "
-          + "return redis.call('XADD', KEYS[2], 'MAXLEN', '~', '1024', '*', 'id', ARGV[1])";
+          + "return redis.call('XADD', KEYS[2], 'MAXLEN', '~', '1024', '*', 'id', ARGV[1],"
+          + " 'r', ARGV[3])";
   private static final String SEED =
       "if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 1 then "
-          + "redis.call('XADD', KEYS[2], 'MAXLEN', '~', '1024', '*', 'id', ARGV[1]) return 1 end "
-          + "return 0";
+          + "redis.call('XADD', KEYS[2], 'MAXLEN', '~', '1024', '*', 'id', ARGV[1], 'r', ARGV[3])"
+          + " return 1 end return 0";
   private static final String PRUNE =
       "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then "
           + "return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0";
@@ -98,6 +104,7 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
   private final byte[] hashKey;
   private final byte[] streamKey;
   private final String replicaId;
+  private final byte[] replicaIdBytes;
   private final Duration commandTimeout;
   private final long retryIntervalNanos;
   private final long tombstoneTtlMillis;
@@ -120,6 +127,7 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
     this.hashKey = (b.keyPrefix + "backends").getBytes(StandardCharsets.UTF_8);
     this.streamKey = (b.keyPrefix + "backends:changes").getBytes(StandardCharsets.UTF_8);
     this.replicaId = b.replicaId;
+    this.replicaIdBytes = b.replicaId.getBytes(StandardCharsets.UTF_8);
     this.commandTimeout = b.commandTimeout;
     this.retryIntervalNanos = b.retryInterval.toNanos();
     this.tombstoneTtlMillis = b.tombstoneTtl.toMillis();
@@ -224,11 +232,13 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
           Map<String, Boolean> draining = drainingById(target);
           for (StreamMessage<byte[], byte[]> m : messages) {
             lastId = m.getId();
-            for (byte[] id : m.getBody().values()) {
-              byte[] value = c.hget(hashKey, id);
-              if (value != null) {
-                apply(target, value, draining);
-              }
+            byte[] id = field(m, ID_FIELD);
+            if (id == null || Arrays.equals(field(m, REPLICA_FIELD), replicaIdBytes)) {
+              continue; // this replica's own announcement: its local state is already as new
+            }
+            byte[] value = c.hget(hashKey, id);
+            if (value != null) {
+              apply(target, value, draining);
             }
           }
         }
@@ -240,6 +250,20 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
         LockSupport.parkNanos(retryIntervalNanos);
       }
     }
+  }
+
+  /**
+   * The value of {@code name} in a stream entry, or null. Announcements carry the backend id and
+   * the writing replica's id; entries without the replica field (older writers) count as another
+   * replica's.
+   */
+  private static byte @Nullable [] field(StreamMessage<byte[], byte[]> m, byte[] name) {
+    for (Map.Entry<byte[], byte[]> e : m.getBody().entrySet()) {
+      if (Arrays.equals(e.getKey(), name)) {
+        return e.getValue();
+      }
+    }
+    return null;
   }
 
   /** The id of the stream's newest entry, or {@code 0-0}. */
@@ -269,7 +293,12 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
               wallMillis.getAsLong());
       byte[] idBytes = id.getBytes(StandardCharsets.UTF_8);
       c.eval(
-          PUBLISH, ScriptOutputType.VALUE, new byte[][] {hashKey, streamKey}, idBytes, s.encode());
+          PUBLISH,
+          ScriptOutputType.VALUE,
+          new byte[][] {hashKey, streamKey},
+          idBytes,
+          s.encode(),
+          replicaIdBytes);
       synchronized (pending) {
         pending.remove(id); // a change made meanwhile re-queued it: published on the next call
       }
@@ -315,7 +344,12 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
     byte[] idBytes = b.id().getBytes(StandardCharsets.UTF_8);
     Long written =
         c.eval(
-            SEED, ScriptOutputType.INTEGER, new byte[][] {hashKey, streamKey}, idBytes, s.encode());
+            SEED,
+            ScriptOutputType.INTEGER,
+            new byte[][] {hashKey, streamKey},
+            idBytes,
+            s.encode(),
+            replicaIdBytes);
     if (written != null && written == 1) {
       published.increment();
       return;

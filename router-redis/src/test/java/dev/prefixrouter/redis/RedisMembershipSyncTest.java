@@ -7,6 +7,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.BackendSnapshot;
 import dev.prefixrouter.api.RoutingEngine;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.codec.ByteArrayCodec;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -88,6 +92,33 @@ class RedisMembershipSyncTest {
     assertThat(b.sync().stats().published()).isEqualTo(2);
     assertThat(c.sync().stats().published()).isEqualTo(1);
     assertThat(a.sync().stats().undecodable() + b.sync().stats().rejected()).isZero();
+  }
+
+  @Test
+  void aReplicaSkipsItsOwnAnnouncementsAndAppliesOthers() {
+    Replica a = replica("a", "b0", "b1");
+    RedisClient client = RedisClient.create(SharedRedis.URI);
+    try (StatefulRedisConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE)) {
+      byte[] hash = bytes(redis.prefix + "backends");
+      byte[] stream = bytes(redis.prefix + "backends:changes");
+      // an echo of a's own (stale) write: b0 draining; then another replica's: b1 draining
+      c.sync()
+          .hset(hash, bytes("b0"), new BackendState("b0", Backend.of("b0", "m"), true, 1).encode());
+      c.sync().xadd(stream, bytes("id"), bytes("b0"), bytes("r"), bytes("a"));
+      c.sync()
+          .hset(hash, bytes("b1"), new BackendState("b1", Backend.of("b1", "m"), true, 1).encode());
+      c.sync().xadd(stream, bytes("id"), bytes("b1"), bytes("r"), bytes("x"));
+    } finally {
+      client.shutdown();
+    }
+    await(() -> a.draining("b1")); // read in stream order: b0's entry came first
+    assertThat(a.draining("b0")).as("its own announcement is not applied").isFalse();
+    await(() -> a.sync().stats().applied() >= 1); // counted right after the engine changed
+    assertThat(a.sync().stats().applied()).isEqualTo(1);
+  }
+
+  private static byte[] bytes(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
   }
 
   @Test

@@ -34,7 +34,9 @@ class KvEventSubscriberTest {
                   return true;
                 })
             .topic("kv")
-            .replayTimeout(Duration.ofSeconds(2))
+            // each replay request's connection lives half of this: on a loaded host a 1 s loopback
+            // handshake did not complete once (the publisher saw no replay request at all)
+            .replayTimeout(Duration.ofSeconds(5))
             // a connect that never completes is retried within awaitSubscriber's 10 s; not shorter:
             // on a loaded host a 1 s idle reopen could fire between the subscription and the first
             // batch and drop it, and these tests send nothing after it that would reveal the gap
