@@ -46,6 +46,7 @@ import org.openjdk.jmh.annotations.Warmup;
 public class FleetLimiterBenchmark {
   private static final String URI = "redis://127.0.0.1:6379";
   private static final long BIG = 1L << 50;
+
   /** Bucket4j refills at most one token per nanosecond; still far more than the load here. */
   private static final long BUCKET4J_REFILL_PER_SECOND = 1_000_000_000L;
 
