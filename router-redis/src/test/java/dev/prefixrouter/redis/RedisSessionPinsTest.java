@@ -71,6 +71,7 @@ class RedisSessionPinsTest {
     RedisSessionPins c = replica("c"); // joins after the announcement, routes s1 on its own
     c.pin("s1", "b7"); // no local pin: written only if the fleet holds none
     await(() -> "b3".equals(c.backendOf("s1", System.nanoTime())));
+    await(() -> c.stats().adopted() >= 1); // counted just after the local pin changed
     assertThat(c.stats().adopted()).isEqualTo(1);
     assertThat(c.stats().written()).isZero();
     assertThat(redis.commands().get(redis.prefix + "pin:s1")).isEqualTo("b3");
