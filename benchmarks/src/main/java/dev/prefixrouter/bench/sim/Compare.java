@@ -45,6 +45,7 @@ public final class Compare {
                               | tenants | faults | sweep | capacity | rag | media | agentic
                               | pd (prefill/decode pairs vs colocated, 3000 requests)
                               | fanout (map-reduce jobs: each request alone vs a session per job)
+                              | long-chat | rl-rollout | hetero | varying-load
                                                                      (default: default)
         --trace PATH          replay a Mooncake-format JSONL trace (implies --workload mooncake)
         --backends N          simulated backends, 1..256             (default 8; gateway: 3)
@@ -157,7 +158,11 @@ public final class Compare {
                   "media",
                   "agentic",
                   "pd",
-                  "fanout");
+                  "fanout",
+                  "long-chat",
+                  "rl-rollout",
+                  "hetero",
+                  "varying-load");
           if (!known.contains(o.workload)) {
             throw new UsageException("unknown workload '" + o.workload + "'; known: " + known);
           }
@@ -405,6 +410,59 @@ public final class Compare {
               String.format(Locale.ROOT, "(j) agentic tool loops at %.1fx rate", o.rateScale),
               config(o),
               Workloads.agentic(o.rateScale, o.seed, tasks),
+              o,
+              out,
+              err));
+    }
+    if (o.workload.equals("long-chat")) {
+      int sessions = o.requests == Integer.MAX_VALUE ? 1200 : Math.max(1, o.requests / 6);
+      fleet.addAll(
+          runFleet(
+              String.format(
+                  Locale.ROOT, "(k) long chats under cache pressure at %.1fx rate", o.rateScale),
+              config(o),
+              Workloads.longChat(sessions, o.rateScale, o.seed),
+              o,
+              out,
+              err));
+    }
+    if (o.workload.equals("rl-rollout")) {
+      int batches = o.requests == Integer.MAX_VALUE ? 32 : Math.max(1, o.requests / 128);
+      fleet.addAll(
+          runFleet(
+              String.format(Locale.ROOT, "(l) RL rollout bursts at %.1fx rate", o.rateScale),
+              config(o),
+              Workloads.rlRollout(batches, o.rateScale, o.seed),
+              o,
+              out,
+              err));
+    }
+    if (o.workload.equals("hetero")) {
+      List<SimConfig.Fault> slow = new ArrayList<>();
+      for (int b = 0; b < o.backends / 2; b++) {
+        slow.add(new SimConfig.Fault(SimConfig.Fault.Kind.SLOW_2X, b, 0.0));
+      }
+      fleet.addAll(
+          runFleet(
+              String.format(
+                  Locale.ROOT,
+                  "(m) high-cache with half the backends 2x slower at %.1fx rate",
+                  o.rateScale),
+              config(o).withFaults(slow),
+              Workloads.highCache(o.rateScale, o.seed, o.perGroup()),
+              o,
+              out,
+              err));
+    }
+    if (o.workload.equals("varying-load")) {
+      fleet.addAll(
+          runFleet(
+              String.format(
+                  Locale.ROOT,
+                  "(n) high-cache with the rate swinging 0.25x..2x at %.1fx rate",
+                  o.rateScale),
+              config(o),
+              Workloads.varyingLoad(o.rateScale, o.seed, o.perGroup()),
               o,
               out,
               err));

@@ -390,8 +390,8 @@ final class FleetSimulator {
 
     void fault(int b, SimConfig.Fault.Kind kind) {
       SimBackend backend = backends[b];
-      if (kind == SimConfig.Fault.Kind.SLOW_3X) {
-        backend.slowdown = 3.0;
+      if (kind == SimConfig.Fault.Kind.SLOW_3X || kind == SimConfig.Fault.Kind.SLOW_2X) {
+        backend.slowdown = kind == SimConfig.Fault.Kind.SLOW_3X ? 3.0 : 2.0;
         return;
       }
       backend.dead = true;

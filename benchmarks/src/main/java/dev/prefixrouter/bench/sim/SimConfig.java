@@ -30,7 +30,8 @@ record SimConfig(
   record Fault(Kind kind, int backend, double atFraction) {
     enum Kind {
       CRASH,
-      SLOW_3X
+      SLOW_3X,
+      SLOW_2X
     }
   }
 

@@ -282,6 +282,95 @@ final class Workloads {
   }
 
   /**
+   * Long multi-turn conversations under cache pressure (issue #18): {@code sessions} chats, each a
+   * 2,048-token system prompt (one of 8) and an 8,192-token document of its own, then 6 turns, each
+   * a new user message (100–400 tokens) after the whole history with the scripted replies (150–600
+   * tokens): prompts grow from ~10k to ~14k tokens. Sessions start uniformly over 300 s, turns 24 s
+   * apart (both ÷ {@code rateScale}): ~17 requests/s at 1×, and the live conversations' contexts
+   * (~340 × ~12k tokens) about fill the default fleet's KV (8 × 29,205 blocks × 16 tokens = 3.7M),
+   * so evictions hit conversations that come back.
+   */
+  static List<SimRequest> longChat(int sessions, double rateScale, long seed) {
+    SplittableRandom r = new SplittableRandom(seed);
+    List<SimRequest> out = new ArrayList<>();
+    int turns = 6;
+    for (int s = 0; s < sessions; s++) {
+      int[] history = concat(segment(50_000_000L + s % 8, 2048), segment(51_000_000L + s, 8192));
+      double start = r.nextDouble() * 300 / rateScale;
+      for (int t = 0; t < turns; t++) {
+        int[] user = segment(52_000_000L + (long) s * 100 + t, 100 + r.nextInt(301));
+        int[] prompt = concat(history, user);
+        int output = 150 + r.nextInt(451);
+        long at = (long) ((start + t * 24.0 / rateScale) * 1e9);
+        out.add(new SimRequest(0, at, "t", "long-" + s, prompt, output));
+        history = concat(prompt, segment(53_000_000L + (long) s * 100 + t, output));
+      }
+    }
+    return numbered(out);
+  }
+
+  /**
+   * RL rollout bursts (issue #18): every 4 s ÷ {@code rateScale} a trainer sends a batch of 8
+   * problems × 16 samples — 128 requests within 50 ms, the 16 samples of a problem identical (a
+   * 512-token instruction shared by all, then the problem, 1,000–3,000 tokens) — with long
+   * generations (300–1,500 tokens); {@code batches} batches, ~32 requests/s at 1×. A problem is
+   * sent in one batch only (a new step samples new problems).
+   */
+  static List<SimRequest> rlRollout(int batches, double rateScale, long seed) {
+    SplittableRandom r = new SplittableRandom(seed);
+    int[] instruction = segment(60_000_000L, 512);
+    List<SimRequest> out = new ArrayList<>();
+    for (int b = 0; b < batches; b++) {
+      double start = b * 4.0 / rateScale;
+      for (int p = 0; p < 8; p++) {
+        long problem = (long) b * 8 + p;
+        int[] prompt = concat(instruction, segment(61_000_000L + problem, 1000 + r.nextInt(2001)));
+        for (int k = 0; k < 16; k++) {
+          double at = start + r.nextDouble() * 0.05;
+          out.add(new SimRequest(0, (long) (at * 1e9), "t", null, prompt, 300 + r.nextInt(1201)));
+        }
+      }
+    }
+    return numbered(out);
+  }
+
+  /**
+   * Time-varying load (issue #18): the high-cache prompts (256 groups × {@code perGroup} of a
+   * 2,048-token group prompt and a 256-token question) arriving as a Poisson process whose rate
+   * swings between 0.25× and 2× of 160 requests/s × {@code rateScale} (mean ~1.1×), one cycle per 8
+   * s ÷ {@code rateScale} (about three cycles per run at any rate): quiet spells in which balance
+   * costs nothing to hold back, and surges in which queues form. Built by thinning a 2× Poisson
+   * stream.
+   */
+  static List<SimRequest> varyingLoad(double rateScale, long seed, int perGroup) {
+    List<SimRequest> base = highCache(2 * rateScale, seed, perGroup * 2);
+    SplittableRandom r = new SplittableRandom(seed + 99);
+    List<SimRequest> out = new ArrayList<>();
+    int want = 256 * perGroup;
+    for (SimRequest q : base) {
+      double t = q.arrivalNanos() / 1e9;
+      // relative rate in [0.125, 1] of the 2x stream: 0.25x .. 2x
+      double rel = 0.5625 + 0.4375 * Math.sin(2 * Math.PI * t * rateScale / 8.0);
+      if (r.nextDouble() < rel && out.size() < want) {
+        out.add(q);
+      }
+    }
+    return numbered(out);
+  }
+
+  private static List<SimRequest> numbered(List<SimRequest> out) {
+    out.sort((a, b) -> Long.compare(a.arrivalNanos(), b.arrivalNanos()));
+    List<SimRequest> numbered = new ArrayList<>(out.size());
+    for (int i = 0; i < out.size(); i++) {
+      SimRequest q = out.get(i);
+      numbered.add(
+          new SimRequest(
+              i, q.arrivalNanos(), q.tenant(), q.session(), q.tokens(), q.outputTokens()));
+    }
+    return numbered;
+  }
+
+  /**
    * Multi-turn chat: {@code sessions} conversations of {@code turns} turns; each turn sends the
    * whole history (a system prompt shared by 8 groups, then every earlier user message and scripted
    * assistant reply) plus a new user message; turns are {@code gapSec} apart.
