@@ -27,6 +27,7 @@ final class Candidates implements ScoringContext {
   private double[] costs;
   private int[] order;
   private boolean[] seen;
+  private int[] sortBuffer = new int[0];
   private long[] keys = NO_KEYS;
   private int keyCount;
   int size;
@@ -227,6 +228,66 @@ final class Candidates implements ScoringContext {
   private void check(int candidate) {
     if (candidate < 0 || candidate >= size) {
       throw new IndexOutOfBoundsException("candidate " + candidate + " of " + size);
+    }
+  }
+
+  /**
+   * {@link ScoringContext#sortByCost}, the same ranking without its per-comparison work: the order
+   * starts in rotation order (candidate {@code rotation mod size} first), so a stable sort by cost
+   * alone breaks exact ties exactly as the default's rotation rule does. Insertion sort up to 32
+   * candidates, else a bottom-up merge sort into a buffer kept for the thread.
+   */
+  @Override
+  public void sortByCost(int rotation) {
+    int n = size;
+    if (n == 0) {
+      return;
+    }
+    int[] o = order;
+    double[] cost = costs;
+    int start = Math.floorMod(rotation, n);
+    for (int i = 0, c = start; i < n; i++) {
+      o[i] = c;
+      c = c + 1 == n ? 0 : c + 1;
+    }
+    if (n <= 32) {
+      for (int i = 1; i < n; i++) {
+        int c = o[i];
+        double cc = cost[c];
+        int j = i - 1;
+        while (j >= 0 && cc < cost[o[j]]) {
+          o[j + 1] = o[j];
+          j--;
+        }
+        o[j + 1] = c;
+      }
+      return;
+    }
+    int[] a = o;
+    int[] b = sortBuffer.length >= n ? sortBuffer : (sortBuffer = new int[n]);
+    for (int width = 1; width < n; width *= 2) {
+      for (int lo = 0; lo < n; lo += 2 * width) {
+        int mid = Math.min(lo + width, n);
+        int hi = Math.min(lo + 2 * width, n);
+        int i = lo;
+        int j = mid;
+        int k = lo;
+        while (i < mid && j < hi) {
+          b[k++] = cost[a[j]] < cost[a[i]] ? a[j++] : a[i++];
+        }
+        while (i < mid) {
+          b[k++] = a[i++];
+        }
+        while (j < hi) {
+          b[k++] = a[j++];
+        }
+      }
+      int[] t = a;
+      a = b;
+      b = t;
+    }
+    if (a != o) {
+      System.arraycopy(a, 0, o, 0, n);
     }
   }
 

@@ -141,4 +141,41 @@ class ScoringContextTest {
     assertThatThrownBy(() -> c.setCost(0, Double.NaN)).hasMessageContaining("NaN");
     assertThatThrownBy(() -> c.cost(1)).isInstanceOf(IndexOutOfBoundsException.class);
   }
+
+  @Test
+  void theEnginesSortRanksExactlyAsTheDefaultSort() throws Throwable {
+    java.util.SplittableRandom rnd = new java.util.SplittableRandom(5);
+    for (int round = 0; round < 2_000; round++) {
+      int n = 1 + rnd.nextInt(round % 2 == 0 ? 12 : 90); // insertion and merge sort
+      double[] costs = new double[n];
+      for (int i = 0; i < n; i++) {
+        costs[i] = rnd.nextInt(4) == 0 ? -0.0 : rnd.nextInt(5); // many exact ties
+      }
+      Candidates c = candidates(costs);
+      int rotation = rnd.nextInt() % 1000;
+      c.sortByCost(rotation);
+      int[] expected = new int[n];
+      for (int i = 0; i < n; i++) {
+        expected[i] = i;
+      }
+      dev.prefixrouter.api.spi.ScoringContext plain =
+          (dev.prefixrouter.api.spi.ScoringContext)
+              java.lang.reflect.Proxy.newProxyInstance(
+                  getClass().getClassLoader(),
+                  new Class<?>[] {dev.prefixrouter.api.spi.ScoringContext.class},
+                  (proxy, m, args) ->
+                      switch (m.getName()) {
+                        case "size" -> n;
+                        case "order" -> expected;
+                        case "cost" -> costs[(int) args[0]];
+                        case "sortByCost" ->
+                            java.lang.reflect.InvocationHandler.invokeDefault(proxy, m, args);
+                        default -> throw new UnsupportedOperationException(m.getName());
+                      });
+      plain.sortByCost(rotation);
+      assertThat(java.util.Arrays.copyOf(c.order(), n))
+          .as("n=%d rotation=%d costs=%s", n, rotation, java.util.Arrays.toString(costs))
+          .containsExactly(expected);
+    }
+  }
 }

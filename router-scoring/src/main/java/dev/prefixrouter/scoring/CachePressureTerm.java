@@ -94,8 +94,7 @@ final class CachePressureTerm implements CostTerm {
     if (uncached <= 0) {
       return 0;
     }
-    TtftCoefficients k = c.coefficients(i);
-    double ms = k.prefillMs(uncached, cached) - k.prefillMs(0, cached);
+    double ms = c.prefillMs(i, uncached, cached) - c.prefillMs(i, 0, cached);
     return weight * pressure * ms / c.weight(i);
   }
 

@@ -21,13 +21,20 @@ import org.jspecify.annotations.Nullable;
  * EstimatedTtftScorer#score}.
  */
 public final class Candidates {
+  private static final int K = 5;
   private final EstimatedTtftScorer scorer;
   private final CostTerm[] terms;
   private final Object[] owners; // terms, then rules: the keys of state()
   private final @Nullable Object[] states;
   private @Nullable ScoringContext ctx;
   private int n;
-  private TtftCoefficients[] k = new TtftCoefficients[16];
+
+  /** Per candidate: alpha, beta, gamma, decode, waiting (stride {@link #K}), copied once. */
+  private double[] coef = new double[K * 16];
+
+  /** Per candidate: the coefficients as a record, made only when a term asks for one. */
+  private @Nullable TtftCoefficients[] k = new TtftCoefficients[16];
+
   private double[] cached = new double[16];
   private double[] uncached = new double[16];
   private double[] running = new double[16];
@@ -36,6 +43,8 @@ public final class Candidates {
   private int[] ownQueued = new int[16];
   private double[] weight = new double[16];
   private double[][] termCosts;
+  private final boolean[] steering; // per term: CostTerm#steering, asked once
+  private double[] plain = new double[16]; // per candidate: the sum without steering terms
   private double best;
   private int rotation;
 
@@ -47,6 +56,10 @@ public final class Candidates {
     System.arraycopy(rules, 0, owners, terms.length, rules.length);
     this.states = new Object[owners.length];
     this.termCosts = new double[terms.length][16];
+    this.steering = new boolean[terms.length];
+    for (int t = 0; t < terms.length; t++) {
+      steering[t] = terms[t].steering();
+    }
   }
 
   /** Starts a decision: derives the per-candidate inputs of {@code c}. */
@@ -56,6 +69,8 @@ public final class Candidates {
     if (k.length < n) {
       int cap = Math.max(n, 2 * k.length);
       k = new TtftCoefficients[cap];
+      coef = new double[K * cap];
+      plain = new double[cap];
       cached = new double[cap];
       uncached = new double[cap];
       running = new double[cap];
@@ -67,7 +82,8 @@ public final class Candidates {
     }
     int prompt = c.promptTokens();
     for (int i = 0; i < n; i++) {
-      k[i] = scorer.coefficients(c.slot(i));
+      scorer.readCoefficients(c.slot(i), coef, K * i);
+      k[i] = null;
       double matched = c.matchedTokens(i);
       cached[i] = matched;
       uncached[i] = Math.max(0, prompt - matched);
@@ -100,19 +116,30 @@ public final class Candidates {
   /** Sums the terms into each candidate's cost and ranks by it. */
   void sum(int rot) {
     ScoringContext c = ctx();
-    for (int t = 0; t < terms.length; t++) {
-      terms[t].costs(this, termCosts[t]);
+    CostTerm[] ts = terms;
+    double[][] tc = termCosts;
+    for (int t = 0; t < ts.length; t++) {
+      ts[t].costs(this, tc[t]);
     }
+    // one pass: the total and the plain sum (without steering terms), each in declared order
+    double b = Double.POSITIVE_INFINITY;
     for (int i = 0; i < n; i++) {
       double e = 0;
-      for (int t = 0; t < terms.length; t++) {
-        e += termCosts[t][i];
+      double p = 0;
+      for (int t = 0; t < ts.length; t++) {
+        double v = tc[t][i];
+        e += v;
+        if (!steering[t]) {
+          p += v;
+        }
       }
+      plain[i] = p;
       c.setCost(i, e);
+      b = Math.min(b, e);
     }
+    best = b;
     this.rotation = rot;
     c.sortByCost(rot);
-    updateBest();
   }
 
   /** The context of the decision. */
@@ -129,9 +156,44 @@ public final class Candidates {
     return n;
   }
 
-  /** The coefficients in use for the candidate's backend (fitted, or the scorer's defaults). */
+  /**
+   * The coefficients in use for the candidate's backend (fitted, or the scorer's defaults), as read
+   * once for this decision. Allocates a record on the first call per candidate and decision; the
+   * built-in terms use the primitive accessors ({@link #prefillMs}, {@link #betaMsPerToken}, ...)
+   * instead, which return the same values.
+   */
   public TtftCoefficients coefficients(int i) {
-    return k[i];
+    TtftCoefficients r = k[i];
+    if (r == null) {
+      int at = K * i;
+      r = new TtftCoefficients(coef[at], coef[at + 1], coef[at + 2], coef[at + 3], coef[at + 4]);
+      k[i] = r;
+    }
+    return r;
+  }
+
+  /**
+   * {@link TtftCoefficients#prefillMs} with the candidate's coefficients: the prefill time of
+   * {@code uncached} tokens after {@code cached} ones, in ms (same arithmetic, no allocation).
+   */
+  public double prefillMs(int i, double uncached, double cached) {
+    int at = K * i;
+    return coef[at] + coef[at + 1] * uncached + coef[at + 2] * uncached * (uncached + cached);
+  }
+
+  /** The candidate's {@link TtftCoefficients#betaMsPerToken}. */
+  public double betaMsPerToken(int i) {
+    return coef[K * i + 1];
+  }
+
+  /** The candidate's {@link TtftCoefficients#decodeMsPerRunning}. */
+  public double decodeMsPerRunning(int i) {
+    return coef[K * i + 3];
+  }
+
+  /** The candidate's {@link TtftCoefficients#waitingMs}. */
+  public double waitingMs(int i) {
+    return coef[K * i + 4];
   }
 
   /** Prompt tokens believed cached on the candidate. */
@@ -190,7 +252,10 @@ public final class Candidates {
 
   /** The candidate's cost without the {@link CostTerm#steering steering} terms. */
   public double plainCost(int i) {
-    return costWithout(i, null);
+    if (i < 0 || i >= n) {
+      throw new IndexOutOfBoundsException("candidate " + i + " of " + n);
+    }
+    return plain[i];
   }
 
   /**
@@ -198,9 +263,12 @@ public final class Candidates {
    * in the declared order.
    */
   public double costWithout(int i, @Nullable CostTerm skip) {
+    if (skip == null) {
+      return plainCost(i);
+    }
     double e = 0;
     for (int t = 0; t < terms.length; t++) {
-      if (terms[t] != skip && !terms[t].steering()) {
+      if (terms[t] != skip && !steering[t]) {
         e += termCosts[t][i];
       }
     }
@@ -228,11 +296,14 @@ public final class Candidates {
   /** Ranks by {@link #plainCost} instead: sets those costs, re-sorts with the same rotation. */
   public void rankByPlainCost() {
     ScoringContext c = ctx();
+    double b = Double.POSITIVE_INFINITY;
     for (int i = 0; i < n; i++) {
-      c.setCost(i, plainCost(i));
+      double p = plain[i];
+      c.setCost(i, p);
+      b = Math.min(b, p);
     }
+    best = b;
     c.sortByCost(rotation);
-    updateBest();
   }
 
   /**
@@ -270,15 +341,6 @@ public final class Candidates {
   /** Sets this thread's state of a term or rule (kept across decisions: reuse buffers). */
   public void setState(Object termOrRule, @Nullable Object state) {
     states[ownerIndex(termOrRule)] = state;
-  }
-
-  private void updateBest() {
-    ScoringContext c = ctx();
-    double b = Double.POSITIVE_INFINITY;
-    for (int i = 0; i < n; i++) {
-      b = Math.min(b, c.cost(i));
-    }
-    best = b;
   }
 
   private int indexOf(CostTerm term) {

@@ -26,8 +26,7 @@ final class CongestionTerm implements CostTerm {
   public void costs(Candidates c, double[] out) {
     for (int i = 0, n = c.size(); i < n; i++) {
       double queued = c.ownQueued(i) + c.waiting(i);
-      out[i] =
-          weight * queued * c.coefficients(i).betaMsPerToken() * c.uncachedTokens(i) / c.weight(i);
+      out[i] = weight * queued * c.betaMsPerToken(i) * c.uncachedTokens(i) / c.weight(i);
     }
   }
 }

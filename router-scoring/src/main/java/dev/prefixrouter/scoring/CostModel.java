@@ -29,9 +29,9 @@ import dev.prefixrouter.api.spi.FirstTokenObservation;
  * minObservations}; otherwise the priors hold, and {@code describe()} says which ({@code fitted}
  * 0/1, {@code signalT}).
  *
- * <p>Writers synchronize on the model; readers take the published immutable {@link #current()}
- * snapshot without locking. Cost per observation: O(1) (a 4×4 update), no allocation except a new
- * published snapshot.
+ * <p>Writers synchronize on the model; readers copy the {@link #published() published} values
+ * without locking (a new fit overwrites them in place). Cost per observation: O(1) (a 4×4
+ * update), no allocation.
  */
 final class CostModel {
   private static final int N = 4;
@@ -62,14 +62,15 @@ final class CostModel {
   private double sxy;
   private double signalT;
   private boolean signal;
-  private volatile TtftCoefficients current;
+  private final PublishedCoefficients published;
+  private volatile boolean fitted; // whether published holds a fit (else the priors)
 
   CostModel(TtftCoefficients defaults, double forgetting, int minObservations, double band) {
     this.defaults = defaults;
     this.band = band;
     this.lambda = forgetting;
     this.minObservations = minObservations;
-    this.current = defaults;
+    this.published = new PublishedCoefficients(defaults);
     theta[0] = defaults.alphaMs();
     theta[1] = defaults.betaMsPerToken() / SCALE[1];
     theta[2] = defaults.gammaMsPerToken2() / SCALE[2];
@@ -81,8 +82,14 @@ final class CostModel {
     residualScale = 0;
   }
 
+  /** The coefficients in use, as a new immutable record (allocates: for inspection). */
   TtftCoefficients current() {
-    return current;
+    return fitted ? published.snapshot() : defaults;
+  }
+
+  /** The coefficients in use, for the routing threads to copy without allocating. */
+  PublishedCoefficients published() {
+    return published;
   }
 
   long observations() {
@@ -95,7 +102,7 @@ final class CostModel {
 
   /** Whether the published coefficients are fitted (else the priors). */
   boolean fitted() {
-    return current != defaults;
+    return fitted;
   }
 
   /** The prefix signal's t-statistic (0 before two observations or with no variance). */
@@ -103,15 +110,29 @@ final class CostModel {
     return signalT;
   }
 
-  synchronized void observe(FirstTokenObservation o) {
-    double y = o.ttftNanos() / 1e6;
-    double u = Math.max(0, o.uncachedTokens());
-    double c = Math.max(0, o.matchedTokens());
+  /**
+   * Fits one observation. Small on purpose: it only unpacks the record, so that the caller's
+   * observation does not escape and the JIT need not allocate it.
+   */
+  void observe(FirstTokenObservation o) {
+    observe(
+        o.ttftNanos(),
+        o.uncachedTokens(),
+        o.matchedTokens(),
+        o.queuedPrefillTokens(),
+        o.runningDecodes());
+  }
+
+  private synchronized void observe(
+      long ttftNanos, int uncachedTokens, int matchedTokens, long queuedPrefill, int decodes) {
+    double y = ttftNanos / 1e6;
+    double u = Math.max(0, uncachedTokens);
+    double c = Math.max(0, matchedTokens);
     double[] x = xScratch; // guarded by this (synchronized): no per-observation arrays
     x[0] = 1.0;
-    x[1] = (u + o.queuedPrefillTokens()) * SCALE[1];
+    x[1] = (u + queuedPrefill) * SCALE[1];
     x[2] = u * (u + c) * SCALE[2];
-    x[3] = o.runningDecodes();
+    x[3] = decodes;
     if (!Double.isFinite(y) || y < 0) {
       return;
     }
@@ -125,7 +146,7 @@ final class CostModel {
         weight = k / Math.abs(residual);
       }
     }
-    trackSignal(u, c, o.queuedPrefillTokens(), o.runningDecodes(), y, weight);
+    trackSignal(u, c, queuedPrefill, decodes, y, weight);
     double clipped =
         Math.min(Math.abs(residual), residualScale > 0 ? 5 * residualScale : Math.abs(residual));
     residualScale = observations == 0 ? clipped : 0.95 * residualScale + 0.05 * clipped;
@@ -164,18 +185,24 @@ final class CostModel {
     observations++;
     signal = signal ? signalT >= SIGNAL_OFF : signalT >= SIGNAL_ON;
     if (observations >= minObservations && signal) {
-      current =
-          new TtftCoefficients(
-              clamp(theta[0], 0, 10_000),
-              clamp(
-                  theta[1] * SCALE[1],
-                  Math.max(1e-6, defaults.betaMsPerToken() / band),
-                  Math.min(10, defaults.betaMsPerToken() * band)),
-              clamp(theta[2] * SCALE[2], 0, Math.min(1e-3, defaults.gammaMsPerToken2() * band)),
-              clamp(theta[3], 0, Math.min(1000, defaults.decodeMsPerRunning() * band)),
-              defaults.waitingMs());
-    } else if (current != defaults) {
-      current = defaults;
+      published.set(
+          clamp(theta[0], 0, 10_000),
+          clamp(
+              theta[1] * SCALE[1],
+              Math.max(1e-6, defaults.betaMsPerToken() / band),
+              Math.min(10, defaults.betaMsPerToken() * band)),
+          clamp(theta[2] * SCALE[2], 0, Math.min(1e-3, defaults.gammaMsPerToken2() * band)),
+          clamp(theta[3], 0, Math.min(1000, defaults.decodeMsPerRunning() * band)),
+          defaults.waitingMs());
+      fitted = true;
+    } else if (fitted) {
+      published.set(
+          defaults.alphaMs(),
+          defaults.betaMsPerToken(),
+          defaults.gammaMsPerToken2(),
+          defaults.decodeMsPerRunning(),
+          defaults.waitingMs());
+      fitted = false;
     }
   }
 

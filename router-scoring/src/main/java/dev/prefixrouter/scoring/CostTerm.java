@@ -24,7 +24,7 @@ public interface CostTerm {
   /**
    * A steering term prices something other than this request's own time (the fleet's balance): it
    * is left out of {@link Candidates#plainCost}, the ranking a rule falls back to when it overrides
-   * such a term. Default false.
+   * such a term. Asked once, when the scorer is built. Default false.
    */
   default boolean steering() {
     return false;

@@ -241,6 +241,24 @@ public final class EstimatedTtftScorer implements Scorer {
     return m == null ? defaults : m.current();
   }
 
+  /**
+   * Copies the coefficients in use for a slot into {@code out[at..at+5)} (alpha, beta, gamma,
+   * decode, waiting) without allocating.
+   */
+  void readCoefficients(int slot, double[] out, int at) {
+    CostModel m = model(slot, false);
+    if (m == null) {
+      TtftCoefficients k = defaults;
+      out[at] = k.alphaMs();
+      out[at + 1] = k.betaMsPerToken();
+      out[at + 2] = k.gammaMsPerToken2();
+      out[at + 3] = k.decodeMsPerRunning();
+      out[at + 4] = k.waitingMs();
+    } else {
+      m.published().readInto(out, at);
+    }
+  }
+
   private @Nullable CostModel model(int slot, boolean create) {
     CostModel[] ms = models;
     if (slot < ms.length && ms[slot] != null) {

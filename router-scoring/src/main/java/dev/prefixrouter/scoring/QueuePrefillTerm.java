@@ -26,12 +26,11 @@ final class QueuePrefillTerm implements CostTerm {
   public void costs(Candidates c, double[] out) {
     ScoringContext ctx = c.ctx();
     for (int i = 0, n = c.size(); i < n; i++) {
-      TtftCoefficients k = c.coefficients(i);
-      double prefill = k.prefillMs(c.uncachedTokens(i), c.cachedTokens(i));
+      double prefill = c.prefillMs(i, c.uncachedTokens(i), c.cachedTokens(i));
       double queue =
-          k.betaMsPerToken() * ctx.pendingPrefillTokens(i)
-              + k.decodeMsPerRunning() * c.running(i)
-              + k.waitingMs() * c.waiting(i);
+          c.betaMsPerToken(i) * ctx.pendingPrefillTokens(i)
+              + c.decodeMsPerRunning(i) * c.running(i)
+              + c.waitingMs(i) * c.waiting(i);
       out[i] = (queue + prefill) / c.weight(i);
     }
   }

@@ -1,37 +1,51 @@
 package dev.prefixrouter.scoring;
 
 import dev.prefixrouter.api.spi.ScoringContext;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
-import java.util.concurrent.atomic.AtomicReferenceArray;
-import org.jspecify.annotations.Nullable;
 
 /**
  * Each slot's share of recent routing decisions: a count decayed by {@code 2^(-1/halfLife)} per
- * decision (lazily, from the global decision sequence), so no clock is needed. Lock-free: a
- * recorded decision is one increment of the sequence and one CAS on its slot's count (plus one on
- * its prefix group's); reads take immutable snapshots.
+ * decision (lazily, from the global decision sequence), so no clock is needed. A recorded decision
+ * is one increment of the sequence and one short write on its slot's count (plus one on its prefix
+ * group's), each count a (value, sequence) pair updated in place under a per-entry sequence lock:
+ * no allocation per decision. Readers never block writers; they retry while an entry is being
+ * written (a few stores). Two writers of the same entry wait for each other (spinning for those few
+ * stores); an update is never lost.
  *
  * <p>Prefix groups live in a fixed two-way set-associative table of {@link #GROUP_ENTRIES} counts:
  * a new group takes the empty or the smaller (decayed) of its set's two entries, so a cold group
- * never displaces a hot one from its set, and an evicted group starts again at zero. It replaces a
- * Caffeine cache whose per-decision {@code compute} (write buffer, eviction policy, maintenance on
- * the caller) was the largest shared write of a routing decision.
+ * never displaces a hot one from its set, and an evicted group starts again at zero. Memory is
+ * fixed: 64 bytes per set of two groups (2 MB), 64 bytes per slot.
  */
 final class RouteShares {
-  private record Count(double value, long seq) {}
-
-  private record Group(long prefix, double value, long seq) {}
-
-  /** Prefix-group counts kept (two per set); memory is fixed at 4 bytes per entry + live groups. */
+  /** Prefix-group counts kept (two per set). */
   static final int GROUP_ENTRIES = 65_536;
+
+  private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
+
+  /**
+   * Longs per group set: version, then (prefix, value bits, sequence) for each of the two entries;
+   * padded to one cache line. Prefix 0 marks an empty entry (0 is never recorded).
+   */
+  private static final int SET_STRIDE = 8;
+
+  /** Longs per slot: version, value bits, sequence; padded so that slots do not share a line. */
+  private static final int SLOT_STRIDE = 8;
+
+  /** A slot version that marks a table copied into a larger one: writers move on to that one. */
+  private static final long MOVED = -1;
 
   private final double decayPerRoute;
   private final AtomicLong seq = new AtomicLong();
 
-  private final AtomicReferenceArray<Group> groups = new AtomicReferenceArray<>(GROUP_ENTRIES);
+  private final long[] groups = new long[GROUP_ENTRIES / 2 * SET_STRIDE];
 
-  private volatile AtomicReferenceArray<Count> counts = new AtomicReferenceArray<>(64);
+  /** Per slot: version, value bits, sequence ({@link #SLOT_STRIDE} longs each). */
+  private volatile long[] counts = emptyCounts(64);
+
   private final Object growLock = new Object();
 
   RouteShares(int halfLifeRoutes) {
@@ -45,6 +59,14 @@ final class RouteShares {
   private static final int DECAY_TABLE = 4096;
 
   private final double[] decayByAge = new double[DECAY_TABLE];
+
+  private static long[] emptyCounts(int slots) {
+    long[] a = new long[slots * SLOT_STRIDE];
+    for (int i = 0; i < slots; i++) {
+      a[i * SLOT_STRIDE + 2] = Long.MIN_VALUE; // never counted: the first record sets its sequence
+    }
+    return a;
+  }
 
   /** Records a decision for {@code slot} and, when {@code prefix != 0}, for that prefix group. */
   void record(int slot, long prefix) {
@@ -65,55 +87,119 @@ final class RouteShares {
     if (prefix != 0) {
       recordGroup(prefix, now);
     }
-    AtomicReferenceArray<Count> cs = array(slot);
     while (true) {
-      Count c = cs.get(slot);
-      double v = c == null ? 0 : decayed(c.value, c.seq, now);
-      if (cs.compareAndSet(slot, c, new Count(v + 1, c == null ? now : Math.max(now, c.seq)))) {
-        return;
+      long[] cs = array(slot);
+      int at = slot * SLOT_STRIDE;
+      long v = lock(cs, at);
+      if (v == MOVED) {
+        continue; // copied into a larger table meanwhile: write there
       }
+      double value = Double.longBitsToDouble(cs[at + 1]);
+      long last = cs[at + 2];
+      double d = decayed(value, last, now); // 0 when never counted
+      cs[at + 1] = Double.doubleToRawLongBits(d + 1);
+      cs[at + 2] = Math.max(now, last);
+      unlock(cs, at, v);
+      return;
     }
   }
 
   private void recordGroup(long prefix, long now) {
-    int a = setOf(prefix);
-    while (true) {
-      Group g0 = groups.get(a);
-      Group g1 = groups.get(a + 1);
+    long[] g = groups;
+    int set = setOf(prefix) / 2 * SET_STRIDE;
+    long v = lock(g, set);
+    try {
+      long p0 = g[set + 1];
+      long p1 = g[set + 4];
       int at;
-      Group old;
-      double v;
+      double value;
       long kept = now;
-      if (g0 != null && g0.prefix == prefix) {
-        at = a;
-        old = g0;
-        v = decayed(g0.value, g0.seq, now);
-        kept = Math.max(now, g0.seq);
-      } else if (g1 != null && g1.prefix == prefix) {
-        at = a + 1;
-        old = g1;
-        v = decayed(g1.value, g1.seq, now);
-        kept = Math.max(now, g1.seq);
+      if (p0 == prefix) {
+        at = set + 1;
+        value = decayed(Double.longBitsToDouble(g[at + 1]), g[at + 2], now);
+        kept = Math.max(now, g[at + 2]);
+      } else if (p1 == prefix) {
+        at = set + 4;
+        value = decayed(Double.longBitsToDouble(g[at + 1]), g[at + 2], now);
+        kept = Math.max(now, g[at + 2]);
       } else {
-        // a new group takes the empty entry, else the colder one (the order of two decayed counts
-        // does not depend on when it is read, so racing writers pick the same entry)
+        // a new group takes the empty entry, else the colder one
         boolean second =
-            g0 != null
-                && (g1 == null || decayed(g1.value, g1.seq, now) < decayed(g0.value, g0.seq, now));
-        at = second ? a + 1 : a;
-        old = second ? g1 : g0;
-        v = 0;
+            p0 != 0
+                && (p1 == 0
+                    || decayed(Double.longBitsToDouble(g[set + 5]), g[set + 6], now)
+                        < decayed(Double.longBitsToDouble(g[set + 2]), g[set + 3], now));
+        at = second ? set + 4 : set + 1;
+        value = 0;
       }
-      if (groups.compareAndSet(at, old, new Group(prefix, v + 1, kept))) {
-        return;
+      g[at] = prefix;
+      g[at + 1] = Double.doubleToRawLongBits(value + 1);
+      g[at + 2] = kept;
+    } finally {
+      unlock(g, set, v);
+    }
+  }
+
+  /**
+   * Takes the sequence lock of the entry whose version is at {@code a[at]}: its even version, now
+   * odd in the array; or {@link #MOVED} (nothing taken) when the table was replaced.
+   */
+  private static long lock(long[] a, int at) {
+    for (int spins = 0; ; spins++) {
+      long v = (long) LONGS.getVolatile(a, at);
+      if (v == MOVED) {
+        return MOVED;
+      }
+      if ((v & 1) == 0 && LONGS.compareAndSet(a, at, v, v + 1)) {
+        return v;
+      }
+      if (spins < 64) {
+        Thread.onSpinWait();
+      } else {
+        Thread.yield(); // the holder was descheduled mid-write
       }
     }
+  }
+
+  private static void unlock(long[] a, int at, long v) {
+    LONGS.setRelease(a, at, v + 2);
+  }
+
+  /** The entry's version once it is stable (even, or {@link #MOVED}), for an optimistic read. */
+  private static long stable(long[] a, int at) {
+    while (true) {
+      long v = (long) LONGS.getAcquire(a, at);
+      if ((v & 1) == 0 || v == MOVED) {
+        return v;
+      }
+      Thread.onSpinWait();
+    }
+  }
+
+  /** Whether the entry read after {@link #stable} returned {@code v} is unchanged. */
+  private static boolean validate(long[] a, int at, long v) {
+    VarHandle.acquireFence(); // the reads of the entry happen before the version is read again
+    return (long) LONGS.getOpaque(a, at) == v;
   }
 
   /** First entry of {@code prefix}'s set (a Fibonacci hash, so sequential keys spread). */
   static int setOf(long prefix) {
     long h = prefix * 0x9E3779B97F4A7C15L;
     return (int) (h >>> (64 - Integer.numberOfTrailingZeros(GROUP_ENTRIES / 2))) << 1;
+  }
+
+  /** A slot's decayed count at {@code now}, read consistently (0 if never counted). */
+  private double slotCount(long[] cs, int slot, long now) {
+    int at = slot * SLOT_STRIDE;
+    while (true) {
+      long v = stable(cs, at);
+      double value = Double.longBitsToDouble((long) LONGS.getOpaque(cs, at + 1));
+      long last = (long) LONGS.getOpaque(cs, at + 2);
+      if (v == MOVED || validate(cs, at, v)) {
+        // a moved table's entries are frozen at their last values, which the copy holds too
+        return decayed(value, last, now);
+      }
+    }
   }
 
   /**
@@ -124,13 +210,13 @@ final class RouteShares {
   boolean relativeShares(ScoringContext ctx, double[] out) {
     int n = ctx.size();
     long now = seq.get();
-    AtomicReferenceArray<Count> cs = counts;
+    long[] cs = counts;
+    int slots = cs.length / SLOT_STRIDE;
     double total = 0;
     double weights = 0;
     for (int i = 0; i < n; i++) {
       int slot = ctx.slot(i);
-      Count c = slot < cs.length() ? cs.get(slot) : null;
-      out[i] = c == null ? 0 : decayed(c.value, c.seq, now);
+      out[i] = slot < slots ? slotCount(cs, slot, now) : 0;
       total += out[i];
       weights += ctx.backend(i).weight();
     }
@@ -155,55 +241,60 @@ final class RouteShares {
       return 1.0;
     }
     long now = seq.get();
-    Group g = group(prefix);
-    if (g == null) {
+    double group = groupCount(prefix, now);
+    if (Double.isNaN(group)) {
       return 0.0;
     }
-    AtomicReferenceArray<Count> cs = counts;
+    long[] cs = counts;
     double all = 0;
-    for (int i = 0; i < cs.length(); i++) {
-      Count c = cs.get(i);
-      if (c != null) {
-        all += decayed(c.value, c.seq, now);
-      }
+    for (int slot = 0, slots = cs.length / SLOT_STRIDE; slot < slots; slot++) {
+      all += slotCount(cs, slot, now);
     }
-    return all <= 0 ? 0.0 : decayed(g.value, g.seq, now) * n / all;
+    return all <= 0 ? 0.0 : group * n / all;
   }
 
   /** Groups currently counted (for tests; walks the table). */
   int groupCount() {
     int n = 0;
-    for (int i = 0; i < GROUP_ENTRIES; i++) {
-      if (groups.get(i) != null) {
-        n++;
-      }
+    for (int set = 0; set < groups.length; set += SET_STRIDE) {
+      long v = lock(groups, set);
+      n += (groups[set + 1] != 0 ? 1 : 0) + (groups[set + 4] != 0 ? 1 : 0);
+      unlock(groups, set, v);
     }
     return n;
   }
 
-  /** {@code prefix}'s count if its set holds one, else null. */
-  private @Nullable Group group(long prefix) {
-    int a = setOf(prefix);
-    for (int i = a; i < a + 2; i++) {
-      Group g = groups.get(i);
-      if (g != null && g.prefix == prefix) {
-        return g;
+  /** {@code prefix}'s decayed count at {@code now} if its set holds it, else NaN. */
+  private double groupCount(long prefix, long now) {
+    long[] g = groups;
+    int set = setOf(prefix) / 2 * SET_STRIDE;
+    while (true) {
+      long v = stable(g, set);
+      double found = Double.NaN;
+      for (int at = set + 1; at < set + 7; at += 3) {
+        if ((long) LONGS.getOpaque(g, at) == prefix) {
+          double value = Double.longBitsToDouble((long) LONGS.getOpaque(g, at + 1));
+          long last = (long) LONGS.getOpaque(g, at + 2);
+          found = decayed(value, last, now);
+          break;
+        }
+      }
+      if (validate(g, set, v)) {
+        return found;
       }
     }
-    return null;
   }
 
   /** A group's decayed count now, 0 if not counted (for tests). */
   double groupDecisions(long prefix) {
-    Group g = group(prefix);
-    return g == null ? 0 : decayed(g.value, g.seq, seq.get());
+    double c = groupCount(prefix, seq.get());
+    return Double.isNaN(c) ? 0 : c;
   }
 
   /** A slot's decayed count now (for tests). */
   double slotDecisions(int slot) {
-    AtomicReferenceArray<Count> cs = counts;
-    Count c = slot < cs.length() ? cs.get(slot) : null;
-    return c == null ? 0 : decayed(c.value, c.seq, seq.get());
+    long[] cs = counts;
+    return slot < cs.length / SLOT_STRIDE ? slotCount(cs, slot, seq.get()) : 0;
   }
 
   /** Per slot: decision sequence of its last paced replica, plus the interval (0 = never). */
@@ -222,9 +313,20 @@ final class RouteShares {
   }
 
   void forget(int slot) {
-    AtomicReferenceArray<Count> cs = counts;
-    if (slot < cs.length()) {
-      cs.set(slot, null);
+    while (true) {
+      long[] cs = counts;
+      if (slot >= cs.length / SLOT_STRIDE) {
+        break;
+      }
+      int at = slot * SLOT_STRIDE;
+      long v = lock(cs, at);
+      if (v == MOVED) {
+        continue;
+      }
+      cs[at + 1] = 0; // the bits of 0.0
+      cs[at + 2] = Long.MIN_VALUE;
+      unlock(cs, at, v);
+      break;
     }
     AtomicLongArray r = lastReplica;
     if (slot < r.length()) {
@@ -232,6 +334,7 @@ final class RouteShares {
     }
   }
 
+  /** {@code value} decayed from decision {@code at} to {@code now}; as is when not older. */
   private double decayed(double value, long at, long now) {
     long age = now - at;
     if (age <= 0) {
@@ -240,25 +343,35 @@ final class RouteShares {
     return value * (age < DECAY_TABLE ? decayByAge[(int) age] : Math.pow(decayPerRoute, age));
   }
 
-  private AtomicReferenceArray<Count> array(int slot) {
-    AtomicReferenceArray<Count> cs = counts;
-    if (slot < cs.length()) {
+  /** The counts table, grown first if it has no entry for {@code slot}. */
+  private long[] array(int slot) {
+    long[] cs = counts;
+    if (slot < cs.length / SLOT_STRIDE) {
       return cs;
     }
     synchronized (growLock) {
       cs = counts;
-      if (slot >= cs.length()) {
-        AtomicReferenceArray<Count> bigger =
-            new AtomicReferenceArray<>(Math.max(slot + 1, cs.length() * 2));
-        for (int i = 0; i < cs.length(); i++) {
-          bigger.set(i, cs.get(i));
+      int slots = cs.length / SLOT_STRIDE;
+      if (slot >= slots) {
+        long[] bigger = emptyCounts(Math.max(slot + 1, slots * 2));
+        // hold every entry of the old table while copying (writers wait), then publish the new
+        // table and mark the old entries moved, which sends waiting writers to the new one
+        long[] held = new long[slots];
+        for (int i = 0; i < slots; i++) {
+          int at = i * SLOT_STRIDE;
+          held[i] = lock(cs, at);
+          bigger[at + 1] = cs[at + 1];
+          bigger[at + 2] = cs[at + 2];
         }
-        AtomicLongArray replicas = new AtomicLongArray(bigger.length());
+        AtomicLongArray replicas = new AtomicLongArray(bigger.length / SLOT_STRIDE);
         for (int i = 0; i < lastReplica.length(); i++) {
           replicas.set(i, lastReplica.get(i));
         }
         lastReplica = replicas; // published before the counts: whoever sees the new counts sees it
         counts = bigger;
+        for (int i = 0; i < slots; i++) {
+          LONGS.setRelease(cs, i * SLOT_STRIDE, MOVED);
+        }
         cs = bigger;
       }
       return cs;

@@ -24,6 +24,12 @@ final class TieBandRule implements RankRule {
     return NAME;
   }
 
+  /** Per thread: the band's size in this decision and the tied candidates' load per weight. */
+  private static final class State {
+    int tied;
+    double[] load = new double[16];
+  }
+
   @Override
   public @Nullable String apply(Candidates c) {
     int n = c.size();
@@ -33,33 +39,36 @@ final class TieBandRule implements RankRule {
     while (tied < n && c.cost(order[tied]) <= limit) {
       tied++;
     }
+    State s = c.state(this, State::new);
     if (tied > 1) {
-      // stable insertion sort of the band by open leases per weight (rotation order kept on ties)
+      // open leases per weight, read once per tied candidate
       var ctx = c.ctx();
+      double[] load = s.load = c.fit(s.load);
+      for (int a = 0; a < tied; a++) {
+        int x = order[a];
+        load[x] = ctx.inFlight(x) / ctx.backend(x).weight();
+      }
+      // stable insertion sort of the band by that load (rotation order kept on ties)
       for (int a = 1; a < tied; a++) {
         int x = order[a];
-        double lx = ctx.inFlight(x) / ctx.backend(x).weight();
+        double lx = load[x];
         int j = a - 1;
-        while (j >= 0 && ctx.inFlight(order[j]) / ctx.backend(order[j]).weight() > lx) {
+        while (j >= 0 && load[order[j]] > lx) {
           order[j + 1] = order[j];
           j--;
         }
         order[j + 1] = x;
       }
     }
-    c.state(this, TieBandRule::tiedHolder)[0] = tied;
+    s.tied = tied;
     return null;
   }
 
   @Override
   public @Nullable String defaultReason(Candidates c) {
-    int[] s = (int[]) c.state(this);
-    int tied = s == null ? 0 : s[0];
+    State s = (State) c.state(this);
+    int tied = s == null ? 0 : s.tied;
     return tied <= 1 ? "est-ttft" : tied < BAND_REASONS.length ? BAND_REASONS[tied] : band(tied);
-  }
-
-  private static int[] tiedHolder() {
-    return new int[1];
   }
 
   private static String band(int tied) {

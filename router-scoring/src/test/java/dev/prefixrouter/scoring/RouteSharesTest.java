@@ -132,4 +132,41 @@ class RouteSharesTest {
     assertThat(shares.slotDecisions(0) + shares.slotDecisions(1))
         .isGreaterThan(4 * perThread - 0.5);
   }
+
+  @Test
+  @Timeout(30)
+  void countsStayExactWhileTheSlotTableGrows() throws InterruptedException {
+    RouteShares shares = new RouteShares(100);
+    int perThread = 20_000;
+    CountDownLatch start = new CountDownLatch(1);
+    Thread[] threads = new Thread[3];
+    for (int t = 0; t < threads.length; t++) {
+      int me = t;
+      threads[t] =
+          new Thread(
+              () -> {
+                try {
+                  start.await();
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                  return;
+                }
+                for (int i = 0; i < perThread; i++) {
+                  if (me < 2) {
+                    shares.record(0, 42, 1); // one decision number: no decay, exact counts
+                  } else if (i % 100 == 0) {
+                    shares.record(64 + i / 100, 0, 1); // grows the table under the writers
+                  }
+                }
+              });
+      threads[t].start();
+    }
+    start.countDown();
+    for (Thread t : threads) {
+      t.join();
+    }
+    assertThat(shares.slotDecisions(0)).isEqualTo(2.0 * perThread);
+    assertThat(shares.groupDecisions(42)).isEqualTo(2.0 * perThread);
+    assertThat(shares.slotDecisions(64 + 199)).isEqualTo(1.0);
+  }
 }
