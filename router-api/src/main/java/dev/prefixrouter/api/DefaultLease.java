@@ -36,59 +36,50 @@ final class DefaultLease implements Lease {
     }
   }
 
+  // what the decision itself says (request, prompt and matched tokens, cost, attempt number) is
+  // read from its Routed: a lease is allocated per route, and copies would only make it larger
   private final RoutePipeline pipeline;
-  private final RoutePipeline.Attempt attempt;
   private final BackendEntry entry;
   private final List<BackendEntry> excluded;
-  private final int attemptNo;
-  private final int matchedTokens;
-  private final int uncachedTokens;
   private final long startNanos;
   private final long queuedBefore;
   private final int decodesBefore;
-  private final double estimatedCost;
-  // plain fields behind VarHandles: a lease is allocated per route, two atomics would double it
+  // plain fields behind VarHandles: two atomics would double the lease
   private volatile int state = OPEN;
   private volatile boolean failoverTaken;
   private @Nullable Routed routed;
 
   DefaultLease(
       RoutePipeline pipeline,
-      RoutePipeline.Attempt attempt,
       BackendEntry entry,
       List<BackendEntry> excluded,
-      int attemptNo,
-      int matchedTokens,
-      int uncachedTokens,
       long startNanos,
       long queuedBefore,
-      int decodesBefore,
-      double estimatedCost) {
+      int decodesBefore) {
     this.pipeline = pipeline;
-    this.attempt = attempt;
     this.entry = entry;
     this.excluded = excluded;
-    this.attemptNo = attemptNo;
-    this.matchedTokens = matchedTokens;
-    this.uncachedTokens = uncachedTokens;
     this.startNanos = startNanos;
     this.queuedBefore = queuedBefore;
     this.decodesBefore = decodesBefore;
-    this.estimatedCost = estimatedCost;
   }
 
-  /** Binds the decision this lease belongs to; returns it. */
+  /** Binds the decision this lease belongs to (before the lease is used); returns it. */
   Routed open(Routed routed) {
     this.routed = routed;
     return routed;
   }
 
-  RoutePipeline.Attempt attempt() {
-    return attempt;
+  /** The tokens the decision reserved against its tenant's bucket. */
+  long reservedTokens() {
+    Routed r = routed();
+    return RoutePipeline.reservedTokens(r.request(), r.promptTokens());
   }
 
-  int attemptNo() {
-    return attemptNo;
+  /** Uncached prompt tokens of the decision: its pending prefill on the backend until then. */
+  private int uncachedTokens() {
+    Routed r = routed();
+    return r.promptTokens() - r.matchedTokens();
   }
 
   /** The backends a failover of this lease must avoid: the ones before and this one. */
@@ -99,7 +90,8 @@ final class DefaultLease implements Lease {
     return next;
   }
 
-  private Routed routed() {
+  /** The decision (bound by {@link #open} before the lease is handed out). */
+  Routed routed() {
     return Objects.requireNonNull(routed, "routed");
   }
 
@@ -113,7 +105,8 @@ final class DefaultLease implements Lease {
       return;
     }
     long now = pipeline.ticker().getAsLong();
-    entry.addPendingPrefillTokens(-uncachedTokens);
+    Routed r = routed();
+    entry.addPendingPrefillTokens(-uncachedTokens());
     long ttft = Math.max(0, now - startNanos);
     if (entry.claim()) {
       try {
@@ -124,16 +117,15 @@ final class DefaultLease implements Lease {
                 new FirstTokenObservation(
                     entry.slot,
                     ttft,
-                    attempt.promptTokens(),
-                    matchedTokens,
+                    r.promptTokens(),
+                    r.matchedTokens(),
                     queuedBefore,
                     decodesBefore,
-                    estimatedCost));
+                    r.cost()));
       } finally {
         entry.release();
       }
     }
-    Routed r = routed();
     Listeners listeners = pipeline.listeners();
     if (listeners.any()) {
       listeners.notify(l -> l.onFirstToken(r, ttft));
@@ -147,14 +139,18 @@ final class DefaultLease implements Lease {
     if (s < 0) {
       return;
     }
+    Routed r = routed();
+    long delta = usage.totalTokens() - reservedTokens();
+    Listeners listeners = pipeline.listeners();
+    if (delta == 0 && s != OPEN && !listeners.any()) {
+      return; // nothing to true up, no health feedback, no one told: the clock is not read
+    }
     long now = pipeline.ticker().getAsLong();
-    settle(usage.totalTokens(), now);
+    settle(delta, now);
     if (s == OPEN) {
       feedHealth(now, null);
     }
-    Routed r = routed();
     long duration = Math.max(0, now - startNanos);
-    Listeners listeners = pipeline.listeners();
     if (listeners.any()) {
       listeners.notify(l -> l.onCompleted(r, usage, duration));
     }
@@ -170,7 +166,7 @@ final class DefaultLease implements Lease {
     long now = pipeline.ticker().getAsLong();
     // Before the first token the backend did no useful work: refund the whole reservation.
     // After it, the prompt was processed: charge it, refund the unknown output reservation.
-    settle(s == OPEN ? 0 : attempt.promptTokens(), now);
+    settle((s == OPEN ? 0 : routed().promptTokens()) - reservedTokens(), now);
     if (failure.countsAgainstBackend()) {
       feedHealth(now, failure);
     }
@@ -200,13 +196,13 @@ final class DefaultLease implements Lease {
       }
       if (STATE.compareAndSet(this, s, s == OPEN ? ifOpen : ifStreaming)) {
         if (s == OPEN) {
-          entry.addPendingPrefillTokens(-uncachedTokens);
+          entry.addPendingPrefillTokens(-uncachedTokens());
         } else {
           entry.addRunningDecodes(-1);
         }
         entry.addInFlight(-1);
-        entry.addActiveTokens(-attempt.reservedTokens());
-        if (entry.claim()) {
+        entry.addActiveTokens(-reservedTokens());
+        if (pipeline.scorerWantsEnded() && entry.claim()) {
           try {
             pipeline.scorer().onEnded(entry.slot);
           } finally {
@@ -223,7 +219,7 @@ final class DefaultLease implements Lease {
     if (state != FAILED_BEFORE_FIRST_TOKEN || !FAILOVER_TAKEN.compareAndSet(this, false, true)) {
       return pipeline.reject(
           new Rejected(
-              attempt.request(),
+              routed().request(),
               RejectReason.NOT_RETRYABLE,
               Duration.ZERO,
               "failover needs a lease that failed before its first token and was not failed over"
@@ -241,13 +237,12 @@ final class DefaultLease implements Lease {
   }
 
   /**
-   * The tenant's true-up as the lease ends: it is charged {@code usedTokens} in all against its
-   * reservation (nothing to write when the reservation was exact).
+   * The tenant's true-up as the lease ends: {@code delta} tokens used beyond its reservation
+   * (negative: a refund; nothing to write when the reservation was exact).
    */
-  private void settle(long usedTokens, long now) {
-    long delta = usedTokens - attempt.reservedTokens();
+  private void settle(long delta, long now) {
     if (delta != 0) {
-      pipeline.limiter().adjust(attempt.request().tenant(), delta, now);
+      pipeline.limiter().adjust(routed().request().tenant(), delta, now);
     }
   }
 

@@ -55,6 +55,7 @@ final class RoutePipeline {
   private final IsolationSeeds seeds;
   private final int maxFallbacks;
   private final int retryBudget;
+  private final boolean scorerWantsEnded;
   private final LongAdder failovers = new LongAdder();
   private final EnumMap<RejectReason, LongAdder> rejected = new EnumMap<>(RejectReason.class);
 
@@ -72,46 +73,58 @@ final class RoutePipeline {
     this.seeds = new IsolationSeeds(hasher, b.prefixIsolation);
     this.maxFallbacks = b.maxFallbacks;
     this.retryBudget = b.retryBudget;
+    this.scorerWantsEnded = overrides(scorer, "onEnded", int.class);
     for (RejectReason r : RejectReason.values()) {
       rejected.put(r, new LongAdder());
     }
   }
 
-  /** What a request carries between its first route and its failovers. */
-  record Attempt(RouteRequest request, String model, int promptTokens, long reservedTokens) {}
-
   // ---------------------------------------------------------------- entry points
+
+  /**
+   * The tokens a request reserves against its tenant's bucket: the prompt plus the output it may
+   * produce.
+   */
+  static long reservedTokens(RouteRequest request, int promptTokens) {
+    return (long) promptTokens + request.maxOutputTokens();
+  }
 
   RouteDecision route(RouteRequest request) {
     validate(request);
     long now = ticker.getAsLong();
     String model = models.resolve(request);
     int promptTokens = request.prompt().estimatedTokens();
-    Attempt attempt =
-        new Attempt(request, model, promptTokens, (long) promptTokens + request.maxOutputTokens());
-    Rejected denied = admit(attempt, now);
+    long reserved = reservedTokens(request, promptTokens);
+    Rejected denied = admit(request, reserved, now);
     if (denied != null) {
       return reject(denied);
     }
-    return placeCharged(attempt, List.of(), 0, now);
+    return placeCharged(request, model, promptTokens, List.of(), 0, now);
   }
 
-  /** A failover of {@code lease}, which failed before its first token (the caller checked). */
+  /**
+   * A failover of {@code lease}, which failed before its first token (the caller checked): the same
+   * request, resolved model and prompt size as the lease's decision, its backend excluded.
+   */
   RouteDecision failover(DefaultLease lease) {
-    Attempt attempt = lease.attempt();
-    if (lease.attemptNo() + 1 > retryBudget) {
+    Routed previous = lease.routed();
+    RouteRequest request = previous.request();
+    int attemptNo = previous.attempt() + 1;
+    if (attemptNo > retryBudget) {
       return reject(
           new Rejected(
-              attempt.request(),
+              request,
               RejectReason.RETRY_BUDGET_EXHAUSTED,
               Duration.ZERO,
               "retry budget of " + retryBudget + " failovers used up",
               null));
     }
     long now = ticker.getAsLong();
-    limiter.adjust(attempt.request().tenant(), attempt.reservedTokens(), now); // re-charge
+    limiter.adjust(request.tenant(), lease.reservedTokens(), now); // re-charge
     List<BackendEntry> excluded = lease.excludedWithOwnBackend();
-    RouteDecision d = placeCharged(attempt, excluded, lease.attemptNo() + 1, now);
+    RouteDecision d =
+        placeCharged(
+            request, previous.resolvedModel(), previous.promptTokens(), excluded, attemptNo, now);
     if (d instanceof Routed) {
       failovers.increment();
     }
@@ -126,14 +139,14 @@ final class RoutePipeline {
   }
 
   /** Admit: charges the tenant the prompt plus the reserved output; null when granted. */
-  private @Nullable Rejected admit(Attempt a, long now) {
-    Admission admission = limiter.tryAcquire(a.request().tenant(), a.reservedTokens(), now);
+  private @Nullable Rejected admit(RouteRequest request, long reserved, long now) {
+    Admission admission = limiter.tryAcquire(request.tenant(), reserved, now);
     if (admission.granted()) {
       return null;
     }
     boolean tooLarge = admission.outcome() == Admission.Outcome.TOO_LARGE;
     return new Rejected(
-        a.request(),
+        request,
         tooLarge ? RejectReason.REQUEST_TOO_LARGE : RejectReason.RATE_LIMITED,
         tooLarge ? Duration.ZERO : Duration.ofNanos(admission.retryAfterNanos()),
         admission.message(),
@@ -145,23 +158,28 @@ final class RoutePipeline {
    * scorer's, or a listener's {@link Error}) gives the reservation back before it propagates.
    */
   private RouteDecision placeCharged(
-      Attempt attempt, List<BackendEntry> excluded, int attemptNo, long now) {
+      RouteRequest request,
+      String model,
+      int promptTokens,
+      List<BackendEntry> excluded,
+      int attemptNo,
+      long now) {
     RouteDecision d;
     try {
-      d = place(attempt, excluded, attemptNo, now);
+      d = place(request, model, promptTokens, excluded, attemptNo, now);
     } catch (Throwable t) {
-      refund(attempt, now);
+      refund(request, promptTokens, now);
       throw t;
     }
     if (d instanceof Rejected r) {
-      refund(attempt, now);
+      refund(request, promptTokens, now);
       return reject(r);
     }
     return d; // counted by the entry it was placed on (countPlacement)
   }
 
-  private void refund(Attempt attempt, long now) {
-    limiter.adjust(attempt.request().tenant(), -attempt.reservedTokens(), now);
+  private void refund(RouteRequest request, int promptTokens, long now) {
+    limiter.adjust(request.tenant(), -reservedTokens(request, promptTokens), now);
   }
 
   /** Counts, logs and announces a rejection. */
@@ -185,15 +203,20 @@ final class RoutePipeline {
    * {@link Error} abandons the new lease (its counts undone) before it propagates.
    */
   private RouteDecision place(
-      Attempt attempt, List<BackendEntry> excluded, int attemptNo, long now) {
+      RouteRequest request,
+      String model,
+      int promptTokens,
+      List<BackendEntry> excluded,
+      int attemptNo,
+      long now) {
     Scratch scratch = Scratch.SCRATCH.get();
     RouteDecision d;
     if (scratch.busy) { // a reentrant route (from a listener or scorer) on this thread
-      d = decide(attempt, excluded, attemptNo, now, new Scratch());
+      d = decide(request, model, promptTokens, excluded, attemptNo, now, new Scratch());
     } else {
       scratch.busy = true;
       try {
-        d = decide(attempt, excluded, attemptNo, now, scratch);
+        d = decide(request, model, promptTokens, excluded, attemptNo, now, scratch);
       } finally {
         scratch.candidates.clear();
         scratch.decisionKeys = scratch.keys;
@@ -228,29 +251,35 @@ final class RoutePipeline {
 
   /** Eligible → hash → match → score → SLO admission → record. Does not touch the limiter. */
   private RouteDecision decide(
-      Attempt attempt, List<BackendEntry> excluded, int attemptNo, long now, Scratch scratch) {
+      RouteRequest request,
+      String model,
+      int promptTokens,
+      List<BackendEntry> excluded,
+      int attemptNo,
+      long now,
+      Scratch scratch) {
     Candidates c =
         scratch.candidates.reset(
-            attempt.request(),
-            attempt.model(),
-            attempt.promptTokens(),
+            request,
+            model,
+            promptTokens,
             hasher.tokensPerBlock(),
             now,
             membership.entries().length,
             index);
-    Rejected none = eligible(attempt, excluded, now, c);
+    Rejected none = eligible(request, model, excluded, now, c);
     if (none != null) {
       return none;
     }
-    int keyCount = hash(attempt.request(), scratch);
+    int keyCount = hash(request, scratch);
     long[] keys = scratch.decisionKeys;
     match(keys, keyCount, c);
     int[] order = score(c);
-    Rejected shed = sloAdmission(attempt.request(), c, order[0]);
+    Rejected shed = sloAdmission(request, c, order[0]);
     if (shed != null) {
       return shed;
     }
-    return record(attempt, excluded, attemptNo, now, c, order, keys, keyCount);
+    return record(request, model, promptTokens, excluded, attemptNo, now, c, order, keys, keyCount);
   }
 
   /**
@@ -258,13 +287,12 @@ final class RoutePipeline {
    * left, the rejection names the filter that removed the last ones (the furthest in filter order).
    */
   private @Nullable Rejected eligible(
-      Attempt attempt, List<BackendEntry> excluded, long now, Candidates c) {
-    RouteRequest request = attempt.request();
+      RouteRequest request, String model, List<BackendEntry> excluded, long now, Candidates c) {
     EligibilityFilter furthest = null;
     for (BackendEntry e : membership.entries()) {
       EligibilityFilter failed = null;
       for (EligibilityFilter f : BEFORE_SCORING) {
-        if (f.rejects(e, attempt.model(), request, excluded, health, now)) {
+        if (f.rejects(e, model, request, excluded, health, now)) {
           failed = f;
           break;
         }
@@ -280,11 +308,7 @@ final class RoutePipeline {
     }
     EligibilityFilter filter = furthest == null ? EligibilityFilter.MODEL : furthest;
     return new Rejected(
-        request,
-        RejectReason.NO_ELIGIBLE_BACKEND,
-        Duration.ZERO,
-        filter.message(attempt.model()),
-        filter);
+        request, RejectReason.NO_ELIGIBLE_BACKEND, Duration.ZERO, filter.message(model), filter);
   }
 
   /**
@@ -369,7 +393,9 @@ final class RoutePipeline {
    * predicted blocks and opens the lease.
    */
   private RouteDecision record(
-      Attempt attempt,
+      RouteRequest request,
+      String model,
+      int promptTokens,
       List<BackendEntry> excluded,
       int attemptNo,
       long now,
@@ -390,37 +416,25 @@ final class RoutePipeline {
           continue;
         }
         int matchedTokens = c.matchedTokens(cand);
-        int uncached = attempt.promptTokens() - matchedTokens;
+        int uncached = promptTokens - matchedTokens;
         e.addInFlight(1);
         long queuedBefore = e.addPendingPrefillTokens(uncached);
-        e.addActiveTokens(attempt.reservedTokens());
+        e.addActiveTokens(reservedTokens(request, promptTokens));
         int decodesBefore = e.runningDecodes();
-        e.countPlacement(attempt.promptTokens(), matchedTokens, attemptNo == 0);
+        e.countPlacement(promptTokens, matchedTokens, attemptNo == 0);
         if (keyCount > 0) {
           index.recordRouted(keys, keyCount, e.slot, now);
         }
         scorer.onRouted(c, cand);
-        DefaultLease lease =
-            new DefaultLease(
-                this,
-                attempt,
-                e,
-                excluded,
-                attemptNo,
-                matchedTokens,
-                uncached,
-                now,
-                queuedBefore,
-                decodesBefore,
-                c.cost(cand));
+        DefaultLease lease = new DefaultLease(this, e, excluded, now, queuedBefore, decodesBefore);
         Routed routed =
             lease.open(
                 new Routed(
-                    attempt.request(),
+                    request,
                     e.backend,
-                    attempt.model(),
+                    model,
                     fallbacks(c, order, rank),
-                    attempt.promptTokens(),
+                    promptTokens,
                     matchedTokens,
                     c.cost(cand),
                     c.reason != null ? c.reason : scorer.name(),
@@ -435,10 +449,10 @@ final class RoutePipeline {
       }
     }
     return new Rejected(
-        attempt.request(),
+        request,
         RejectReason.NO_ELIGIBLE_BACKEND,
         Duration.ZERO,
-        emptiedBy.message(attempt.model()),
+        emptiedBy.message(model),
         emptiedBy);
   }
 
@@ -467,11 +481,22 @@ final class RoutePipeline {
     if (n <= 0) {
       return List.of();
     }
+    int first = rank + 1;
+    if (n <= FallbackIds.INLINE) {
+      return FallbackIds.of(
+          id(c, order, first),
+          n > 1 ? id(c, order, first + 1) : null,
+          n > 2 ? id(c, order, first + 2) : null);
+    }
     String[] ids = new String[n];
     for (int k = 0; k < n; k++) {
-      ids[k] = c.entries[order[rank + 1 + k]].backend.id();
+      ids[k] = id(c, order, first + k);
     }
-    return new FallbackIds(ids);
+    return FallbackIds.of(ids);
+  }
+
+  private static String id(Candidates c, int[] order, int rank) {
+    return c.entries[order[rank]].backend.id();
   }
 
   private static @Nullable String echo(@Nullable String s) {
@@ -490,6 +515,25 @@ final class RoutePipeline {
 
   Scorer scorer() {
     return scorer;
+  }
+
+  /**
+   * Whether the scorer overrides {@link Scorer#onEnded} (else a lease's end skips the call and the
+   * backend claim around it).
+   */
+  boolean scorerWantsEnded() {
+    return scorerWantsEnded;
+  }
+
+  /**
+   * Whether {@code o}'s class overrides the {@link Scorer} default {@code method} (or cannot tell).
+   */
+  private static boolean overrides(Object o, String method, Class<?>... params) {
+    try {
+      return o.getClass().getMethod(method, params).getDeclaringClass() != Scorer.class;
+    } catch (NoSuchMethodException | SecurityException e) {
+      return true;
+    }
   }
 
   HealthPolicy health() {

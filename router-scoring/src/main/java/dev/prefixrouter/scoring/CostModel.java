@@ -30,8 +30,8 @@ import dev.prefixrouter.api.spi.FirstTokenObservation;
  * 0/1, {@code signalT}).
  *
  * <p>Writers synchronize on the model; readers copy the {@link #published() published} values
- * without locking (a new fit overwrites them in place). Cost per observation: O(1) (a 4×4
- * update), no allocation.
+ * without locking (a new fit overwrites them in place). Cost per observation: O(1) (a 4×4 update),
+ * no allocation.
  */
 final class CostModel {
   private static final int N = 4;

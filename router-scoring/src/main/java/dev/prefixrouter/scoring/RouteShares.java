@@ -48,6 +48,12 @@ final class RouteShares {
 
   private final Object growLock = new Object();
 
+  /**
+   * One above the highest slot ever recorded: the fleet-wide sum in {@link #hotness} reads only
+   * these (the others hold 0 and add nothing).
+   */
+  private volatile int slotsUsed;
+
   RouteShares(int halfLifeRoutes) {
     this.decayPerRoute = Math.pow(0.5, 1.0 / halfLifeRoutes);
     for (int age = 0; age < DECAY_TABLE; age++) {
@@ -87,6 +93,9 @@ final class RouteShares {
     if (prefix != 0) {
       recordGroup(prefix, now);
     }
+    if (slot >= slotsUsed) {
+      raiseSlotsUsed(slot + 1);
+    }
     while (true) {
       long[] cs = array(slot);
       int at = slot * SLOT_STRIDE;
@@ -101,6 +110,14 @@ final class RouteShares {
       cs[at + 2] = Math.max(now, last);
       unlock(cs, at, v);
       return;
+    }
+  }
+
+  private void raiseSlotsUsed(int used) {
+    synchronized (growLock) {
+      if (used > slotsUsed) {
+        slotsUsed = used;
+      }
     }
   }
 
@@ -223,8 +240,14 @@ final class RouteShares {
     if (total < 100.0 * n) {
       return false;
     }
+    double lastWeight = Double.NaN;
+    double fair = 0;
     for (int i = 0; i < n; i++) {
-      double fair = total * ctx.backend(i).weight() / weights;
+      double w = ctx.backend(i).weight();
+      if (w != lastWeight) { // equal weights (the common fleet) share one fair share
+        fair = total * w / weights;
+        lastWeight = w;
+      }
       out[i] = out[i] / fair;
     }
     return true;
@@ -247,7 +270,7 @@ final class RouteShares {
     }
     long[] cs = counts;
     double all = 0;
-    for (int slot = 0, slots = cs.length / SLOT_STRIDE; slot < slots; slot++) {
+    for (int slot = 0, slots = Math.min(slotsUsed, cs.length / SLOT_STRIDE); slot < slots; slot++) {
       all += slotCount(cs, slot, now);
     }
     return all <= 0 ? 0.0 : group * n / all;

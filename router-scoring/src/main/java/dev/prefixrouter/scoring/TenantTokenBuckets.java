@@ -43,8 +43,9 @@ import org.jspecify.annotations.Nullable;
  * {@code maxTenants}) comes back with a full bucket, debt included: size the cache above the number
  * of active tenants. About 200 bytes per tenant.
  *
- * <p><b>Concurrency.</b> Lock-free: each bucket is an immutable state swapped by CAS; integer
- * arithmetic in nanoseconds. Thread-safe; {@code tryAcquire} costs one cache lookup and one CAS.
+ * <p><b>Concurrency.</b> Each bucket is three longs updated in place under its own short lock (see
+ * {@code TokenBucket}); integer arithmetic in nanoseconds. Thread-safe; {@code tryAcquire} costs
+ * one cache lookup and one lock acquisition per bucket, and allocates nothing for a known tenant.
  */
 public final class TenantTokenBuckets implements TenantLimiter {
 
@@ -135,7 +136,8 @@ public final class TenantTokenBuckets implements TenantLimiter {
   }
 
   private Tenant tenant(String name, long now) {
-    return tenants.get(name, t -> new Tenant(quotaOf(t), now));
+    Tenant t = tenants.getIfPresent(name); // a hit allocates no capturing lambda
+    return t != null ? t : tenants.get(name, k -> new Tenant(quotaOf(k), now));
   }
 
   @Override

@@ -1,84 +1,116 @@
 package dev.prefixrouter.scoring;
 
-import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.StampedLock;
 
 /**
- * A lock-free token bucket: immutable state swapped by CAS, integer arithmetic in nanoseconds.
+ * A token bucket: three longs updated in place under a {@link StampedLock} (writes hold it for a
+ * few arithmetic steps; read-only queries read optimistically), integer arithmetic in nanoseconds.
  * Refill is exact: the remainder of {@code elapsed × refill / period} is carried, so no fraction of
  * a token is ever lost or created. Tokens may go negative (debt) through {@link #adjust}; debt is
  * repaid only by refill at the bucket's rate, never forgiven by idle time. Debt saturates at {@link
  * #MAX_DEBT} tokens.
  *
- * <p>Cost: O(1) and no allocation beyond the new state; a product that exceeds 63 bits (a refill
- * after a very long idle time, a wait with a huge rate) is divided exactly in 128 bits ({@link
- * #divide}, a 64-step loop).
+ * <p>Cost: O(1) and no allocation; a product that exceeds 63 bits (a refill after a very long idle
+ * time, a wait with a huge rate) is divided exactly in 128 bits ({@link #divide}, a 64-step loop).
  */
 final class TokenBucket {
   /** Deepest debt held: 2^62 tokens (an adjust beyond it saturates). */
   static final long MAX_DEBT = 1L << 62;
 
-  /**
-   * Tokens, the last refill time, and the carried refill remainder in {@code [0, period)} (in
-   * token·ns units: the exact level is {@code tokens + remainder / period}).
-   */
-  record State(long tokens, long lastNanos, long remainder) {}
-
   final long capacity;
   final long refill;
   final long periodNanos;
-  final AtomicReference<State> state;
+  private final StampedLock lock = new StampedLock();
+
+  // guarded by lock: the exact level is tokens + remainder / period (remainder in [0, period), in
+  // token·ns units), refilled up to lastNanos
+  private long tokens;
+  private long lastNanos;
+  private long remainder;
 
   TokenBucket(long capacity, long refill, long periodNanos, long nowNanos) {
     this.capacity = capacity;
     this.refill = refill;
     this.periodNanos = periodNanos;
-    this.state = new AtomicReference<>(new State(capacity, nowNanos, 0));
-  }
-
-  /** The state refilled up to {@code now} (time never runs backwards for the bucket). */
-  State refilled(State s, long now) {
-    long elapsed = now - s.lastNanos;
-    if (elapsed <= 0) {
-      return s;
-    }
-    if (s.tokens >= capacity) {
-      return new State(s.tokens, now, 0);
-    }
-    long deficit = capacity - s.tokens; // > 0, at most capacity + MAX_DEBT
-    long hi = Math.multiplyHigh(elapsed, refill);
-    long lo = elapsed * refill;
-    long add;
-    long rem;
-    if (hi == 0 && lo >= 0 && lo <= Long.MAX_VALUE - s.remainder) {
-      long produced = lo + s.remainder;
-      add = produced / periodNanos;
-      rem = produced % periodNanos;
-    } else {
-      long sumLo = lo + s.remainder;
-      long sumHi = hi + (Long.compareUnsigned(sumLo, lo) < 0 ? 1 : 0);
-      add = divide(sumHi, sumLo, periodNanos);
-      rem = sumLo - add * periodNanos; // exact unless add saturated, when it is not used
-    }
-    if (add >= deficit) {
-      return new State(capacity, now, 0);
-    }
-    return new State(s.tokens + add, now, rem);
+    this.tokens = capacity;
+    this.lastNanos = nowNanos;
   }
 
   /**
-   * Nanoseconds from {@code r.lastNanos} until {@code r} holds {@code n} tokens, for {@code n >
-   * r.tokens} and {@code n <= capacity}: the least {@code w} with {@code w × refill + remainder >=
-   * (n − tokens) × period}; saturates at {@link Long#MAX_VALUE}.
+   * Whole tokens refilled over {@code elapsed > 0} ns with {@code rem} carried: {@code
+   * floor((elapsed × refill + rem) / period)}, saturating at {@link Long#MAX_VALUE}. The new
+   * remainder is then {@code elapsed × refill + rem − add × period} in wrapping 64-bit arithmetic
+   * (exact: it is below the period).
    */
-  long nanosUntil(State r, long n) {
-    long deficit = n - r.tokens;
+  private long produced(long elapsed, long rem) {
+    long hi = Math.multiplyHigh(elapsed, refill);
+    long lo = elapsed * refill;
+    if (hi == 0 && lo >= 0 && lo <= Long.MAX_VALUE - rem) {
+      return (lo + rem) / periodNanos;
+    }
+    long sumLo = lo + rem;
+    long sumHi = hi + (Long.compareUnsigned(sumLo, lo) < 0 ? 1 : 0);
+    return divide(sumHi, sumLo, periodNanos);
+  }
+
+  /** Refills up to {@code now} in place (time never runs backwards for the bucket); lock held. */
+  private void refill(long now) {
+    long elapsed = now - lastNanos;
+    if (elapsed <= 0) {
+      return;
+    }
+    lastNanos = now;
+    if (tokens >= capacity) {
+      remainder = 0;
+      return;
+    }
+    long add = produced(elapsed, remainder);
+    if (add >= capacity - tokens) { // the deficit: > 0, at most capacity + MAX_DEBT
+      tokens = capacity;
+      remainder = 0;
+      return;
+    }
+    remainder = elapsed * refill + remainder - add * periodNanos;
+    tokens += add;
+  }
+
+  /** The level refilled up to {@code now} of a state read as (t, last, rem): tokens. */
+  private long tokensAt(long t, long last, long rem, long now) {
+    long elapsed = now - last;
+    if (elapsed <= 0 || t >= capacity) {
+      return t;
+    }
+    long add = produced(elapsed, rem);
+    return add >= capacity - t ? capacity : t + add;
+  }
+
+  /** The level refilled up to {@code now} of a state read as (t, last, rem): the remainder. */
+  private long remainderAt(long t, long last, long rem, long now) {
+    long elapsed = now - last;
+    if (elapsed <= 0) {
+      return rem;
+    }
+    if (t >= capacity) {
+      return 0;
+    }
+    long add = produced(elapsed, rem);
+    return add >= capacity - t ? 0 : elapsed * refill + rem - add * periodNanos;
+  }
+
+  /**
+   * Nanoseconds from the last refill until a bucket holding {@code t} tokens and remainder {@code
+   * rem} holds {@code n} tokens, for {@code n > t} and {@code n <= capacity}: the least {@code w}
+   * with {@code w × refill + rem >= (n − t) × period}; saturates at {@link Long#MAX_VALUE}.
+   */
+  long nanosUntil(long t, long rem, long n) {
+    long deficit = n - t;
     long hi = Math.multiplyHigh(deficit, periodNanos);
     long lo = deficit * periodNanos;
     if (hi == 0 && lo >= 0) {
-      return Math.max(1, ceilDiv(lo - r.remainder, refill));
+      return Math.max(1, ceilDiv(lo - rem, refill));
     }
-    long neededLo = lo - r.remainder;
-    long neededHi = hi - (Long.compareUnsigned(lo, r.remainder) < 0 ? 1 : 0);
+    long neededLo = lo - rem;
+    long neededHi = hi - (Long.compareUnsigned(lo, rem) < 0 ? 1 : 0);
     long wait = divide(neededHi, neededLo, refill);
     if (wait != Long.MAX_VALUE && neededLo != wait * refill) {
       wait++; // a remainder: round up
@@ -111,26 +143,28 @@ final class TokenBucket {
 
   /** Takes {@code n} tokens if there; otherwise returns the nanos until they would be (> 0). */
   long tryTake(long n, long now) {
-    while (true) {
-      State s = state.get();
-      State r = refilled(s, now);
-      if (r.tokens >= n) {
-        if (state.compareAndSet(s, new State(r.tokens - n, r.lastNanos, r.remainder))) {
-          return 0;
-        }
-        continue;
+    long stamp = lock.writeLock();
+    try {
+      refill(now); // published whether or not the take succeeds
+      if (tokens >= n) {
+        tokens -= n;
+        return 0;
       }
-      if (r != s) {
-        state.compareAndSet(s, r); // publish the refill; harmless if it races
-      }
-      return nanosUntil(r, n);
+      return nanosUntil(tokens, remainder, n);
+    } finally {
+      lock.unlockWrite(stamp);
     }
   }
 
   /** Nanos until {@code n} tokens would be there without taking them; 0 if they are now. */
   long waitFor(long n, long now) {
-    State r = refilled(state.get(), now);
-    return r.tokens >= n ? 0 : nanosUntil(r, n);
+    long stamp = lock.readLock();
+    try {
+      long t = tokensAt(tokens, lastNanos, remainder, now);
+      return t >= n ? 0 : nanosUntil(t, remainderAt(tokens, lastNanos, remainder, now), n);
+    } finally {
+      lock.unlockRead(stamp);
+    }
   }
 
   /**
@@ -138,9 +172,20 @@ final class TokenBucket {
    * were taken now (an upper bound for callers that cannot see the next take).
    */
   long nanosUntilFullAfter(long take) {
-    State s = state.get();
-    State t = new State(s.tokens - take, s.lastNanos, s.remainder);
-    return t.tokens >= capacity ? 0 : nanosUntil(t, capacity);
+    long stamp = lock.tryOptimisticRead();
+    long t = tokens;
+    long rem = remainder;
+    if (!lock.validate(stamp)) {
+      stamp = lock.readLock();
+      try {
+        t = tokens;
+        rem = remainder;
+      } finally {
+        lock.unlockRead(stamp);
+      }
+    }
+    t -= take;
+    return t >= capacity ? 0 : nanosUntil(t, rem, capacity);
   }
 
   /**
@@ -148,23 +193,31 @@ final class TokenBucket {
    * #MAX_DEBT}), negative refunds (never above capacity).
    */
   void adjust(long delta, long now) {
-    while (true) {
-      State s = state.get();
-      State r = refilled(s, now);
-      long tokens = r.tokens - delta;
-      if (((r.tokens ^ delta) & (r.tokens ^ tokens)) < 0) { // overflowed
-        tokens = delta > 0 ? Long.MIN_VALUE : Long.MAX_VALUE;
+    long stamp = lock.writeLock();
+    try {
+      refill(now);
+      long r = tokens;
+      long t = r - delta;
+      if (((r ^ delta) & (r ^ t)) < 0) { // overflowed
+        t = delta > 0 ? Long.MIN_VALUE : Long.MAX_VALUE;
       }
-      tokens = Math.max(Math.min(capacity, tokens), -MAX_DEBT);
-      if (state.compareAndSet(
-          s, new State(tokens, r.lastNanos, tokens >= capacity ? 0 : r.remainder))) {
-        return;
+      t = Math.max(Math.min(capacity, t), -MAX_DEBT);
+      tokens = t;
+      if (t >= capacity) {
+        remainder = 0;
       }
+    } finally {
+      lock.unlockWrite(stamp);
     }
   }
 
   long available(long now) {
-    return refilled(state.get(), now).tokens;
+    long stamp = lock.readLock();
+    try {
+      return tokensAt(tokens, lastNanos, remainder, now);
+    } finally {
+      lock.unlockRead(stamp);
+    }
   }
 
   static long ceilDiv(long a, long b) {
