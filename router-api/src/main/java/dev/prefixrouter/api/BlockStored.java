@@ -18,6 +18,9 @@ import org.jspecify.annotations.Nullable;
  *     (vLLM puts it in that block's {@code extra_keys}, only for a block that starts the sequence),
  *     or {@code null}: the router keys these blocks from the same isolation seed as the salted
  *     requests (see {@link RouteRequest#cacheSalt()}); non-empty, and only without a parent
+ * @param loraName the LoRA adapter whose blocks these are (vLLM's {@code lora_name}, hashed into
+ *     every block), or {@code null} for the base model: the router keys them as it keys requests
+ *     for that adapter ({@link RoutingEngineBuilder#loraAdapter}); non-empty
  */
 public record BlockStored(
     long[] blockHashes,
@@ -25,8 +28,20 @@ public record BlockStored(
     int[] tokenIds,
     int blockSize,
     @Nullable String medium,
-    @Nullable String cacheSalt)
+    @Nullable String cacheSalt,
+    @Nullable String loraName)
     implements KvEvent {
+
+  /** A base-model store (no LoRA adapter). */
+  public BlockStored(
+      long[] blockHashes,
+      @Nullable Long parentBlockHash,
+      int[] tokenIds,
+      int blockSize,
+      @Nullable String medium,
+      @Nullable String cacheSalt) {
+    this(blockHashes, parentBlockHash, tokenIds, blockSize, medium, cacheSalt, null);
+  }
 
   /** An unsalted store (no {@code cache_salt}). */
   public BlockStored(
@@ -35,7 +50,7 @@ public record BlockStored(
       int[] tokenIds,
       int blockSize,
       @Nullable String medium) {
-    this(blockHashes, parentBlockHash, tokenIds, blockSize, medium, null);
+    this(blockHashes, parentBlockHash, tokenIds, blockSize, medium, null, null);
   }
 
   public BlockStored {
@@ -62,6 +77,9 @@ public record BlockStored(
           cacheSalt.isEmpty()
               ? "cacheSalt must not be empty"
               : "cacheSalt is only carried by a store that starts the sequence (no parent)");
+    }
+    if (loraName != null && loraName.isEmpty()) {
+      throw new IllegalArgumentException("loraName must not be empty");
     }
     blockHashes = blockHashes.clone();
     tokenIds = tokenIds.clone();
@@ -105,7 +123,8 @@ public record BlockStored(
         && Arrays.equals(tokenIds, s.tokenIds)
         && blockSize == s.blockSize
         && Objects.equals(medium, s.medium)
-        && Objects.equals(cacheSalt, s.cacheSalt);
+        && Objects.equals(cacheSalt, s.cacheSalt)
+        && Objects.equals(loraName, s.loraName);
   }
 
   @Override
@@ -116,7 +135,8 @@ public record BlockStored(
         Arrays.hashCode(tokenIds),
         blockSize,
         medium,
-        cacheSalt);
+        cacheSalt,
+        loraName);
   }
 
   @Override
@@ -130,6 +150,7 @@ public record BlockStored(
         + ", medium="
         + medium
         + (cacheSalt == null ? "" : ", salted")
+        + (loraName == null ? "" : ", lora=" + loraName)
         + "]";
   }
 }

@@ -24,6 +24,8 @@ final class Candidates implements ScoringContext {
   BackendEntry[] entries;
   int[] slots;
   int[] matched;
+  private int[] offloaded;
+  private boolean offloadedKnown; // offloaded[] holds this decision's answer
   private double[] costs;
   private int[] order;
   private boolean[] seen;
@@ -41,6 +43,7 @@ final class Candidates implements ScoringContext {
     this.entries = new BackendEntry[max];
     this.slots = new int[max];
     this.matched = new int[max];
+    this.offloaded = new int[max];
     this.costs = new double[max];
     this.order = new int[max];
     this.seen = new boolean[max];
@@ -68,6 +71,7 @@ final class Candidates implements ScoringContext {
     this.reason = null;
     this.keys = NO_KEYS;
     this.keyCount = 0;
+    this.offloadedKnown = false;
     return this;
   }
 
@@ -89,12 +93,14 @@ final class Candidates implements ScoringContext {
     order[size] = size;
     costs[size] = 0;
     matched[size] = 0;
+    offloadedKnown = false;
     size++;
   }
 
   void keys(long[] keys, int keyCount) {
     this.keys = keys;
     this.keyCount = keyCount;
+    this.offloadedKnown = false;
   }
 
   @Override
@@ -154,6 +160,24 @@ final class Candidates implements ScoringContext {
   public int matchedBlocks(int candidate) {
     check(candidate);
     return matched[candidate];
+  }
+
+  /**
+   * Asks the index once per decision, for every candidate, on the first call (after {@link #keys}
+   * and the match): scorers that never ask cost nothing.
+   */
+  @Override
+  public int offloadedBlocks(int candidate) {
+    check(candidate);
+    if (!offloadedKnown) {
+      PrefixIndex ix = index;
+      if (ix == null) {
+        return 0;
+      }
+      ix.matchOffloaded(keys, keyCount, slots, size, matched, offloaded);
+      offloadedKnown = true;
+    }
+    return offloaded[candidate];
   }
 
   @Override

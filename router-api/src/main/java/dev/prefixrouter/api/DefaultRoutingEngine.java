@@ -77,10 +77,11 @@ final class DefaultRoutingEngine implements RoutingEngine {
       long now = ticker.getAsLong();
       for (KvEvent ev : batch) {
         String salt = ev instanceof BlockStored s ? s.cacheSalt() : null;
-        if (salt == null) {
+        String lora = ev instanceof BlockStored s ? s.loraName() : null;
+        if (salt == null && lora == null) {
           index.apply(e.slot, Objects.requireNonNull(ev, "event"), hasher, now);
-        } else { // keyed as the salted requests were
-          index.apply(e.slot, ev, hasher, pipeline.seeds().eventSeed(salt), now);
+        } else { // keyed as the salted or adapter requests were
+          index.apply(e.slot, ev, hasher, pipeline.seeds().eventSeed(salt, lora), now);
         }
       }
     } finally {

@@ -70,7 +70,7 @@ final class RoutePipeline {
     this.membership = membership;
     this.ticker = b.ticker;
     this.models = new ModelRouter(b.aliases, b.splits);
-    this.seeds = new IsolationSeeds(hasher, b.prefixIsolation);
+    this.seeds = new IsolationSeeds(hasher, b.prefixIsolation, b.loraAdapters);
     this.maxFallbacks = b.maxFallbacks;
     this.retryBudget = b.retryBudget;
     this.scorerWantsEnded = overrides(scorer, "onEnded", int.class);
@@ -271,7 +271,7 @@ final class RoutePipeline {
     if (none != null) {
       return none;
     }
-    int keyCount = hash(request, scratch);
+    int keyCount = hash(request, model, scratch);
     long[] keys = scratch.decisionKeys;
     match(keys, keyCount, c);
     int[] order = score(c);
@@ -322,8 +322,8 @@ final class RoutePipeline {
    * Hash: the prompt's block keys into {@link Scratch#decisionKeys}, seeded by the isolation
    * namespace; returns their number. Keys are hashed on every call (a failover hashes again).
    */
-  private int hash(RouteRequest request, Scratch scratch) {
-    long seed = seeds.seed(request);
+  private int hash(RouteRequest request, String model, Scratch scratch) {
+    long seed = seeds.seed(request, model);
     long[] keys = scratch.keys;
     int keyCount = hasher.keys(request.prompt(), seed, keys);
     if (keyCount < 0) {

@@ -45,6 +45,7 @@ public final class RoutingEngineBuilder {
   int retryBudget = 2;
   int snapshotTenants = 100;
   boolean prefixIsolation;
+  final Set<String> loraAdapters = new LinkedHashSet<>();
   @Nullable CapacityObjective capacityObjective;
   final Map<String, String> aliases = new LinkedHashMap<>();
   final Map<String, Map<String, Integer>> splits = new LinkedHashMap<>();
@@ -156,6 +157,29 @@ public final class RoutingEngineBuilder {
    */
   public RoutingEngineBuilder prefixIsolation(boolean prefixIsolation) {
     this.prefixIsolation = prefixIsolation;
+    return this;
+  }
+
+  /**
+   * Declares that requests for model {@code name} (after alias resolution and A/B split) are for
+   * the LoRA adapter of that name: vLLM serves an adapter under the name it was registered with
+   * ({@code --lora-modules name=path}) and hashes that name ({@code lora_name}) into every block of
+   * its requests, so the adapter's cache is disjoint from the base model's. The router then seeds
+   * those requests' block keys by the adapter (with the tenant and salt, as {@link
+   * #prefixIsolation} does), and applies KV events carrying {@code lora_name == name} under the
+   * same seed: an adapter's engine blocks confirm that adapter's requests and are never a hit for
+   * the base model or another adapter. Events of an adapter not declared here are keyed by their
+   * name too, so they confirm nothing (a miss, never a false hit). Models not declared keep their
+   * keys unchanged.
+   *
+   * @throws IllegalArgumentException if {@code name} is blank
+   */
+  public RoutingEngineBuilder loraAdapter(String name) {
+    Objects.requireNonNull(name, "name");
+    if (name.isBlank()) {
+      throw new IllegalArgumentException("loraAdapter: name must not be blank");
+    }
+    loraAdapters.add(name);
     return this;
   }
 

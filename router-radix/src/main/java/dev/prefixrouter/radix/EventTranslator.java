@@ -82,7 +82,7 @@ final class EventTranslator {
   }
 
   /** Records where a mapping's block sits now (after the index resolved a split). */
-  void place(int m, Node n, int off) {
+  void place(int m, @Nullable Node n, int off) {
     node[m] = n;
     offset[m] = off;
   }
@@ -91,7 +91,7 @@ final class EventTranslator {
    * Records one stored copy of {@code engineHash}, computed as {@code key} at {@code (n, off)}.
    * Returns true if the hash was already mapped (a duplicate copy: it keeps its first router key).
    */
-  boolean stored(long engineHash, long key, Node n, int off) {
+  boolean stored(long engineHash, long key, @Nullable Node n, int off) {
     int m = find(engineHash);
     boolean duplicate = m != NONE;
     if (duplicate) {
@@ -121,6 +121,11 @@ final class EventTranslator {
       free(m);
     }
     return unref(key, 1);
+  }
+
+  /** Whether some live engine copy is mapped to router key {@code key}; changes nothing. */
+  boolean holdsKey(long key) {
+    return refs.containsKey(key);
   }
 
   /** Forgets every mapping (the engine cleared its cache). */
@@ -155,7 +160,7 @@ final class EventTranslator {
     evicted++;
   }
 
-  private int allocate(long engineHash, long key, Node n, int off) {
+  private int allocate(long engineHash, long key, @Nullable Node n, int off) {
     int m;
     if (freeHead != NONE) {
       m = freeHead;

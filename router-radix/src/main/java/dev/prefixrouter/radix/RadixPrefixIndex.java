@@ -86,9 +86,27 @@ import org.jspecify.annotations.Nullable;
  * unknown ({@code kv.unknownParent}), removal of an unknown hash ({@code kv.unknownRemoval}), a
  * hash stored again ({@code kv.duplicate}: one more copy, needing one more removal), no token ids
  * ({@code kv.noTokens}), another block size ({@code kv.blockSizeMismatch}). A store or removal on a
- * non-GPU medium ({@code kv.otherMedium}: CPU, disk) leaves the GPU tree alone and is counted in
- * the backend's {@link IndexSignal#OFFLOADED_BLOCKS}. A {@code keyCount} outside its buffer is a
- * programmer error and throws {@link IllegalArgumentException}.
+ * non-GPU medium ({@code kv.otherMedium}: CPU, disk) leaves the GPU tree alone, is counted in the
+ * backend's {@link IndexSignal#OFFLOADED_BLOCKS} and feeds its lower tier (below). A {@code
+ * keyCount} outside its buffer is a programmer error and throws {@link IllegalArgumentException}.
+ *
+ * <h2>Lower tier</h2>
+ *
+ * Per backend, a bounded record of the router keys its events say it holds below the GPU (any
+ * non-GPU {@code medium}: CPU memory, disk, one record for all of them), answered by {@link
+ * #matchOffloaded}: the blocks right after a prompt's GPU match that the backend could load back
+ * instead of computing. A lower-tier {@code BlockStored} is keyed by its engine hashes: each hash
+ * already mapped for the GPU (the offloading connector stores a block while its GPU copy is alive)
+ * or already on the lower tier takes that router key; a store carrying token ids is keyed from them
+ * as a GPU store is. A block that neither resolves is counted ({@code kv.lowerTierUnresolved}) and
+ * not recorded: an offload block spanning several GPU blocks (vLLM's offloaded block size larger
+ * than the GPU's) resolves to its last GPU block only, so its run stops there. A lower-tier {@code
+ * BlockRemoved} drops the copy ({@code kv.lowerTierUnknownRemoval} when not recorded); {@code
+ * AllBlocksCleared} clears the lower tier too. Bound: {@link Builder#lowerTierBlocks} blocks per
+ * backend (default four times its GPU capacity), least recently stored first out ({@code
+ * kv.lowerTierEvicted}); {@code lowerTierBlocks} in {@link #stats} is the total recorded. A backend
+ * that never sends a lower-tier event has no record, and {@link #matchOffloaded} on a fleet without
+ * any costs one volatile read.
  *
  * <h2>Concurrency</h2>
  *
@@ -143,6 +161,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private AtomicLongArray versions;
   private AtomicReferenceArray<LruMirror> mirrors;
   private EventTranslator[] translators; // lock held
+  private AtomicReferenceArray<LowerTier> lowerTiers; // written with lock held, read by routers
+  private volatile int lowerTierSlots; // slots with a lower-tier record (lock held to write)
+  private final long lowerTierBlocks; // per backend; -1: four times its capacity
   private long nodeCount; // lock held
 
   // one write's backends whose version is odd (lock held)
@@ -173,6 +194,8 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private final LongAdder noTokens = new LongAdder();
   private final LongAdder blockSizeMismatch = new LongAdder();
   private final LongAdder otherMedium = new LongAdder();
+  private final LongAdder lowerTierUnresolved = new LongAdder();
+  private final LongAdder lowerTierUnknownRemoval = new LongAdder();
   private final LongAdder unknownSlot = new LongAdder();
   private final LongAdder splits = new LongAdder();
   private final LongAdder retries = new LongAdder();
@@ -182,6 +205,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     this.maxBackendsExplicit = b.maxBackendsExplicit;
     this.defaultCapacity = b.defaultCapacityBlocks;
     this.ttlNanos = b.predictionTtl.toNanos();
+    this.lowerTierBlocks = b.lowerTierBlocks;
     slots(b.maxBackends);
     root.linked = true;
   }
@@ -191,6 +215,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     this.versions = new AtomicLongArray(n);
     this.mirrors = new AtomicReferenceArray<>(n);
     this.translators = new EventTranslator[n];
+    this.lowerTiers = new AtomicReferenceArray<>(n);
     this.changedSlots = new int[n];
     this.changing = new boolean[n];
   }
@@ -228,6 +253,12 @@ public final class RadixPrefixIndex implements PrefixIndex {
   /** Engine-hash mappings kept per backend: twice its capacity plus 1,024. */
   private static int mappingBound(long capacity) {
     return (int) Math.min(Integer.MAX_VALUE - 8, 2 * capacity + 1024);
+  }
+
+  /** Lower-tier blocks recorded per backend of this GPU capacity. */
+  private int lowerTierBound(long capacity) {
+    long b = lowerTierBlocks >= 0 ? lowerTierBlocks : 4 * capacity;
+    return (int) Math.min(Integer.MAX_VALUE - 8, b);
   }
 
   // ---------------------------------------------------------------- membership
@@ -306,6 +337,10 @@ public final class RadixPrefixIndex implements PrefixIndex {
           evictTail(m, m.size() - m.capacity());
         }
         translators[slot].bound(mappingBound(m.capacity()));
+        LowerTier lt = lowerTiers.get(slot);
+        if (lt != null) {
+          lt.bound(lowerTierBound(m.capacity()));
+        }
       } finally {
         endWrite(m);
       }
@@ -328,6 +363,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
         clearMirror(m);
         mirrors.set(slot, null);
         translators[slot] = null;
+        if (lowerTiers.getAndSet(slot, null) != null) {
+          lowerTierSlots--;
+        }
       } finally {
         endWrite(m);
       }
@@ -382,6 +420,30 @@ public final class RadixPrefixIndex implements PrefixIndex {
     lockedMatches.increment();
     synchronized (lock) {
       walk(keys, keyCount, slots, count, matchedOut, s);
+    }
+  }
+
+  /**
+   * Per candidate, the blocks right after its GPU match that its backend's lower tier holds (see
+   * the class documentation): one volatile read when no backend has a lower tier, else per
+   * candidate with one a run of hash lookups under that record's read lock (never the structure
+   * lock). Each candidate's answer is its record at one instant; it is not taken at the same
+   * instant as the GPU match (a block moving between tiers meanwhile may be missed or counted on
+   * both sides, once).
+   */
+  @Override
+  public void matchOffloaded(
+      long[] keys, int keyCount, int[] slots, int count, int[] matched, int[] lowerOut) {
+    PrefixIndex.checkKeyCount(keys, keyCount);
+    if (lowerTierSlots == 0) {
+      Arrays.fill(lowerOut, 0, count, 0);
+      return;
+    }
+    for (int c = 0; c < count; c++) {
+      int slot = slots[c];
+      LowerTier lt = inRange(slot) ? lowerTiers.get(slot) : null;
+      int from = Math.max(0, Math.min(matched[c], keyCount));
+      lowerOut[c] = lt == null ? 0 : lt.run(keys, from, keyCount);
     }
   }
 
@@ -1069,6 +1131,10 @@ public final class RadixPrefixIndex implements PrefixIndex {
           clearMirror(m);
           m.offloadedBlocks = Math.min(0, m.offloadedBlocks);
           t.clear();
+          LowerTier lt = lowerTiers.get(slot);
+          if (lt != null) {
+            lt.clear();
+          }
           cleared.increment();
         }
         expire(m, nowNanos);
@@ -1081,6 +1147,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private void applyStored(
       LruMirror m, EventTranslator t, BlockStored s, BlockHasher hasher, long seed, long now) {
     if (offloaded(m, s.medium(), s.blockCount())) {
+      storeLower(m, t, s, hasher, seed);
       return;
     }
     if (s.tokenCount() == 0) {
@@ -1138,8 +1205,59 @@ public final class RadixPrefixIndex implements PrefixIndex {
     return true;
   }
 
+  /**
+   * Records a lower-tier store in the backend's lower tier (made on first use): each block keyed by
+   * its engine hash's GPU mapping or existing lower-tier record, or, when the event carries token
+   * ids, from them continuing from its parent's key (or {@code seed}). Lock held.
+   */
+  private void storeLower(
+      LruMirror m, EventTranslator t, BlockStored s, BlockHasher hasher, long seed) {
+    int bound = lowerTierBound(m.capacity());
+    if (bound == 0) {
+      return;
+    }
+    LowerTier lt = lowerTiers.get(m.slot);
+    if (lt == null) {
+      lt = new LowerTier(bound);
+      lowerTiers.set(m.slot, lt);
+      lowerTierSlots++;
+    }
+    long[] fromTokens = null;
+    if (s.tokenCount() > 0 && s.blockSize() == hasher.tokensPerBlock()) {
+      Long parent = s.parentBlockHash();
+      Long parentKey = parent == null ? Long.valueOf(seed) : keyOf(t, lt, parent);
+      if (parentKey != null) {
+        fromTokens = BlockHasher.keysOf(hasher, Prompt.ofTokens(s.tokenIds()), parentKey);
+      }
+    }
+    for (int i = 0; i < s.blockCount(); i++) {
+      long h = s.blockHash(i);
+      Long key = fromTokens != null && i < fromTokens.length ? Long.valueOf(fromTokens[i]) : null;
+      if (key == null) {
+        key = keyOf(t, lt, h);
+      }
+      if (key == null) {
+        lowerTierUnresolved.increment();
+      } else {
+        lt.stored(h, key);
+      }
+    }
+  }
+
+  /** The router key of an engine hash: its GPU mapping, else its lower-tier record, or null. */
+  private static @Nullable Long keyOf(EventTranslator t, LowerTier lt, long engineHash) {
+    int pm = t.find(engineHash);
+    return pm >= 0 ? Long.valueOf(t.routerKey(pm)) : lt.keyOf(engineHash);
+  }
+
   private void applyRemoved(LruMirror m, EventTranslator t, BlockRemoved r) {
     if (offloaded(m, r.medium(), -r.blockCount())) {
+      LowerTier lt = lowerTiers.get(m.slot);
+      for (int i = 0; i < r.blockCount(); i++) {
+        if (lt == null || !lt.removed(r.blockHash(i))) {
+          lowerTierUnknownRemoval.increment();
+        }
+      }
       return;
     }
     for (int i = 0; i < r.blockCount(); i++) {
@@ -1179,6 +1297,8 @@ public final class RadixPrefixIndex implements PrefixIndex {
       long predicted = 0;
       long confirmed = 0;
       long mappingsEvicted = 0;
+      long lowerBlocks = 0;
+      long lowerEvicted = 0;
       Map<String, Long> perBackend = new LinkedHashMap<>();
       for (int slot = 0; slot < maxBackends; slot++) {
         LruMirror m = mirrors.get(slot);
@@ -1189,6 +1309,12 @@ public final class RadixPrefixIndex implements PrefixIndex {
         confirmed += m.confirmedBlocks();
         bytes += m.approximateBytes() + translators[slot].approximateBytes();
         mappingsEvicted += translators[slot].evicted();
+        LowerTier lt = lowerTiers.get(slot);
+        if (lt != null) {
+          bytes += lt.approximateBytes();
+          lowerBlocks += lt.size();
+          lowerEvicted += lt.evicted();
+        }
         if (slot < slotNames.length && slotNames[slot] != null) {
           perBackend.put(slotNames[slot], m.size());
         }
@@ -1206,6 +1332,10 @@ public final class RadixPrefixIndex implements PrefixIndex {
       counters.put("kv.blockSizeMismatch", blockSizeMismatch.sum());
       counters.put("kv.otherMedium", otherMedium.sum());
       counters.put("kv.mappingsEvicted", mappingsEvicted);
+      counters.put("kv.lowerTierUnresolved", lowerTierUnresolved.sum());
+      counters.put("kv.lowerTierUnknownRemoval", lowerTierUnknownRemoval.sum());
+      counters.put("kv.lowerTierEvicted", lowerEvicted);
+      counters.put("lowerTierBlocks", lowerBlocks);
       counters.put("unknownSlot", unknownSlot.sum());
       counters.put("splits", splits.sum());
       counters.put("matchRetries", retries.sum());
@@ -1254,8 +1384,24 @@ public final class RadixPrefixIndex implements PrefixIndex {
     private boolean maxBackendsExplicit;
     private long defaultCapacityBlocks = 100_000;
     private Duration predictionTtl = Duration.ofSeconds(30);
+    private long lowerTierBlocks = -1;
 
     private Builder() {}
+
+    /**
+     * Lower-tier blocks recorded per backend (see the class documentation), {@code [0, 2^31 - 9]};
+     * {@code 0} records none (lower-tier events are then only counted). Unset: four times the
+     * backend's GPU capacity, following capacity changes. Size it to the engine's CPU / disk tier
+     * in GPU-sized blocks; about 80 bytes per recorded block, allocated as blocks arrive.
+     */
+    public Builder lowerTierBlocks(long blocks) {
+      if (blocks < 0 || blocks > Integer.MAX_VALUE - 8) {
+        throw new IllegalArgumentException(
+            "lowerTierBlocks must be in [0, " + (Integer.MAX_VALUE - 8) + "], was " + blocks);
+      }
+      this.lowerTierBlocks = blocks;
+      return this;
+    }
 
     /**
      * Slots the index accepts, {@code [1, 65536]}; when set, at least the engine's {@code

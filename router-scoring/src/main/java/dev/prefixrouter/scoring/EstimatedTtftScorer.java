@@ -27,7 +27,8 @@ import org.jspecify.annotations.Nullable;
  * list of {@link RankRule}s that may reorder the ranking, each giving its reason.
  *
  * <pre>
- * cost(b) = kvPressure(b) + congestion(b) + queuePrefill(b) + cachePressure(b) + balance(b)
+ * cost(b) = kvPressure(b) + congestion(b) + queuePrefill(b) + lowerTier(b) + cachePressure(b)
+ *           + balance(b)
  * queuePrefill(b) = (beta·pendingPrefill(b) + decode·running(b) + waitingMs·waiting(b)
  *                   + alpha + beta·u + gamma·u·(u + c)) / weight(b)
  * congestion(b)   = congestionWeight · (ownQueued(b) + waiting(b)) · beta·u / weight(b)
@@ -43,6 +44,8 @@ import org.jspecify.annotations.Nullable;
  *       behind it</td><td>{@link Builder#congestionWeight}</td></tr>
  *   <tr><td>{@code queue-prefill}</td><td>the queue ahead plus the request's own prefill</td>
  *       <td>{@link Builder#coefficients}, {@link Builder#calibrate}</td></tr>
+ *   <tr><td>{@code lower-tier}</td><td>credit for prompt blocks the backend holds on a lower
+ *       tier (CPU, disk) right after its GPU match</td><td>{@link Builder#lowerTierCredit}</td></tr>
  *   <tr><td>{@code cache-pressure}</td><td>the re-prefill an insert causes on a thrashing
  *       cache</td><td>{@link Builder#cachePressure}</td></tr>
  *   <tr><td>{@code balance}</td><td>(steering) share of recent decisions above fair</td>
@@ -130,6 +133,9 @@ public final class EstimatedTtftScorer implements Scorer {
       ts.add(new CongestionTerm(b.congestionWeight));
     }
     ts.add(new QueuePrefillTerm());
+    if (b.lowerTierCredit > 0) {
+      ts.add(new LowerTierTerm(b.lowerTierCredit));
+    }
     if (b.cachePressure > 0) {
       ts.add(new CachePressureTerm(b.cachePressure, b.turnoverRatio));
     }
@@ -282,7 +288,7 @@ public final class EstimatedTtftScorer implements Scorer {
 
   /**
    * The estimate for one candidate, in ms: the time terms ({@code kv-pressure}, {@code congestion},
-   * {@code queue-prefill}) without cache pressure and balance.
+   * {@code queue-prefill}, {@code lower-tier}) without cache pressure and balance.
    */
   double estimate(ScoringContext ctx, int i) {
     Candidates c = candidates.get();
@@ -292,7 +298,8 @@ public final class EstimatedTtftScorer implements Scorer {
     for (CostTerm t : terms) {
       if (t instanceof KvPressureTerm
           || t instanceof CongestionTerm
-          || t instanceof QueuePrefillTerm) {
+          || t instanceof QueuePrefillTerm
+          || t instanceof LowerTierTerm) {
         t.costs(c, out);
         e += out[i];
       }
@@ -480,6 +487,7 @@ public final class EstimatedTtftScorer implements Scorer {
     private int replicaInterval = 300;
     private double congestionWeight = 1.0;
     private double cachePressure = 1.0;
+    private double lowerTierCredit = 0.8;
     private double turnoverRatio = 4.0;
     private Duration sessionTtl = Duration.ofMinutes(30);
     private long maxSessions = 100_000;
@@ -496,6 +504,7 @@ public final class EstimatedTtftScorer implements Scorer {
             KvPressureTerm.NAME,
             CongestionTerm.NAME,
             QueuePrefillTerm.NAME,
+            LowerTierTerm.NAME,
             CachePressureTerm.NAME,
             BalanceTerm.NAME,
             "replica-pacing",
@@ -773,6 +782,22 @@ public final class EstimatedTtftScorer implements Scorer {
       }
       this.cachePressure = weight;
       this.turnoverRatio = turnoverRatio;
+      return this;
+    }
+
+    /**
+     * What a prompt token held on a lower tier (CPU memory, disk; {@link
+     * dev.prefixrouter.api.spi.ScoringContext#offloadedBlocks}) is worth, as a fraction of a GPU
+     * hit's prefill saving, in {@code [0, 1]}: loading it back costs the rest. Default 0.8 (a PCIe
+     * reload of KV is several times faster than recomputing it; lower it for a disk tier). {@code
+     * 0} leaves the {@code lower-tier} term out. Inert while no backend's KV events report a lower
+     * tier.
+     */
+    public Builder lowerTierCredit(double credit) {
+      if (!(credit >= 0 && credit <= 1)) {
+        throw new IllegalArgumentException("lowerTierCredit must be in [0, 1], was " + credit);
+      }
+      this.lowerTierCredit = credit;
       return this;
     }
 

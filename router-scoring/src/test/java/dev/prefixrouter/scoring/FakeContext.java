@@ -18,6 +18,7 @@ public final class FakeContext implements ScoringContext {
   public long[] keys = new long[0];
   public final Backend[] backends;
   public final int[] matchedBlocks;
+  public final int[] offloadedBlocks;
   public final int[] inFlight;
   public final long[] pending;
   public final long[] active;
@@ -35,6 +36,7 @@ public final class FakeContext implements ScoringContext {
       backends[i] = Backend.of("b" + i, "m");
     }
     matchedBlocks = new int[n];
+    offloadedBlocks = new int[n];
     inFlight = new int[n];
     pending = new long[n];
     active = new long[n];
@@ -113,6 +115,11 @@ public final class FakeContext implements ScoringContext {
   @Override
   public int matchedBlocks(int c) {
     return matchedBlocks[c];
+  }
+
+  @Override
+  public int offloadedBlocks(int c) {
+    return offloadedBlocks[c];
   }
 
   @Override

@@ -18,7 +18,13 @@ class TermsAndRulesTest {
   void theDefaultScorerDeclaresItsTermsAndRulesInOrder() {
     EstimatedTtftScorer s = EstimatedTtftScorer.defaults();
     assertThat(s.termNames())
-        .containsExactly("kv-pressure", "congestion", "queue-prefill", "cache-pressure", "balance");
+        .containsExactly(
+            "kv-pressure",
+            "congestion",
+            "queue-prefill",
+            "lower-tier",
+            "cache-pressure",
+            "balance");
     assertThat(s.ruleNames())
         .containsExactly("replica-pacing", "tie-band", "prefix-affinity", "session-affinity");
     EstimatedTtftScorer lean =
@@ -125,8 +131,8 @@ class TermsAndRulesTest {
   @Test
   void policyVariantsLeaveTermsOut() {
     EstimatedTtftScorer v =
-        (EstimatedTtftScorer) Policies.byName("est-ttft/-balance/-cache-pressure");
-    assertThat(v.name()).isEqualTo("est-ttft/-balance/-cache-pressure");
+        (EstimatedTtftScorer) Policies.byName("est-ttft/-balance/-cache-pressure/-lower-tier");
+    assertThat(v.name()).isEqualTo("est-ttft/-balance/-cache-pressure/-lower-tier");
     assertThat(v.termNames()).containsExactly("kv-pressure", "congestion", "queue-prefill");
     assertThat(Policies.isKnown("est-ttft/-tie-band")).isTrue();
     assertThat(Policies.isKnown("est-ttft/-nope")).isFalse();

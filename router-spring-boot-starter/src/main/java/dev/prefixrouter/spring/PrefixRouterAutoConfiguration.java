@@ -73,11 +73,17 @@ public class PrefixRouterAutoConfiguration {
   public PrefixIndex prefixRouterIndex(PrefixRouterProperties p) {
     return guard(
         "prefix-router.index",
-        () ->
-            RadixPrefixIndex.builder() // maxBackends: the engine hands its own down
-                .defaultCapacityBlocks(p.getIndex().getDefaultCapacityBlocks())
-                .predictionTtl(p.getIndex().getPredictionTtl())
-                .build());
+        () -> {
+          RadixPrefixIndex.Builder b =
+              RadixPrefixIndex.builder() // maxBackends: the engine hands its own down
+                  .defaultCapacityBlocks(p.getIndex().getDefaultCapacityBlocks())
+                  .predictionTtl(p.getIndex().getPredictionTtl());
+          Long lower = p.getIndex().getLowerTierBlocks();
+          if (lower != null) {
+            b.lowerTierBlocks(lower);
+          }
+          return b.build();
+        });
   }
 
   @Bean
@@ -106,6 +112,7 @@ public class PrefixRouterAutoConfiguration {
           "cache-pressure",
           "turnoverRatio",
           "cache-turnover-ratio");
+      guard("prefix-router.scorer", () -> b.lowerTierCredit(s.getLowerTierCredit()));
       return guard("prefix-router.scorer", b::build);
     }
     return guard("prefix-router.scorer.policy", () -> Policies.byName(s.getPolicy()));
@@ -162,6 +169,9 @@ public class PrefixRouterAutoConfiguration {
     RoutingEngineBuilder b = RoutingEngine.builder().prefixIsolation(p.isPrefixIsolation());
     guard("prefix-router.max-backends", () -> b.maxBackends(p.getMaxBackends()));
     guard("prefix-router.retry-budget", () -> b.retryBudget(p.getRetryBudget()));
+    for (String adapter : p.getLoraAdapters()) {
+      renaming("prefix-router.lora-adapters", () -> b.loraAdapter(adapter));
+    }
     b.hasher(hasher).prefixIndex(index).scorer(scorer).limiter(limiter).health(health);
     PrefixRouterProperties.Capacity cap = p.getCapacity();
     Duration ttft = cap.getTtft();
@@ -390,6 +400,8 @@ public class PrefixRouterAutoConfiguration {
           "prefix-router.hashing.block-chars",
           "prefix-router.index.default-capacity-blocks",
           "prefix-router.index.prediction-ttl",
+          "prefix-router.index.lower-tier-blocks",
+          "prefix-router.scorer.lower-tier-credit",
           "prefix-router.scorer.session-ttl",
           "prefix-router.scorer.max-sessions",
           "prefix-router.limiter.max-tenants",

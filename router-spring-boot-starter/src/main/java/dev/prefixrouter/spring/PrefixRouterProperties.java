@@ -33,6 +33,20 @@ public class PrefixRouterProperties {
   /** Seed block keys per tenant so tenants never share cached prefixes. */
   private boolean prefixIsolation;
 
+  /**
+   * Model names that are LoRA adapters (vLLM's lora_name): their requests' block keys are seeded by
+   * the adapter, and KV events carrying that lora_name confirm them.
+   */
+  private List<String> loraAdapters = new ArrayList<>();
+
+  public List<String> getLoraAdapters() {
+    return loraAdapters;
+  }
+
+  public void setLoraAdapters(List<String> loraAdapters) {
+    this.loraAdapters = loraAdapters;
+  }
+
   private final Hashing hashing = new Hashing();
   private final Scorer scorer = new Scorer();
   private final Limiter limiter = new Limiter();
@@ -312,6 +326,20 @@ public class PrefixRouterProperties {
      */
     private double cacheTurnoverRatio = 4.0;
 
+    /**
+     * What a prompt token its backend holds on a lower tier (CPU, disk; from KV events with a
+     * non-GPU medium) is worth as a fraction of a GPU hit (est-ttft), 0..1; 0 turns the credit off.
+     */
+    private double lowerTierCredit = 0.8;
+
+    public double getLowerTierCredit() {
+      return lowerTierCredit;
+    }
+
+    public void setLowerTierCredit(double lowerTierCredit) {
+      this.lowerTierCredit = lowerTierCredit;
+    }
+
     public double getCachePressure() {
       return cachePressure;
     }
@@ -456,6 +484,20 @@ public class PrefixRouterProperties {
 
     /** Lifetime of unconfirmed predictions on backends that send KV events. */
     private Duration predictionTtl = Duration.ofSeconds(30);
+
+    /**
+     * Lower-tier (CPU, disk) blocks recorded per backend from its KV events, 0..2^31-9; 0 records
+     * none; unset: four times the backend's GPU capacity.
+     */
+    private @Nullable Long lowerTierBlocks;
+
+    public @Nullable Long getLowerTierBlocks() {
+      return lowerTierBlocks;
+    }
+
+    public void setLowerTierBlocks(@Nullable Long lowerTierBlocks) {
+      this.lowerTierBlocks = lowerTierBlocks;
+    }
 
     public long getDefaultCapacityBlocks() {
       return defaultCapacityBlocks;

@@ -31,13 +31,14 @@ import org.slf4j.LoggerFactory;
  * <p><b>How.</b> As a {@link PredictionSink} it remembers the first block key of every routed
  * prompt in a fixed table (direct-mapped, {@link Builder#recentPrompts} entries of 8 bytes; older
  * keys are overwritten, so it answers for recent traffic). On the event side ({@link #sink} or
- * {@link #check}) every {@code BlockStored} that starts a sequence (no parent) on the GPU tier has
- * the router key of its first block recomputed from its token ids, with seed 0 as the index does,
- * and looked up: a hit means a request with these very tokens was routed. Events with a parent are
- * not checked (their chain starts at a key the check does not track). Over each window of {@link
- * Builder#window} checked events, no hit at all while requests were routed is a <em>mismatch</em>:
- * counted, and logged once (again only after a window with hits). An event block size other than
- * the hasher's is counted and logged at once: the index drops such events.
+ * {@link #check}) every {@code BlockStored} that starts a sequence (no parent) on the GPU tier,
+ * without a cache salt or LoRA adapter (their keys are seeded), has the router key of its first
+ * block recomputed from its token ids, with seed 0 as the index does, and looked up: a hit means a
+ * request with these very tokens was routed. Events with a parent are not checked (their chain
+ * starts at a key the check does not track). Over each window of {@link Builder#window} checked
+ * events, no hit at all while requests were routed is a <em>mismatch</em>: counted, and logged once
+ * (again only after a window with hits). An event block size other than the hasher's is counted and
+ * logged at once: the index drops such events.
  *
  * <p><b>Cost.</b> Routing side: one hash and one store per placement, no allocation. Event side:
  * one block hashed per checked event. Memory: {@code 8 × recentPrompts} bytes. Thread-safe; both
@@ -114,6 +115,8 @@ public final class HashParityCheck implements PredictionSink {
       if (e instanceof BlockStored s
           && s.parentBlockHash() == null
           && s.tokenCount() > 0
+          && s.cacheSalt() == null // seeded keys: the check knows no seed
+          && s.loraName() == null
           && (s.medium() == null || s.medium().equalsIgnoreCase("GPU"))) {
         check(backendId, s);
       }

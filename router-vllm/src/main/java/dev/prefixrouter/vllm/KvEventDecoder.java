@@ -33,18 +33,22 @@ import org.msgpack.value.ValueType;
  * EngineHashes#fromBytes}).
  *
  * <p>What reaches the index: {@link BlockStored} (hashes, parent, tokens, block size, medium, cache
- * salt), {@link BlockRemoved} and {@link AllBlocksCleared}. A {@code cache_salt} is read from the
- * first block's {@code extra_keys} entry when that entry is exactly one string and the store starts
- * the sequence (no parent: vLLM salts only a block that starts at token 0), and no other entry is
- * set; the index then keys the blocks from the salted requests' seed (an older vLLM's multimodal
- * hash alone in block 0 reads the same way: it keys blocks no request's salt names, a harmless
- * miss, never a false hit). Any other {@code BlockStored} of a LoRA adapter ({@code lora_id} or
- * {@code lora_name} set) or with extra keys (multimodal content hashes, prompt-embeds digests, a
- * LoRA name, a salt with a parent) is skipped and counted ({@code skippedVariants}): the engine
- * hashed more than the token ids and the salt, and router keys recomputed from them alone would
- * confirm a prefix no request of that variant uses (a false hit); removals of such blocks then find
- * nothing, harmlessly. The group index and the sliding window are read and type-checked; events of
- * a KV-cache group whose kind is not full attention ({@code full_attention}, {@code mla_attention},
+ * salt, LoRA adapter name), {@link BlockRemoved} and {@link AllBlocksCleared}. vLLM orders a
+ * block's {@code extra_keys} as LoRA name (every block of an adapter's request), multimodal keys,
+ * cache salt (block 0 only). A store of an adapter carries {@code lora_name}; its blocks' extra
+ * keys must then start with that name. A {@code cache_salt} is what is left of the first block's
+ * entry after the adapter name when that is exactly one string and the store starts the sequence
+ * (no parent: vLLM salts only a block that starts at token 0), and every later entry holds only the
+ * adapter name (or nothing); the index then keys the blocks from the salted / adapter requests'
+ * seed (an older vLLM's multimodal hash alone in block 0 reads as a salt: it keys blocks no
+ * request's salt names, a harmless miss, never a false hit). Any other {@code BlockStored} with
+ * extra keys (multimodal content hashes, prompt-embeds digests, an adapter name other than {@code
+ * lora_name}, a salt with a parent) or of an adapter named only by {@code lora_id} (older vLLM
+ * hashed the id) is skipped and counted ({@code skippedVariants}): the engine hashed more than the
+ * token ids, salt and adapter name, and router keys recomputed from them alone would confirm a
+ * prefix no request of that variant uses (a false hit); removals of such blocks then find nothing,
+ * harmlessly. The group index and the sliding window are read and type-checked; events of a
+ * KV-cache group whose kind is not full attention ({@code full_attention}, {@code mla_attention},
  * {@code sink_full_attention}) are skipped and counted, since sliding-window groups do not hold the
  * prefix. Unknown event types and unknown fields are skipped and counted; an event with a field of
  * the wrong type, or inconsistent lengths, is skipped and counted as malformed; the rest of the
@@ -266,8 +270,11 @@ public final class KvEventDecoder {
     int blockSize = -1;
     @Nullable String medium;
     @Nullable String groupKind;
-    boolean variant; // a LoRA adapter's block, or one with extra keys other than a salt
-    @Nullable String salt; // the first block's extra key, when it is exactly one string
+    boolean variant; // extra keys other than an adapter name and a salt, or an unnamed adapter
+    boolean loraId; // lora_id set (an adapter; named only by lora_name)
+    @Nullable String lora; // lora_name
+    @Nullable List<String> first; // block 0's extra keys when all strings (null: none)
+    @Nullable String later; // the one string every later block's extra keys hold (null: none)
     boolean wrongType;
 
     void read(String name, MessageUnpacker u, int size) throws IOException {
@@ -292,13 +299,13 @@ public final class KvEventDecoder {
             }
             case "group_idx", "kv_cache_spec_sliding_window" -> intValue(u) != null;
             case "lora_id" -> {
-              variant = true; // nil returned above: a value names an adapter
+              loraId = true; // nil returned above: a value names an adapter
               yield intValue(u) != null;
             }
             case "medium" -> (medium = string(u)) != null;
             case "lora_name" -> {
-              variant = true;
-              yield string(u) != null;
+              lora = string(u);
+              yield lora != null && !lora.isEmpty();
             }
             case "kv_cache_spec_kind" -> (groupKind = string(u)) != null;
             case "extra_keys" -> extraKeys(u, size);
@@ -312,8 +319,9 @@ public final class KvEventDecoder {
 
     /**
      * Reads {@code extra_keys}: one entry per block, nil or a tuple (LoRA name, multimodal hashes,
-     * cache salt...). The first entry may be a salt alone ({@link #salt}); any other non-nil entry
-     * makes the event a variant.
+     * cache salt...). Entries made of strings only are kept ({@link #first}, and {@link #later}
+     * when every later entry is the same single string), to be checked against the adapter name in
+     * {@link #toEvent}; any other non-nil entry makes the event a variant.
      */
     private boolean extraKeys(MessageUnpacker u, int size) throws IOException {
       if (u.getNextFormat().getValueType() != ValueType.ARRAY) {
@@ -328,35 +336,82 @@ public final class KvEventDecoder {
         ValueType type = u.getNextFormat().getValueType();
         if (type == ValueType.NIL) {
           u.unpackNil();
-        } else if (i == 0 && type == ValueType.ARRAY) {
-          salt = saltAlone(u, size);
-          variant |= salt == null;
-        } else {
-          u.skipValue();
+          continue;
+        }
+        List<String> keys = type == ValueType.ARRAY ? strings(u, size) : null;
+        if (keys == null) {
+          if (type != ValueType.ARRAY) {
+            u.skipValue();
+          }
           variant = true;
+        } else if (i == 0) {
+          first = keys;
+        } else if (keys.size() != 1 || (later != null && !later.equals(keys.get(0)))) {
+          variant = true;
+        } else {
+          later = keys.get(0);
         }
       }
       return true;
     }
 
     /**
-     * Reads a one-element array holding a non-empty string (a salt alone) and returns the string;
-     * anything else is skipped whole and returns null.
+     * Reads an array and returns its elements if all are non-empty strings; else skips the rest of
+     * it and returns null.
      */
-    private static @Nullable String saltAlone(MessageUnpacker u, int size) throws IOException {
+    private static @Nullable List<String> strings(MessageUnpacker u, int size) throws IOException {
       int n = u.unpackArrayHeader();
       if (n < 0 || n > size - u.getTotalReadBytes()) {
         throw new IOException("extra_keys entry claims " + n + " elements");
       }
-      String only = null;
+      List<String> out = new ArrayList<>(n);
       for (int i = 0; i < n; i++) {
-        if (n == 1 && u.getNextFormat().getValueType() == ValueType.STRING) {
-          only = u.unpackString();
+        if (out != null && u.getNextFormat().getValueType() == ValueType.STRING) {
+          String v = u.unpackString();
+          if (v.isEmpty()) {
+            out = null;
+          } else {
+            out.add(v);
+          }
         } else {
           u.skipValue();
+          out = null;
         }
       }
-      return only == null || only.isEmpty() ? null : only;
+      return out;
+    }
+
+    /**
+     * The cache salt of a {@code BlockStored}, from block 0's extra keys after the adapter name
+     * (vLLM orders them LoRA name, multimodal keys, salt): exactly one string left is the salt.
+     * Sets {@link #variant} when the extra keys hold anything else: an adapter name other than
+     * {@code lora_name} (or one without it), more keys, or later blocks keyed by something other
+     * than the adapter name; an adapter with {@code lora_id} but no {@code lora_name} (an older
+     * vLLM, which hashed the id) is a variant too.
+     */
+    private @Nullable String salt() {
+      if (loraId && lora == null) {
+        variant = true;
+      }
+      if (later != null && !later.equals(lora)) {
+        variant = true;
+      }
+      List<String> keys = first;
+      if (keys == null || keys.isEmpty()) {
+        return null;
+      }
+      if (lora != null) {
+        if (!keys.get(0).equals(lora)) {
+          variant = true;
+          return null;
+        }
+        keys = keys.subList(1, keys.size());
+      }
+      if (keys.size() > 1) {
+        variant = true;
+        return null;
+      }
+      return keys.isEmpty() ? null : keys.get(0);
     }
 
     @Nullable KvEvent toEvent(Counts counts) {
@@ -376,6 +431,7 @@ public final class KvEventDecoder {
         counts.skippedGroups++;
         return null;
       }
+      String salt = tag.equals("BlockStored") ? salt() : null;
       if ((variant || (salt != null && parent != null)) && tag.equals("BlockStored")) {
         counts.skippedVariants++;
         return null;
@@ -389,7 +445,8 @@ public final class KvEventDecoder {
                   tokens == null ? new int[0] : tokens,
                   blockSize,
                   medium,
-                  salt);
+                  salt,
+                  lora);
           case "BlockRemoved" -> new BlockRemoved(required(hashes), medium);
           default -> AllBlocksCleared.INSTANCE;
         };

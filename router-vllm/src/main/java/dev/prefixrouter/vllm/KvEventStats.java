@@ -110,7 +110,8 @@ public final class KvEventStats {
    * @param unknownFields fields not known, skipped
    * @param malformedEvents events with a field of the wrong type or inconsistent lengths, skipped
    * @param skippedGroups events of a KV-cache group that is not full attention, skipped
-   * @param skippedVariants stores of a LoRA adapter or with extra keys, skipped
+   * @param skippedVariants stores with extra keys other than an adapter name and a salt (or of an
+   *     adapter without lora_name), skipped
    * @param markedUnknown times a backend's confirmed state was dropped (failed replay, restart,
    *     undecodable batch)
    * @param queued batches waiting for the apply thread now

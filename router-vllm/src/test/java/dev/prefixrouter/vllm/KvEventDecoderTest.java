@@ -166,12 +166,12 @@ class KvEventDecoderTest {
   }
 
   @Test
-  void loraAndExtraKeyBlocksAreSkippedNotConfirmedAsBaseBlocks() throws Exception {
+  void unnamedAdaptersAndExtraKeyBlocksAreSkippedNotConfirmedAsBaseBlocks() throws Exception {
     int[] tokens = Batches.tokens(0, 16);
     byte[] payload =
         Batches.batch(
             0,
-            p -> stored(p, "lora_id", q -> q.packInt(3), tokens),
+            p -> stored(p, "lora_id", q -> q.packInt(3), tokens), // an adapter with no name
             p -> stored(p, "lora_name", q -> q.packString("sql-adapter"), tokens),
             p ->
                 stored(
@@ -182,11 +182,92 @@ class KvEventDecoderTest {
             p -> stored(p, "extra_keys", q -> q.packArrayHeader(1).packNil(), tokens),
             p -> stored(p, "lora_id", MessageBufferPacker::packNil, tokens));
     KvEventDecoder.Batch b = KvEventDecoder.decode(payload);
+    assertThat(b.skippedVariants()).isEqualTo(2);
+    assertThat(b.events())
+        .hasSize(3)
+        .allMatch(e -> e instanceof BlockStored s && s.cacheSalt() == null);
+    assertThat(b.events())
+        .extracting(e -> ((BlockStored) e).loraName())
+        .containsExactly("sql-adapter", null, null);
+  }
+
+  @Test
+  void anAdaptersBlocksCarryItsNameAndASaltAfterIt() throws Exception {
+    int[] tokens = Batches.tokens(0, 32); // two blocks of 16
+    byte[] payload =
+        Batches.batch(
+            0,
+            // vLLM: every block keyed by the adapter name, block 0 also by the salt
+            p ->
+                storedAdapter(
+                    p,
+                    "sql",
+                    q ->
+                        q.packArrayHeader(2)
+                            .packArrayHeader(2)
+                            .packString("sql")
+                            .packString("salt-1")
+                            .packArrayHeader(1)
+                            .packString("sql"),
+                    tokens),
+            p -> // lora_id next to lora_name; no salt
+            storedAdapter(
+                    p,
+                    "sql",
+                    q -> {
+                      q.packArrayHeader(2).packArrayHeader(1).packString("sql");
+                      q.packArrayHeader(1).packString("sql");
+                    },
+                    tokens),
+            p -> // another adapter's name hashed: not what lora_name says
+            storedAdapter(
+                    p,
+                    "sql",
+                    q -> q.packArrayHeader(2).packArrayHeader(1).packString("chat").packNil(),
+                    tokens),
+            p -> // a later block keyed by something else than the adapter name
+            storedAdapter(
+                    p,
+                    "sql",
+                    q -> {
+                      q.packArrayHeader(2).packArrayHeader(1).packString("sql");
+                      q.packArrayHeader(1).packString("img-7");
+                    },
+                    tokens),
+            p -> // adapter name, then two more keys (a multimodal id and a salt)
+            storedAdapter(
+                    p,
+                    "sql",
+                    q ->
+                        q.packArrayHeader(2)
+                            .packArrayHeader(3)
+                            .packString("sql")
+                            .packString("img-7")
+                            .packString("salt-1")
+                            .packNil(),
+                    tokens));
+    KvEventDecoder.Batch b = KvEventDecoder.decode(payload);
     assertThat(b.skippedVariants()).isEqualTo(3);
     assertThat(b.events())
-        .as("no extra keys, no adapter: base blocks")
-        .hasSize(2)
-        .allMatch(e -> e instanceof BlockStored s && s.cacheSalt() == null);
+        .containsExactly(
+            new BlockStored(new long[] {7, 8}, null, tokens, 16, null, "salt-1", "sql"),
+            new BlockStored(new long[] {7, 8}, null, tokens, 16, null, null, "sql"));
+  }
+
+  /** A map-form BlockStored of two blocks of an adapter (lora_id 3, lora_name) with extra keys. */
+  private static void storedAdapter(MessageBufferPacker p, String lora, Value extra, int[] tokens)
+      throws IOException {
+    p.packMapHeader(7).packString("type").packString("BlockStored");
+    p.packString("block_hashes").packArrayHeader(2).packLong(7).packLong(8);
+    p.packString("token_ids").packArrayHeader(tokens.length);
+    for (int t : tokens) {
+      p.packInt(t);
+    }
+    p.packString("block_size").packInt(tokens.length / 2);
+    p.packString("lora_id").packInt(3);
+    p.packString("lora_name").packString(lora);
+    p.packString("extra_keys");
+    extra.pack(p);
   }
 
   @Test

@@ -3,6 +3,7 @@ package dev.prefixrouter.api.spi;
 import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.IndexStats;
 import dev.prefixrouter.api.KvEvent;
+import java.util.Arrays;
 
 /**
  * Believes which backends hold which prompt prefixes, keyed by chained block keys (see {@link
@@ -40,6 +41,25 @@ public interface PrefixIndex extends SlotLifecycle {
    *     {@link #checkKeyCount})
    */
   void match(long[] keys, int keyCount, int[] slots, int count, int[] matchedOut);
+
+  /**
+   * For each of the first {@code count} entries of {@code slots}, writes into {@code lowerOut} at
+   * the same position how many blocks of {@code keys} right after that slot's GPU match ({@code
+   * matched[i]} leading blocks, as {@link #match} answered) the slot's backend is believed to hold
+   * on a lower tier (CPU memory, disk): the longest run {@code keys[matched[i] .. matched[i] + n)}
+   * its KV events reported stored on a non-GPU medium. The engine calls it only when a scorer asks
+   * ({@link ScoringContext#offloadedBlocks}), after {@code match}, with the same keys.
+   *
+   * <p>The default writes 0 everywhere (an index that keeps no lower tier). Allocates nothing per
+   * call; must not block behind writes to unrelated backends.
+   *
+   * @throws IllegalArgumentException if {@code keyCount} is not in {@code [0, keys.length]}
+   */
+  default void matchOffloaded(
+      long[] keys, int keyCount, int[] slots, int count, int[] matched, int[] lowerOut) {
+    checkKeyCount(keys, keyCount);
+    Arrays.fill(lowerOut, 0, count, 0);
+  }
 
   /**
    * Records that the prompt with keys {@code keys[0..keyCount)} was just routed to {@code slot}

@@ -52,6 +52,30 @@ public interface ScoringContext {
     return (int) Math.min(promptTokens(), (long) matchedBlocks(candidate) * tokensPerBlock());
   }
 
+  /**
+   * Blocks of the prompt right after its {@link #matchedBlocks} that the candidate's backend is
+   * believed to hold on a lower tier than its GPU (CPU memory, disk: its KV events said so, see
+   * {@link PrefixIndex#matchOffloaded}); loading them back is cheaper than computing them again.
+   * Computed on the first call of a decision for every candidate (one index lookup per candidate
+   * with such a tier), so scorers that never ask pay nothing. Default 0.
+   */
+  default int offloadedBlocks(int candidate) {
+    return 0;
+  }
+
+  /**
+   * {@link #offloadedBlocks} in tokens, capped at the prompt tokens not already {@link
+   * #matchedTokens matched}.
+   */
+  default int offloadedTokens(int candidate) {
+    int blocks = offloadedBlocks(candidate);
+    if (blocks == 0) {
+      return 0;
+    }
+    long left = (long) promptTokens() - matchedTokens(candidate);
+    return (int) Math.max(0, Math.min(left, (long) blocks * tokensPerBlock()));
+  }
+
   /** The router's own count of open leases on the candidate. */
   int inFlight(int candidate);
 
