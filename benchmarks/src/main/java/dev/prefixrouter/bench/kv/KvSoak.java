@@ -66,6 +66,10 @@ public final class KvSoak {
    * @param heapEndMiB used heap after GC after the run
    * @param cpuSeconds CPU time of the whole process during the run (publishers included)
    * @param stats the subscriber's counters at the end
+   * @param applyP99Millis of the lag, the sink's own time ({@code applyKvEvents}), 99th percentile
+   * @param gcCount garbage collections during the measured part
+   * @param gcMillis their accumulated time, ms
+   * @param applyOnIoThread whether the subscriber applied on its I/O thread
    */
   public record Result(
       double seconds,
@@ -80,13 +84,18 @@ public final class KvSoak {
       double heapStartMiB,
       double heapEndMiB,
       double cpuSeconds,
-      KvEventStats.Snapshot stats) {}
+      KvEventStats.Snapshot stats,
+      double applyP99Millis,
+      long gcCount,
+      double gcMillis,
+      boolean applyOnIoThread) {}
 
   private KvSoak() {}
 
   /**
-   * Command line: {@code [seconds] [events/s] [backends] [drop] [events/batch]}, defaults 20,
-   * 100000, 4, 0.002, 100.
+   * Command line: {@code [seconds] [events/s] [backends] [drop] [events/batch] [queue|io]},
+   * defaults 20, 100000, 4, 0.002, 100, queue ({@code io}: {@code
+   * KvEventSubscriber.Builder.applyOnIoThread}).
    */
   public static void main(String[] args) throws Exception {
     double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 20;
@@ -94,8 +103,21 @@ public final class KvSoak {
     int backends = args.length > 2 ? Integer.parseInt(args[2]) : 4;
     double drop = args.length > 3 ? Double.parseDouble(args[3]) : 0.002;
     int perBatch = args.length > 4 ? Integer.parseInt(args[4]) : 100;
-    Result r = run(seconds, rate, backends, drop, perBatch, System.out);
+    boolean io = args.length > 5 && args[5].equals("io");
+    Result r = run(seconds, rate, backends, drop, perBatch, io, System.out);
     System.out.println(r);
+  }
+
+  /** Runs the soak with the subscriber's apply thread; progress to {@code progress} if not null. */
+  public static Result run(
+      double seconds,
+      int eventsPerSecond,
+      int backendCount,
+      double dropRate,
+      int eventsPerBatch,
+      PrintStream progress)
+      throws InterruptedException {
+    return run(seconds, eventsPerSecond, backendCount, dropRate, eventsPerBatch, false, progress);
   }
 
   /** Runs the soak; progress every 5 s to {@code progress} if not null. */
@@ -105,6 +127,7 @@ public final class KvSoak {
       int backendCount,
       double dropRate,
       int eventsPerBatch,
+      boolean applyOnIoThread,
       PrintStream progress)
       throws InterruptedException {
     if (seconds <= 3 || seconds > 3600 || eventsPerBatch < 2 || eventsPerBatch > 10_000) {
@@ -138,6 +161,7 @@ public final class KvSoak {
     RoutingEngine engine = eb.build();
     long[] applied = new long[backendCount]; // apply thread only
     long[] lags = new long[maxBatches * backendCount];
+    long[] applyTimes = new long[maxBatches * backendCount];
     AtomicLong lagCount = new AtomicLong();
     AtomicLong appliedTotal = new AtomicLong();
     AtomicLong outOfOrder = new AtomicLong();
@@ -146,6 +170,7 @@ public final class KvSoak {
         (id, events) -> {
           int b = Integer.parseInt(id, 1, id.length(), 10);
           long k = applied[b]++;
+          long before = System.nanoTime();
           boolean ok = engine.applyKvEvents(id, events);
           long now = System.nanoTime();
           if (k >= maxBatches
@@ -153,7 +178,9 @@ public final class KvSoak {
               || s.blockHash(0) != firstHash[b][(int) (k % RING)]) {
             outOfOrder.incrementAndGet();
           } else if (published[b][(int) k] >= measureFrom.get()) {
-            lags[(int) lagCount.getAndIncrement()] = now - published[b][(int) k];
+            int at = (int) lagCount.getAndIncrement();
+            lags[at] = now - published[b][(int) k];
+            applyTimes[at] = now - before;
           }
           appliedTotal.incrementAndGet();
           return ok;
@@ -163,8 +190,12 @@ public final class KvSoak {
     long total = 0;
     double heapStart = Double.NaN;
     long cpuStart = 0;
+    long[] gcStart = {0, 0};
     try (KvEventSubscriber sub =
-        KvEventSubscriber.builder(sink).idleReconnect(Duration.ofMinutes(10)).build()) {
+        KvEventSubscriber.builder(sink)
+            .idleReconnect(Duration.ofMinutes(10))
+            .applyOnIoThread(applyOnIoThread)
+            .build()) {
       for (int b = 0; b < backendCount; b++) {
         WirePublisher p = new WirePublisher("", PUBLISHER_BUFFER);
         pubs.add(p);
@@ -183,6 +214,7 @@ public final class KvSoak {
         if (Double.isNaN(heapStart) && now - start >= WARMUP_NANOS) {
           heapStart = heapAfterGc();
           cpuStart = cpuNanos();
+          gcStart = gc();
           measureFrom.set(System.nanoTime());
         }
         long due = (long) ((now - start) / 1e9 * batchesPerSecond);
@@ -209,6 +241,7 @@ public final class KvSoak {
       }
       long end = System.nanoTime();
       double cpu = (cpuNanos() - cpuStart) / 1e9;
+      long[] gcEnd = gc();
       long waitUntil = System.nanoTime() + 20_000_000_000L;
       while (appliedTotal.get() < total && System.nanoTime() < waitUntil) {
         Thread.sleep(10);
@@ -218,6 +251,8 @@ public final class KvSoak {
       int n = (int) lagCount.get();
       long[] sorted = Arrays.copyOf(lags, n);
       Arrays.sort(sorted);
+      long[] applySorted = Arrays.copyOf(applyTimes, n);
+      Arrays.sort(applySorted);
       double measuredSeconds = (end - start) / 1e9;
       return new Result(
           measuredSeconds,
@@ -232,10 +267,26 @@ public final class KvSoak {
           heapStart,
           heapEnd,
           cpu,
-          sub.stats());
+          sub.stats(),
+          percentile(applySorted, 0.99),
+          gcEnd[0] - gcStart[0],
+          (gcEnd[1] - gcStart[1]) / 1.0,
+          applyOnIoThread);
     } finally {
       pubs.forEach(WirePublisher::close);
     }
+  }
+
+  /** Collections and their accumulated milliseconds, over every collector. */
+  private static long[] gc() {
+    long count = 0;
+    long millis = 0;
+    for (java.lang.management.GarbageCollectorMXBean g :
+        ManagementFactory.getGarbageCollectorMXBeans()) {
+      count += Math.max(0, g.getCollectionCount());
+      millis += Math.max(0, g.getCollectionTime());
+    }
+    return new long[] {count, millis};
   }
 
   private static long cpuNanos() {

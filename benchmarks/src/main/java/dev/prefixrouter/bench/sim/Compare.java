@@ -62,6 +62,12 @@ public final class Compare {
         --kv-event-delay-ms X event delivery delay                   (default 50)
         --kv-event-drop X     share of event batches dropped, [0, 1] (default 0);
                               with wire, dropped on the wire and replayed
+        --lower-tier X        give each backend a CPU tier of X times its GPU blocks,
+                              (0, 1000]: GPU-evicted blocks move there and reload at
+                              --reload-fraction of their prefill; with --kv-events, its
+                              stores and removals reach the router with medium "CPU"
+        --reload-fraction X   lower tier: reload cost as a share of prefill, [0, 1]
+                                                                     (default 0.2)
         --encode-ms X         media: encode time of an uncached image, (0, 10000] (default 40)
         --slo-ttft-ms X       capacity: the TTFT objective, (0, 3600000] (default 100)
         --slo-percentile X    capacity: its percentile, [0.5, 0.9999]  (default 0.95)
@@ -94,6 +100,8 @@ public final class Compare {
     boolean kvWire;
     double kvEventDelayMs = 50;
     double kvEventDrop;
+    double lowerTier;
+    double reloadFraction = 0.2;
     Path out = Path.of("sim-out");
     int replicas = 1;
     boolean sharedPredictions;
@@ -183,6 +191,8 @@ public final class Compare {
         case "--kv-event-delay-ms" ->
             o.kvEventDelayMs = doubleIn(value(args, ++i, a), a, 0, 60_000);
         case "--kv-event-drop" -> o.kvEventDrop = doubleIn(value(args, ++i, a), a, 0, 1);
+        case "--lower-tier" -> o.lowerTier = doubleIn(value(args, ++i, a), a, 1e-3, 1000);
+        case "--reload-fraction" -> o.reloadFraction = doubleIn(value(args, ++i, a), a, 0, 1);
         case "--out" -> o.out = Path.of(value(args, ++i, a));
         case "--encode-ms" -> o.encodeMs = doubleIn(value(args, ++i, a), a, 1e-3, 10_000);
         case "--slo-ttft-ms" -> o.sloTtftMs = doubleIn(value(args, ++i, a), a, 1e-3, 3_600_000);
@@ -516,6 +526,14 @@ public final class Compare {
         o.policies.size());
     FleetSimulator sim =
         new FleetSimulator(name, config, requests, err).replicas(o.replicaSetup()).kvWire(o.kvWire);
+    if (o.lowerTier > 0) {
+      sim.lowerTier(
+          (int)
+              Math.min(
+                  Integer.MAX_VALUE - 8,
+                  Math.round(o.lowerTier * config.profile().capacityBlocks())),
+          o.reloadFraction);
+    }
     List<PolicyResult> rs = sim.runAll(o.policies);
     Report.table(out, name, rs);
     return rs;

@@ -67,6 +67,8 @@ final class FleetSimulator {
   private final PrintStream progress;
   private ReplicaSetup replicaSetup = ReplicaSetup.single();
   private boolean kvWire;
+  private int lowerTierBlocks;
+  private double reloadFraction;
 
   FleetSimulator(
       String workload, SimConfig config, List<SimRequest> requests, PrintStream progress) {
@@ -93,6 +95,17 @@ final class FleetSimulator {
    */
   FleetSimulator kvWire(boolean on) {
     this.kvWire = on;
+    return this;
+  }
+
+  /**
+   * Gives every backend a lower tier (CPU memory) of {@code blocks}: GPU-evicted blocks move there
+   * and reload at {@code reloadFraction} of their prefill; with KV events on, its stores and
+   * removals go to the router with medium {@code "CPU"}.
+   */
+  FleetSimulator lowerTier(int blocks, double reloadFraction) {
+    this.lowerTierBlocks = blocks;
+    this.reloadFraction = reloadFraction;
     return this;
   }
 
@@ -144,6 +157,9 @@ final class FleetSimulator {
       for (int i = 0; i < backends.length; i++) {
         String id = "b" + i;
         backends[i] = new SimBackend(id, config.profile(), this);
+        if (lowerTierBlocks > 0) {
+          backends[i].lowerTier(lowerTierBlocks, reloadFraction);
+        }
         index.put(id, i);
       }
       engines = new RoutingEngine[replicaSetup.replicas()];
@@ -271,6 +287,15 @@ final class FleetSimulator {
                 policy, now / 1e9, arrived, requests.size(), completed);
           }
         }
+      }
+      if (lowerTierBlocks > 0 && progress != null) {
+        long reloaded = 0;
+        for (SimBackend b : backends) {
+          reloaded += b.reloadedTokens;
+        }
+        progress.printf(
+            "  %-20s lower tier: %d prompt tokens reloaded (%.2f %% of prompt tokens)%n",
+            policy, reloaded, promptTokens == 0 ? 0.0 : 100.0 * reloaded / promptTokens);
       }
       return result((System.nanoTime() - wallStart) / 1e9);
     }
@@ -450,6 +475,25 @@ final class FleetSimulator {
         return;
       }
       deliver(backend, List.of(BlockRemoved.of(key)));
+    }
+
+    @Override
+    public void onOffloaded(SimBackend backend, long key) {
+      if (!config.kvEvents() || (wire == null && drop())) {
+        return;
+      }
+      deliver(
+          backend,
+          List.of(
+              new BlockStored(new long[] {key}, null, new int[0], BackendProfile.BLOCK, "CPU")));
+    }
+
+    @Override
+    public void onDroppedLower(SimBackend backend, long key) {
+      if (!config.kvEvents() || (wire == null && drop())) {
+        return;
+      }
+      deliver(backend, List.of(new BlockRemoved(new long[] {key}, "CPU")));
     }
 
     private boolean drop() {

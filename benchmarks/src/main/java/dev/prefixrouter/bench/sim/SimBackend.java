@@ -28,6 +28,12 @@ final class SimBackend {
     void onStored(SimBackend backend, long[] keys, int from, int to, int[] tokens);
 
     void onRemoved(SimBackend backend, long key);
+
+    /** A block evicted from the GPU was kept on the lower tier (before its GPU removal). */
+    default void onOffloaded(SimBackend backend, long key) {}
+
+    /** A block left the lower tier. */
+    default void onDroppedLower(SimBackend backend, long key) {}
   }
 
   /** One request on this backend. */
@@ -76,6 +82,23 @@ final class SimBackend {
   long prefillTokens;
   long decodeTokens;
   long preemptions;
+
+  // lower tier (CPU memory): off unless lowerTier() gave it a capacity
+  private int lowerCapacity;
+  private double reloadFraction;
+  private final LinkedHashMap<Long, Boolean> lower = new LinkedHashMap<>(16, 0.75f, true);
+  long reloadedTokens;
+
+  /**
+   * Gives this backend a lower tier of {@code blocks}: blocks evicted from the GPU move there
+   * (least recently used out first), and a request whose prompt continues past its GPU hit with
+   * blocks held there loads them back, paying {@code reloadFraction} of their prefill compute
+   * instead of all of it (added to the step that admits it, as encode time is).
+   */
+  void lowerTier(int blocks, double reloadFraction) {
+    this.lowerCapacity = blocks;
+    this.reloadFraction = reloadFraction;
+  }
 
   SimBackend(String id, BackendProfile profile, Listener listener) {
     this.id = id;
@@ -251,6 +274,17 @@ final class SimBackend {
     s.hitBlocks = hit;
     s.privateBlocks = need;
     s.prefilled = hit * BackendProfile.BLOCK;
+    if (lowerCapacity > 0 && !s.transferred) {
+      int cap = Math.min(Math.max(0, (s.promptLength() - 1) / BackendProfile.BLOCK), s.keys.length);
+      int j = hit;
+      while (j < cap && lower.get(s.keys[j]) != null) { // get: refreshes its recency
+        j++;
+      }
+      int tokens = (j - hit) * BackendProfile.BLOCK;
+      s.prefilled += tokens;
+      reloadedTokens += tokens;
+      encodeExtraMs += reloadFraction * profile.prefillMsPerToken() * tokens;
+    }
     s.admitted = true;
     if (s.transferred) { // the KV cache came from a prefill backend: cached at once, decode next
       s.prefilled = s.promptLength();
@@ -308,6 +342,16 @@ final class SimBackend {
       long k = it.next();
       it.remove();
       refs.remove(k);
+      if (lowerCapacity > 0 && lower.get(k) == null) {
+        lower.put(k, Boolean.TRUE);
+        listener.onOffloaded(this, k);
+        if (lower.size() > lowerCapacity) {
+          Iterator<Long> old = lower.keySet().iterator();
+          long gone = old.next();
+          old.remove();
+          listener.onDroppedLower(this, gone);
+        }
+      }
       listener.onRemoved(this, k);
     }
     if (usedBlocks() + n > profile.capacityBlocks()) {
