@@ -93,9 +93,10 @@ public final class KvSoak {
   private KvSoak() {}
 
   /**
-   * Command line: {@code [seconds] [events/s] [backends] [drop] [events/batch] [queue|io]},
-   * defaults 20, 100000, 4, 0.002, 100, queue ({@code io}: {@code
-   * KvEventSubscriber.Builder.applyOnIoThread}).
+   * Command line: {@code [seconds] [events/s] [backends] [drop] [events/batch] [queue|io]
+   * [apply|noapply]}, defaults 20, 100000, 4, 0.002, 100, queue ({@code io}: {@code
+   * KvEventSubscriber.Builder.applyOnIoThread}), apply ({@code noapply}: the sink does not touch
+   * the index, to measure the wire, decode and hand-off alone).
    */
   public static void main(String[] args) throws Exception {
     double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 20;
@@ -104,7 +105,8 @@ public final class KvSoak {
     double drop = args.length > 3 ? Double.parseDouble(args[3]) : 0.002;
     int perBatch = args.length > 4 ? Integer.parseInt(args[4]) : 100;
     boolean io = args.length > 5 && args[5].equals("io");
-    Result r = run(seconds, rate, backends, drop, perBatch, io, System.out);
+    boolean apply = !(args.length > 6 && args[6].equals("noapply"));
+    Result r = run(seconds, rate, backends, drop, perBatch, io, apply, System.out);
     System.out.println(r);
   }
 
@@ -117,7 +119,8 @@ public final class KvSoak {
       int eventsPerBatch,
       PrintStream progress)
       throws InterruptedException {
-    return run(seconds, eventsPerSecond, backendCount, dropRate, eventsPerBatch, false, progress);
+    return run(
+        seconds, eventsPerSecond, backendCount, dropRate, eventsPerBatch, false, true, progress);
   }
 
   /** Runs the soak; progress every 5 s to {@code progress} if not null. */
@@ -128,6 +131,7 @@ public final class KvSoak {
       double dropRate,
       int eventsPerBatch,
       boolean applyOnIoThread,
+      boolean apply,
       PrintStream progress)
       throws InterruptedException {
     if (seconds <= 3 || seconds > 3600 || eventsPerBatch < 2 || eventsPerBatch > 10_000) {
@@ -171,7 +175,7 @@ public final class KvSoak {
           int b = Integer.parseInt(id, 1, id.length(), 10);
           long k = applied[b]++;
           long before = System.nanoTime();
-          boolean ok = engine.applyKvEvents(id, events);
+          boolean ok = !apply || engine.applyKvEvents(id, events); // noapply: the wire alone
           long now = System.nanoTime();
           if (k >= maxBatches
               || !(events.get(0) instanceof BlockStored s)
