@@ -1,18 +1,22 @@
 package dev.prefixrouter.spring;
 
 import dev.prefixrouter.api.BackendRegistry;
+import dev.prefixrouter.api.Failure;
 import dev.prefixrouter.api.KvEvent;
+import dev.prefixrouter.api.Lease;
 import dev.prefixrouter.api.Rejected;
 import dev.prefixrouter.api.RouteDecision;
 import dev.prefixrouter.api.RouteRequest;
 import dev.prefixrouter.api.Routed;
 import dev.prefixrouter.api.RouterSnapshot;
 import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.api.Usage;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanPostProcessor;
 
@@ -30,13 +34,26 @@ import org.springframework.beans.factory.config.BeanPostProcessor;
  *   <li>high cardinality (spans only): {@code backend}, the chosen backend's id.
  * </ul>
  *
- * Every other method delegates as is; a failover decided through the lease is not observed here (it
- * is counted by {@code prefixrouter.failures}). Thread-safe when the delegate is. Overhead: one
- * observation start and stop per {@code route}; nothing is wrapped when the registry is a no-op.
+ * A {@link Routed} decision is handed out with its lease wrapped, so that each {@link
+ * Lease#failover()} runs inside a second observation, {@value #FAILOVER_NAME} (a timer of the same
+ * name through Boot's default handler), with low-cardinality key values {@code outcome} (as above),
+ * {@code model} (the failed attempt's resolved model) and {@code failure} (the {@link Failure.Kind}
+ * the lease was failed with, in lower case, {@code none} when failover was asked without a fail),
+ * and high-cardinality {@code backend} (the new backend, when routed) and {@code failed.backend}.
+ * The failover's own lease is wrapped alike, so a chain of failovers is observed step by step. The
+ * wrapped lease delegates every other call as is; engine listeners still see the engine's own
+ * {@link Routed} (same values, its unwrapped lease).
+ *
+ * <p>Every other method delegates as is. Thread-safe when the delegate is. Overhead: one
+ * observation start and stop per {@code route} (and per failover) and, per routed decision, one
+ * {@link Routed} copy and one lease wrapper; nothing is wrapped when the registry is a no-op.
  */
 final class ObservedRoutingEngine implements RoutingEngine {
-  /** Name of the observation. */
+  /** Name of the decision's observation. */
   static final String NAME = "prefixrouter.route";
+
+  /** Name of a failover's observation. */
+  static final String FAILOVER_NAME = "prefixrouter.failover";
 
   private final RoutingEngine delegate;
   private final ObservationRegistry registry;
@@ -60,8 +77,9 @@ final class ObservedRoutingEngine implements RoutingEngine {
         obs.lowCardinalityKeyValue("outcome", "routed");
         obs.lowCardinalityKeyValue("model", r.resolvedModel());
         obs.highCardinalityKeyValue("backend", r.backendId());
+        return observed(r);
       } else if (d instanceof Rejected j) {
-        obs.lowCardinalityKeyValue("outcome", j.reason().name().toLowerCase(Locale.ROOT));
+        obs.lowCardinalityKeyValue("outcome", outcome(j));
       }
       return d;
     } catch (RuntimeException | Error e) {
@@ -69,6 +87,100 @@ final class ObservedRoutingEngine implements RoutingEngine {
       throw e;
     } finally {
       obs.stop();
+    }
+  }
+
+  private static String outcome(Rejected j) {
+    return j.reason().name().toLowerCase(Locale.ROOT);
+  }
+
+  /** {@code r} with its lease wrapped in an {@link ObservedLease}. */
+  private Routed observed(Routed r) {
+    return new Routed(
+        r.request(),
+        r.backend(),
+        r.resolvedModel(),
+        r.fallbacks(),
+        r.promptTokens(),
+        r.matchedTokens(),
+        r.cost(),
+        r.reason(),
+        r.attempt(),
+        new ObservedLease(r.lease(), r.resolvedModel(), r.backendId()));
+  }
+
+  /**
+   * A lease whose {@link #failover()} is observed as {@value #FAILOVER_NAME}; every other call
+   * delegates. Thread-safe: the failure kind is a volatile field written by {@link #fail}.
+   */
+  private final class ObservedLease implements Lease {
+    private final Lease lease;
+    private final String model;
+    private final String backend;
+    private volatile Failure.@Nullable Kind failure;
+
+    ObservedLease(Lease lease, String model, String backend) {
+      this.lease = lease;
+      this.model = model;
+      this.backend = backend;
+    }
+
+    @Override
+    public void firstToken() {
+      lease.firstToken();
+    }
+
+    @Override
+    public void complete(Usage usage) {
+      lease.complete(usage);
+    }
+
+    @Override
+    public void fail(Failure f) {
+      if (f != null && !lease.isEnded()) {
+        failure = f.kind();
+      }
+      lease.fail(f);
+    }
+
+    @Override
+    public RouteDecision failover() {
+      Failure.Kind k = failure;
+      Observation obs =
+          Observation.createNotStarted(FAILOVER_NAME, registry)
+              .contextualName("prefixrouter failover")
+              .lowCardinalityKeyValue("outcome", "error")
+              .lowCardinalityKeyValue("model", model)
+              .lowCardinalityKeyValue(
+                  "failure", k == null ? "none" : k.name().toLowerCase(Locale.ROOT))
+              .highCardinalityKeyValue("failed.backend", backend)
+              .start();
+      try {
+        RouteDecision d = lease.failover();
+        if (d instanceof Routed r) {
+          obs.lowCardinalityKeyValue("outcome", "routed");
+          obs.highCardinalityKeyValue("backend", r.backendId());
+          return observed(r);
+        } else if (d instanceof Rejected j) {
+          obs.lowCardinalityKeyValue("outcome", outcome(j));
+        }
+        return d;
+      } catch (RuntimeException | Error e) {
+        obs.error(e);
+        throw e;
+      } finally {
+        obs.stop();
+      }
+    }
+
+    @Override
+    public boolean isEnded() {
+      return lease.isEnded();
+    }
+
+    @Override
+    public String toString() {
+      return "observed " + lease;
     }
   }
 

@@ -74,6 +74,9 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
 
   private volatile @Nullable Counter routedCounter;
 
+  /** {@code prefixrouter.matched.ratio}, looked up once per registry (not per decision). */
+  private volatile @Nullable DistributionSummary matchedRatio;
+
   /**
    * Meters for a scorer whose cost is not a time ({@code prefixrouter.route.cost}).
    *
@@ -102,6 +105,7 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
   public void bindTo(MeterRegistry registry) {
     perBackend.clear();
     routedCounter = null;
+    matchedRatio = null;
     this.registry = registry;
     RoutingEngine e = engine.getIfAvailable();
     if (e != null) {
@@ -251,9 +255,12 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
     }
     routedCount.increment();
     if (routed.promptTokens() > 0) {
-      DistributionSummary.builder("prefixrouter.matched.ratio")
-          .register(r)
-          .record((double) routed.matchedTokens() / routed.promptTokens());
+      DistributionSummary ratio = matchedRatio;
+      if (ratio == null) {
+        ratio = DistributionSummary.builder("prefixrouter.matched.ratio").register(r);
+        matchedRatio = ratio;
+      }
+      ratio.record((double) routed.matchedTokens() / routed.promptTokens());
     }
     Meter cost = backendMeters(r, routed.backendId())[0];
     double c = routed.cost();
