@@ -25,8 +25,11 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -46,8 +49,11 @@ import org.springframework.test.context.DynamicPropertySource;
       "prefix-router.gateway.idle-timeout=1s",
       "prefix-router.gateway.response-timeout=2s",
       "management.endpoints.web.exposure.include=health,prefixrouter,prometheus",
-      "management.endpoint.prefixrouter.access=unrestricted"
+      "management.endpoint.prefixrouter.access=unrestricted",
+      // the runnable jar's log format (GatewayApplication.defaults(), applied by its main method)
+      "logging.structured.format.console=ecs"
     })
+@ExtendWith(OutputCaptureExtension.class)
 class GatewayEndToEndTest {
   private static final String MAIN_KEY = "sk-main-test";
   private static final String TINY_KEY = "sk-tiny-test";
@@ -220,6 +226,95 @@ class GatewayEndToEndTest {
   }
 
   @Test
+  void responsesAndCompletionsStreamWithTheirOwnUsage() throws Exception {
+    // the Responses API: output_text.delta events, usage in response.completed (input/output)
+    long ttftBefore = ttftCount("chat");
+    double completionBefore = counter("prefixrouter.gateway.tokens", "chat", "completion");
+    double cachedBefore = counter("prefixrouter.gateway.tokens", "chat", "cached");
+    String responses =
+        "{\"model\":\"chat\",\"stream\":true,\"input\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+    HttpResponse<String> res = client.send(post("/v1/responses", responses, MAIN_KEY), ofString());
+    assertThat(res.statusCode()).isEqualTo(200);
+    assertThat(res.body())
+        .contains("event: response.output_text.delta")
+        .contains("\"type\":\"response.completed\"")
+        .contains("\"input_tokens\":" + FakeEngine.PROMPT_TOKENS);
+    String forwarded = lastBody();
+    assertThat(forwarded)
+        .as("no stream_options for the Responses API")
+        .doesNotContain("include_usage");
+    awaitTrue(() -> ttftCount("chat") == ttftBefore + 1);
+    awaitTrue(
+        () ->
+            counter("prefixrouter.gateway.tokens", "chat", "completion") - completionBefore
+                == FakeEngine.COMPLETION_TOKENS);
+    awaitTrue(() -> counter("prefixrouter.gateway.tokens", "chat", "cached") - cachedBefore == 3);
+
+    // completions: choices[].text chunks; the usage chunk the gateway asked for is not passed on
+    double completionBefore2 = counter("prefixrouter.gateway.tokens", "chat", "completion");
+    String completions = "{\"model\":\"chat\",\"stream\":true,\"prompt\":\"hello there\"}";
+    HttpResponse<String> c =
+        client.send(post("/v1/completions", completions, MAIN_KEY), ofString());
+    assertThat(c.statusCode()).isEqualTo(200);
+    assertThat(c.body()).contains("\"text\":\"hello \"").contains("[DONE]").doesNotContain("usage");
+    assertThat(lastBody()).contains("\"include_usage\":true");
+    awaitTrue(() -> ttftCount("chat") == ttftBefore + 2);
+    awaitTrue(
+        () ->
+            counter("prefixrouter.gateway.tokens", "chat", "completion") - completionBefore2
+                == FakeEngine.COMPLETION_TOKENS);
+  }
+
+  /** The body the chat engines received last (the request just sent went to one of them). */
+  private static String lastBody() {
+    String a = OK1.bodies.isEmpty() ? "" : OK1.bodies.get(OK1.bodies.size() - 1);
+    String b = OK2.bodies.isEmpty() ? "" : OK2.bodies.get(OK2.bodies.size() - 1);
+    return OK1.lastAt >= OK2.lastAt ? a : b;
+  }
+
+  @Test
+  void eachRequestLogsOneJsonLineWithItsRequestAndTraceIds(CapturedOutput output) throws Exception {
+    assertThat(GatewayApplication.defaults())
+        .containsEntry("logging.structured.format.console", "ecs");
+    String traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+    String requestId = "req-log-" + System.nanoTime();
+    HttpResponse<String> res =
+        client.send(
+            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/chat/completions"))
+                .timeout(Duration.ofSeconds(10))
+                .header("Content-Type", "application/json")
+                .header("Authorization", "Bearer " + MAIN_KEY)
+                .header("X-Request-Id", requestId)
+                .header("traceparent", "00-" + traceId + "-00f067aa0ba902b7-01")
+                .POST(HttpRequest.BodyPublishers.ofString(chat("chat", true)))
+                .build(),
+            ofString());
+    assertThat(res.statusCode()).isEqualTo(200);
+    assertThat(res.headers().firstValue("X-Request-Id")).hasValue(requestId);
+    // the backend got a traceparent of the same trace (a new span id)
+    String sent =
+        OK1.lastAt >= OK2.lastAt
+            ? OK1.traceparents.get(OK1.traceparents.size() - 1)
+            : OK2.traceparents.get(OK2.traceparents.size() - 1);
+    assertThat(sent).startsWith("00-" + traceId + "-").doesNotContain("00f067aa0ba902b7");
+    awaitTrue(() -> output.getOut().contains("\"request_id\":\"" + requestId + "\""));
+    String line =
+        output
+            .getOut()
+            .lines()
+            .filter(l -> l.contains("\"request_id\":\"" + requestId + "\""))
+            .findFirst()
+            .orElseThrow();
+    assertThat(line)
+        .startsWith("{")
+        .endsWith("}")
+        .contains("\"trace_id\":\"" + traceId + "\"")
+        .contains("\"outcome\":\"ok\"")
+        .contains("\"model\":\"chat\"")
+        .contains("\"tenant\":\"main\"");
+  }
+
+  @Test
   void nonStreamingPassesTheBodyAndChargesItsUsage() throws Exception {
     double before = counter("prefixrouter.gateway.tokens", "chat", "prompt");
     HttpResponse<String> res =
@@ -256,6 +351,16 @@ class GatewayEndToEndTest {
       assertThat(res.body()).contains("from alive");
     }
     assertThat(failovers("deadish")).isGreaterThan(before);
+    // the starter observes the failover itself (Lease.failover), a timer through Boot's handler
+    var observed =
+        meters
+            .find("prefixrouter.failover")
+            .tag("model", "deadish")
+            .tag("failure", "connect")
+            .tag("outcome", "routed")
+            .timer();
+    assertThat(observed).isNotNull();
+    assertThat(observed.count()).isPositive();
   }
 
   @Test

@@ -1,37 +1,60 @@
 package dev.prefixrouter.gateway;
 
+import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 /**
  * Added latency of the gateway over a direct call (JDK only, run as a source file): the same
- * streamed chat completion sent {@code perStream} times by each of {@code streams} concurrent
- * clients, first straight to a fake engine, then through the gateway, after a warm-up of each;
- * prints p50/p99 of the time to the first byte and to the end of the stream, and the differences.
+ * streamed chat completion sent {@code perStream} times in a closed loop by each of {@code streams}
+ * concurrent clients, first straight to a fake engine, then through the gateway, after a warm-up of
+ * each ({@code perStream / 4} requests per client, not counted). Prints, for each side, p50/p99 of
+ * the time to the first byte of the body, to the first content token (the first {@code
+ * "content":"x} with a non-empty string) and to the end of the stream, with the differences
+ * (gateway minus direct, so p99 can be below p50), and the requests per second of the measured run.
+ *
+ * <p>With a fourth argument, the gateway's process id (Linux only), it also prints the gateway's
+ * CPU over its measured run (not its warm-up) per request: the whole process (fields 14 and 15 of
+ * {@code /proc/PID/stat}, utime + stime in clock ticks of 10 ms, JIT and GC included) and its
+ * Reactor Netty event loops (the first field of {@code /proc/PID/task/TID/schedstat}, ns on CPU, of
+ * the threads named {@code reactor-http-epoll-*}), and every live thread group's share (threads
+ * that ended during the run are missing from the groups, not from the process figure). On Linux it
+ * prints how busy the whole machine was during each measured run ({@code /proc/stat}).
  *
  * <pre>{@code
  * java gateway/src/test/java/dev/prefixrouter/gateway/GatewayLatency.java \
- *     http://127.0.0.1:8001 http://127.0.0.1:8080 64 100
+ *     http://127.0.0.1:8001 http://127.0.0.1:8080 64 100 [GATEWAY_PID]
  * }</pre>
  */
 final class GatewayLatency {
   private GatewayLatency() {}
+
+  /** Clock ticks per second of {@code /proc/PID/stat} (USER_HZ, 100 on Linux x86 and arm64). */
+  private static final double USER_HZ = 100;
 
   public static void main(String[] args) throws Exception {
     String direct = args[0];
     String gateway = args[1];
     int streams = Integer.parseInt(args[2]);
     int perStream = Integer.parseInt(args[3]);
+    long pid = args.length > 4 ? Long.parseLong(args[4]) : -1;
     String body =
         "{\"model\":\"demo\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}";
     HttpClient client =
@@ -42,31 +65,80 @@ final class GatewayLatency {
     ExecutorService pool = Executors.newFixedThreadPool(streams);
     try {
       run(client, pool, direct, body, streams, Math.max(1, perStream / 4)); // warm-up
-      long[][] d = run(client, pool, direct, body, streams, perStream);
+      long[] cpuD0 = machineTicks();
+      Run d = run(client, pool, direct, body, streams, perStream);
+      long[] cpuD1 = machineTicks();
       run(client, pool, gateway, body, streams, Math.max(1, perStream / 4)); // warm-up
-      long[][] g = run(client, pool, gateway, body, streams, perStream);
-      report("first byte", d[0], g[0]);
-      report("whole stream", d[1], g[1]);
+      long[] ticks0 = pid > 0 ? processTicks(pid) : new long[2];
+      Map<String, Long> threads0 = pid > 0 ? threadNanos(pid) : Map.of();
+      long[] cpuG0 = machineTicks();
+      Run g = run(client, pool, gateway, body, streams, perStream);
+      long[] cpuG1 = machineTicks();
+      long[] ticks1 = pid > 0 ? processTicks(pid) : new long[2];
+      Map<String, Long> threads1 = pid > 0 ? threadNanos(pid) : Map.of();
+      report("first byte", d.first, g.first);
+      report("first token", d.token, g.token);
+      report("whole stream", d.total, g.total);
+      System.out.printf(
+          "throughput   direct %.1f req/s | gateway %.1f req/s (%d streams x %d requests)%n",
+          d.perSecond(), g.perSecond(), streams, perStream);
+      System.out.printf(
+          "machine CPU busy (all processes, %d cores): direct run %.0f %%, gateway run %.0f %%%n",
+          Runtime.getRuntime().availableProcessors(), busy(cpuD0, cpuD1), busy(cpuG0, cpuG1));
+      if (pid > 0) {
+        int n = g.total.length;
+        Map<String, Long> used = new TreeMap<>();
+        threads1.forEach((k, v) -> used.put(k, v - threads0.getOrDefault(k, 0L)));
+        long loops =
+            used.entrySet().stream()
+                .filter(e -> e.getKey().startsWith("reactor-http"))
+                .mapToLong(Map.Entry::getValue)
+                .sum();
+        long user = ticks1[0] - ticks0[0];
+        long sys = ticks1[1] - ticks0[1];
+        System.out.printf(
+            "gateway CPU per request: process %.3f ms (user %.3f, system %.3f), event loops %.3f ms"
+                + " (%d requests)%n",
+            (user + sys) * 1000.0 / USER_HZ / n,
+            user * 1000.0 / USER_HZ / n,
+            sys * 1000.0 / USER_HZ / n,
+            loops / 1e6 / n,
+            n);
+        StringBuilder by = new StringBuilder("  by thread group (live threads, ms per request):");
+        used.entrySet().stream()
+            .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
+            .filter(e -> e.getValue() / 1e6 / n >= 0.005)
+            .forEach(e -> by.append(String.format(" %s %.3f", e.getKey(), e.getValue() / 1e6 / n)));
+        System.out.println(by);
+      }
     } finally {
       pool.shutdownNow();
     }
   }
 
-  private static long[][] run(
+  private record Run(long[] first, long[] token, long[] total, long wallNanos) {
+    double perSecond() {
+      return total.length / (wallNanos / 1e9);
+    }
+  }
+
+  private static Run run(
       HttpClient client, ExecutorService pool, String base, String body, int streams, int n)
       throws Exception {
     HttpRequest req =
         HttpRequest.newBuilder(URI.create(base + "/v1/chat/completions"))
             .header("Content-Type", "application/json")
-            .timeout(Duration.ofSeconds(30))
+            .timeout(Duration.ofSeconds(60))
             .POST(HttpRequest.BodyPublishers.ofString(body))
             .build();
+    long start = System.nanoTime();
     List<Future<long[][]>> futures = new ArrayList<>();
     for (int s = 0; s < streams; s++) {
       futures.add(
           pool.submit(
               () -> {
                 long[] first = new long[n];
+                long[] token = new long[n];
                 long[] total = new long[n];
                 byte[] buf = new byte[8192];
                 for (int i = 0; i < n; i++) {
@@ -77,27 +149,102 @@ final class GatewayLatency {
                     if (res.statusCode() != 200) {
                       throw new IllegalStateException(base + " answered " + res.statusCode());
                     }
+                    StringBuilder seen = new StringBuilder();
                     int r = in.read(buf);
                     first[i] = System.nanoTime() - t0;
                     while (r >= 0) {
+                      if (token[i] == 0 && r > 0) {
+                        seen.append(new String(buf, 0, r, StandardCharsets.UTF_8));
+                        if (hasContent(seen)) {
+                          token[i] = System.nanoTime() - t0;
+                        }
+                      }
                       r = in.read(buf);
                     }
                   }
                   total[i] = System.nanoTime() - t0;
+                  if (token[i] == 0) {
+                    throw new IllegalStateException(base + " sent no content token");
+                  }
                 }
-                return new long[][] {first, total};
+                return new long[][] {first, token, total};
               }));
     }
     long[] first = new long[streams * n];
+    long[] token = new long[streams * n];
     long[] total = new long[streams * n];
     int k = 0;
     for (Future<long[][]> f : futures) {
       long[][] r = f.get();
       System.arraycopy(r[0], 0, first, k, n);
-      System.arraycopy(r[1], 0, total, k, n);
+      System.arraycopy(r[1], 0, token, k, n);
+      System.arraycopy(r[2], 0, total, k, n);
       k += n;
     }
-    return new long[][] {first, total};
+    return new Run(first, token, total, System.nanoTime() - start);
+  }
+
+  /** Whether the stream so far holds a {@code "content":"} followed by a non-empty string. */
+  private static boolean hasContent(CharSequence s) {
+    String key = "\"content\":\"";
+    String all = s.toString();
+    for (int i = all.indexOf(key); i >= 0; i = all.indexOf(key, i + 1)) {
+      int c = i + key.length();
+      if (c < all.length() && all.charAt(c) != '"') {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Busy and total clock ticks of the whole machine ({@code /proc/stat}'s {@code cpu} line). */
+  private static long[] machineTicks() {
+    try {
+      String[] f = Files.readAllLines(Path.of("/proc/stat")).get(0).trim().split("\\s+");
+      long total = 0;
+      for (int i = 1; i < f.length && i <= 8; i++) {
+        total += Long.parseLong(f[i]);
+      }
+      long idle = Long.parseLong(f[4]) + Long.parseLong(f[5]); // idle + iowait
+      return new long[] {total - idle, total};
+    } catch (IOException | RuntimeException e) {
+      return new long[] {0, 0}; // not Linux: reported as 0 %
+    }
+  }
+
+  private static double busy(long[] a, long[] b) {
+    long total = b[1] - a[1];
+    return total <= 0 ? 0 : 100.0 * (b[0] - a[0]) / total;
+  }
+
+  /** utime and stime (fields 14 and 15 of {@code /proc/PID/stat}), clock ticks. */
+  private static long[] processTicks(long pid) throws IOException {
+    String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+    // fields after the command name (which is in parentheses and may hold spaces)
+    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+    return new long[] {Long.parseLong(f[11]), Long.parseLong(f[12])};
+  }
+
+  /**
+   * CPU time (ns, first field of {@code schedstat}) of the process's live threads, summed by name
+   * with trailing digits and dashes removed ({@code reactor-http-epoll-2}, which the kernel cuts to
+   * {@code reactor-http-ep}, → {@code reactor-http-ep}).
+   */
+  private static Map<String, Long> threadNanos(long pid) throws IOException {
+    Map<String, Long> sum = new HashMap<>();
+    try (DirectoryStream<Path> tasks =
+        Files.newDirectoryStream(Path.of("/proc/" + pid + "/task"))) {
+      for (Path t : tasks) {
+        try {
+          String name = Files.readString(t.resolve("comm")).strip().replaceAll("[-#0-9 ]+$", "");
+          long ns = Long.parseLong(Files.readString(t.resolve("schedstat")).split(" ")[0]);
+          sum.merge(name, ns, Long::sum);
+        } catch (IOException gone) {
+          // the thread ended between listing and reading
+        }
+      }
+    }
+    return sum;
   }
 
   private static void report(String what, long[] direct, long[] gateway) {
