@@ -26,11 +26,14 @@ public class GatewayApplication {
     d.put("logging.structured.format.console", "ecs");
     d.put("management.endpoints.web.exposure.include", "health,prometheus,prefixrouter");
     // per-request CPU (benchmarks/README.md, "Gateway: added latency"): an inference engine needs
-    // no X-Forwarded-*/Forwarded headers, the upstream call's own observation duplicates the
-    // gateway's per-model meters, and a long-task timer per observation is not read by anyone
+    // no X-Forwarded-*/Forwarded headers, the upstream call's own observation and Spring Cloud
+    // Gateway's per-route timer (spring.cloud.gateway.requests) duplicate the gateway's per-model
+    // meters and Boot's http.server.requests, and a long-task timer per observation is not read
+    // by anyone
     d.put("spring.cloud.gateway.server.webflux.x-forwarded.enabled", "false");
     d.put("spring.cloud.gateway.server.webflux.forwarded.enabled", "false");
     d.put("spring.cloud.gateway.server.webflux.observability.enabled", "false");
+    d.put("spring.cloud.gateway.server.webflux.metrics.enabled", "false");
     d.put("management.metrics.observations.ignored-meters", "long-task-timer");
     return d;
   }

@@ -44,6 +44,7 @@ import org.springframework.web.server.ResponseStatusException;
 import org.springframework.web.server.ServerWebExchange;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * The Spring Cloud Gateway filter that routes an OpenAI request with the {@link RoutingEngine} and
@@ -95,6 +96,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
   static final String TARGET_ATTR = PrefixRouterGatewayFilter.class.getName() + ".target";
 
   private static final Logger LOG = LoggerFactory.getLogger(PrefixRouterGatewayFilter.class);
+
   private static final int MAX_REQUEST_ID = 128;
 
   private final RoutingEngine engine;
@@ -504,10 +506,12 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
 
     Flux<DataBuffer> watch(Flux<DataBuffer> body, DataBufferFactory factory) {
       ResponseTap t = Objects.requireNonNull(tap);
+      IdleTimeout idle = new IdleTimeout(idleTimeout, Schedulers.parallel());
       Flux<DataBuffer> out =
-          body.timeout(idleTimeout)
+          idle.watch(body)
               .<DataBuffer>handle(
                   (b, sink) -> {
+                    idle.touch();
                     DataBuffer o = t.onChunk(b, factory);
                     if (o != null) {
                       sink.next(o);

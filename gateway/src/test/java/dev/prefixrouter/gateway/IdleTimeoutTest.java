@@ -1,0 +1,66 @@
+package dev.prefixrouter.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+
+/** The idle timeout counts silence between chunks, not the body's length. */
+class IdleTimeoutTest {
+
+  @Test
+  void aBodyLongerThanTheTimeoutButNeverSilentThatLongCompletes() {
+    IdleTimeout idle = new IdleTimeout(Duration.ofMillis(300), Schedulers.parallel());
+    List<Long> got =
+        idle.watch(Flux.interval(Duration.ofMillis(20)).take(40)) // ~800 ms in all
+            .doOnNext(x -> idle.touch())
+            .collectList()
+            .block(Duration.ofSeconds(10));
+    assertThat(got).hasSize(40);
+  }
+
+  @Test
+  void silenceAfterAChunkFailsTheBodyAndCancelsIt() {
+    IdleTimeout idle = new IdleTimeout(Duration.ofMillis(150), Schedulers.parallel());
+    AtomicBoolean cancelled = new AtomicBoolean();
+    Flux<String> stalls =
+        Flux.concat(Mono.just("first"), Mono.<String>never()).doOnCancel(() -> cancelled.set(true));
+    long t0 = System.nanoTime();
+    assertThatThrownBy(
+            () ->
+                idle.watch(stalls)
+                    .doOnNext(x -> idle.touch())
+                    .collectList()
+                    .block(Duration.ofSeconds(10)))
+        .hasCauseInstanceOf(TimeoutException.class);
+    assertThat(System.nanoTime() - t0).isGreaterThanOrEqualTo(Duration.ofMillis(150).toNanos());
+    assertThat(cancelled).isTrue();
+  }
+
+  @Test
+  void aBodyThatEndsInTimeNeverFailsLater() throws InterruptedException {
+    IdleTimeout idle = new IdleTimeout(Duration.ofMillis(100), Schedulers.parallel());
+    AtomicBoolean failed = new AtomicBoolean();
+    assertThat(
+            idle.watch(Flux.just(1, 2, 3))
+                .doOnError(e -> failed.set(true))
+                .collectList()
+                .block(Duration.ofSeconds(5)))
+        .containsExactly(1, 2, 3);
+    Thread.sleep(250); // the check was cancelled with the body: nothing fires afterwards
+    assertThat(failed).isFalse();
+  }
+
+  @Test
+  void theTimeoutMustBePositive() {
+    assertThatThrownBy(() -> new IdleTimeout(Duration.ZERO, Schedulers.parallel()))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+}
