@@ -71,6 +71,12 @@ class GatewayEndToEndTest {
   static final FakeEngine HANG = engine("hang", FakeEngine.Mode.HANG);
   static final FakeEngine HANG_OK = engine("hang-ok", FakeEngine.Mode.OK);
 
+  /** 25 tokens 100 ms apart: ~2.5 s in all, longer than the idle timeout, never idle that long. */
+  static final FakeEngine PACED = engine("paced", new FakeEngine.Timing(100, 100, 25));
+
+  /** Its second token comes 1.5 s after the first: longer than the idle timeout. */
+  static final FakeEngine STALLING = engine("stalling", new FakeEngine.Timing(0, 1500, 3));
+
   @DynamicPropertySource
   static void backends(DynamicPropertyRegistry r) throws IOException {
     int i = 0;
@@ -86,7 +92,9 @@ class GatewayEndToEndTest {
     i = backend(r, i, "drained", DRAINED.url(), "drained");
     i = backend(r, i, "dying", DYING.url(), "dying");
     i = backend(r, i, "hang", HANG.url(), "hangy");
-    backend(r, i, "hang-ok", HANG_OK.url(), "hangy");
+    i = backend(r, i, "hang-ok", HANG_OK.url(), "hangy");
+    i = backend(r, i, "paced", PACED.url(), "paced");
+    backend(r, i, "stalling", STALLING.url(), "stalling");
     // (an indexed list binds from one property source only: every entry is given here)
     r.add("prefix-router.gateway.api-keys[0].tenant", () -> "main");
     r.add("prefix-router.gateway.api-keys[1].tenant", () -> "tiny");
@@ -107,7 +115,9 @@ class GatewayEndToEndTest {
   @AfterAll
   static void stop() {
     for (FakeEngine e :
-        List.of(OK1, OK2, GATED, BAD, GOOD, ALIVE, SILENT, HOLD, DRAINED, DYING, HANG, HANG_OK)) {
+        List.of(
+            OK1, OK2, GATED, BAD, GOOD, ALIVE, SILENT, HOLD, DRAINED, DYING, HANG, HANG_OK, PACED,
+            STALLING)) {
       e.close();
     }
   }
@@ -202,6 +212,33 @@ class GatewayEndToEndTest {
                 .tag("outcome", "cancelled")
                 .timer())
         .isNull();
+  }
+
+  @Test
+  void theIdleTimeoutCountsSilenceBetweenChunksNotTheStreamsLength() throws Exception {
+    long t0 = System.nanoTime();
+    HttpResponse<String> paced =
+        client.send(post("/v1/chat/completions", chat("paced", true), MAIN_KEY), ofString());
+    assertThat(System.nanoTime() - t0)
+        .as("the stream outlasted the 1 s idle timeout")
+        .isGreaterThan(TimeUnit.MILLISECONDS.toNanos(2000));
+    assertThat(paced.statusCode()).isEqualTo(200);
+    assertThat(paced.body())
+        .contains("from paced")
+        .doesNotContain("error")
+        .endsWith("data: [DONE]\n\n");
+    assertThat(paced.body().split("\"content\":\"tok \"", -1)).hasSize(24); // 23 middle tokens
+
+    // 1.5 s of silence after the first token: cut with an error event, no failover
+    HttpResponse<String> stalled =
+        client.send(post("/v1/chat/completions", chat("stalling", true), MAIN_KEY), ofString());
+    assertThat(stalled.statusCode()).isEqualTo(200);
+    assertThat(stalled.body())
+        .contains("hello ")
+        .doesNotContain("from stalling")
+        .contains("\"code\":\"backend_timeout\"")
+        .endsWith("data: [DONE]\n\n");
+    assertThat(STALLING.requests.get()).isEqualTo(1);
   }
 
   @Test
@@ -598,6 +635,14 @@ class GatewayEndToEndTest {
   private static int closedPort() throws IOException {
     try (ServerSocket s = new ServerSocket(0)) {
       return s.getLocalPort();
+    }
+  }
+
+  private static FakeEngine engine(String name, FakeEngine.Timing timing) {
+    try {
+      return new FakeEngine(name, FakeEngine.Mode.OK, 0, timing, FakeEngine.COMPLETION_TOKENS);
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
     }
   }
 

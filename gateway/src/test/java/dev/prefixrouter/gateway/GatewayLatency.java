@@ -25,10 +25,11 @@ import java.util.concurrent.Future;
  * Added latency of the gateway over a direct call (JDK only, run as a source file): the same
  * streamed chat completion sent {@code perStream} times in a closed loop by each of {@code streams}
  * concurrent clients, first straight to a fake engine, then through the gateway, after a warm-up of
- * each ({@code perStream / 4} requests per client, not counted). Prints, for each side, p50/p99 of
- * the time to the first byte of the body, to the first content token (the first {@code
- * "content":"x} with a non-empty string) and to the end of the stream, with the differences
- * (gateway minus direct, so p99 can be below p50), and the requests per second of the measured run.
+ * each ({@code warmUp} requests per client, by default {@code perStream / 4}, not counted). Prints,
+ * for each side, p50/p99 of the time to the first byte of the body, to the first content token (the
+ * first {@code "content":"x} with a non-empty string) and to the end of the stream, with the
+ * differences (gateway minus direct, so p99 can be below p50), and the requests per second of the
+ * measured run.
  *
  * <p>With a fourth argument, the gateway's process id (Linux only), it also prints the gateway's
  * CPU over its measured run (not its warm-up) per request: the whole process (fields 14 and 15 of
@@ -40,7 +41,7 @@ import java.util.concurrent.Future;
  *
  * <pre>{@code
  * java gateway/src/test/java/dev/prefixrouter/gateway/GatewayLatency.java \
- *     http://127.0.0.1:8001 http://127.0.0.1:8080 64 100 [GATEWAY_PID]
+ *     http://127.0.0.1:8001 http://127.0.0.1:8080 64 100 [GATEWAY_PID [WARM_UP]]
  * }</pre>
  */
 final class GatewayLatency {
@@ -55,6 +56,7 @@ final class GatewayLatency {
     int streams = Integer.parseInt(args[2]);
     int perStream = Integer.parseInt(args[3]);
     long pid = args.length > 4 ? Long.parseLong(args[4]) : -1;
+    int warm = args.length > 5 ? Integer.parseInt(args[5]) : Math.max(1, perStream / 4);
     String body =
         "{\"model\":\"demo\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}";
     HttpClient client =
@@ -64,11 +66,11 @@ final class GatewayLatency {
             .build();
     ExecutorService pool = Executors.newFixedThreadPool(streams);
     try {
-      run(client, pool, direct, body, streams, Math.max(1, perStream / 4)); // warm-up
+      run(client, pool, direct, body, streams, warm); // warm-up
       long[] cpuD0 = machineTicks();
       Run d = run(client, pool, direct, body, streams, perStream);
       long[] cpuD1 = machineTicks();
-      run(client, pool, gateway, body, streams, Math.max(1, perStream / 4)); // warm-up
+      run(client, pool, gateway, body, streams, warm); // warm-up
       long[] ticks0 = pid > 0 ? processTicks(pid) : new long[2];
       Map<String, Long> threads0 = pid > 0 ? threadNanos(pid) : Map.of();
       long[] cpuG0 = machineTicks();
