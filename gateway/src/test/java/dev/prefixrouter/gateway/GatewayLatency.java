@@ -86,7 +86,7 @@ final class GatewayLatency {
           d.perSecond(), g.perSecond(), streams, perStream);
       System.out.printf(
           "machine CPU busy (all processes, %d cores): direct run %.0f %%, gateway run %.0f %%%n",
-          Runtime.getRuntime().availableProcessors(), busy(cpuD0, cpuD1), busy(cpuG0, cpuG1));
+          machineCores(), busy(cpuD0, cpuD1), busy(cpuG0, cpuG1));
       if (pid > 0) {
         int n = g.total.length;
         Map<String, Long> used = new TreeMap<>();
@@ -211,6 +211,21 @@ final class GatewayLatency {
       return new long[] {total - idle, total};
     } catch (IOException | RuntimeException e) {
       return new long[] {0, 0}; // not Linux: reported as 0 %
+    }
+  }
+
+  /** The machine's cores as {@code /proc/stat} lists them (this process may be pinned to fewer). */
+  private static long machineCores() {
+    try {
+      long n = 0;
+      for (String line : Files.readAllLines(Path.of("/proc/stat"))) {
+        if (line.matches("cpu[0-9]+ .*")) {
+          n++;
+        }
+      }
+      return n;
+    } catch (IOException e) {
+      return Runtime.getRuntime().availableProcessors();
     }
   }
 
