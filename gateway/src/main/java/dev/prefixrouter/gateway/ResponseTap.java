@@ -440,9 +440,16 @@ final class ResponseTap {
     if (details == null || !details.isObject()) {
       details = u.get("input_tokens_details");
     }
-    long cached = details != null && details.isObject() ? count(details, "cached_tokens", "") : 0;
-    cached = Math.max(0, Math.min(cached, prompt));
-    return new Usage((int) prompt, (int) completion, (int) cached);
+    JsonNode cachedNode =
+        details != null && details.isObject() ? details.get("cached_tokens") : null;
+    if (cachedNode == null || cachedNode.isNull()) { // not reported (vLLM without the details flag)
+      return Usage.of((int) prompt, (int) completion);
+    }
+    long cached = count(details, "cached_tokens", "");
+    if (cached < 0) { // not a count: unknown, not "none cached"
+      return Usage.of((int) prompt, (int) completion);
+    }
+    return new Usage((int) prompt, (int) completion, (int) Math.min(cached, prompt));
   }
 
   private static long count(JsonNode obj, String name, String otherName) {

@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DefaultDataBufferFactory;
+import tools.jackson.databind.json.JsonMapper;
 
 /** The usage chunk the gateway asked for, removed from a stream however it is cut into chunks. */
 class ResponseTapTest {
@@ -46,6 +47,29 @@ class ResponseTapTest {
       assertThat(first).hasValue(1);
       assertThat(tap.dataEvents()).isEqualTo(3);
     }
+  }
+
+  @Test
+  void aMissingCachedCountIsUnknownNotZero() {
+    JsonMapper json = JsonMapper.builder().build();
+    Usage none =
+        ResponseTap.usageOf(
+            json.readTree("{\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}"));
+    assertThat(none).isEqualTo(Usage.of(5, 2));
+    assertThat(none.cachedReported()).isFalse();
+    Usage nullDetails =
+        ResponseTap.usageOf(
+            json.readTree(
+                "{\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,"
+                    + "\"prompt_tokens_details\":null}}"));
+    assertThat(nullDetails.cachedReported()).isFalse();
+    Usage zero =
+        ResponseTap.usageOf(
+            json.readTree(
+                "{\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,"
+                    + "\"prompt_tokens_details\":{\"cached_tokens\":0}}}"));
+    assertThat(zero).isEqualTo(new Usage(5, 2, 0));
+    assertThat(zero.cachedReported()).isTrue();
   }
 
   @Test

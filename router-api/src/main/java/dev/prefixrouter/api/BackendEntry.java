@@ -93,6 +93,9 @@ final class BackendEntry extends BackendEntryPadAfter {
 
   volatile @Nullable TimedLoad load;
 
+  /** The engine's cached counts against the router's predictions (cold: written at completion). */
+  final CacheFeedback cacheFeedback = new CacheFeedback();
+
   BackendEntry(int slot, Backend backend) {
     this.slot = slot;
     this.backend = backend;

@@ -25,6 +25,7 @@ import org.jspecify.annotations.Nullable;
  * @param promptTokens prompt tokens routed here
  * @param matchedTokens of those, tokens the index believed cached here
  * @param costModel the scorer's parameters for this backend (e.g. fitted TTFT coefficients)
+ * @param cacheAccuracy the engine's reported cached tokens against the router's predictions
  */
 public record BackendSnapshot(
     Backend backend,
@@ -39,11 +40,13 @@ public record BackendSnapshot(
     long routed,
     long promptTokens,
     long matchedTokens,
-    Map<String, Double> costModel) {
+    Map<String, Double> costModel,
+    CacheAccuracy cacheAccuracy) {
 
   public BackendSnapshot {
     Objects.requireNonNull(backend, "backend");
     Objects.requireNonNull(health, "health");
+    Objects.requireNonNull(cacheAccuracy, "cacheAccuracy");
     costModel = Map.copyOf(costModel);
     indexSignals = Map.copyOf(indexSignals);
   }

@@ -140,6 +140,9 @@ final class DefaultLease implements Lease {
       return;
     }
     Routed r = routed();
+    if (usage.cachedReported()) {
+      cacheFeedback(r, usage);
+    }
     long delta = usage.totalTokens() - reservedTokens();
     Listeners listeners = pipeline.listeners();
     if (delta == 0 && s != OPEN && !listeners.any()) {
@@ -153,6 +156,38 @@ final class DefaultLease implements Lease {
     long duration = Math.max(0, now - startNanos);
     if (listeners.any()) {
       listeners.notify(l -> l.onCompleted(r, usage, duration));
+    }
+  }
+
+  /**
+   * Closes the loop: counts the engine's cached tokens against the prediction and, when they differ
+   * by a block or more, tells the index (claim held; a throwing index is logged and ignored).
+   */
+  private void cacheFeedback(Routed r, Usage usage) {
+    int prompt =
+        usage.promptTokens() > 0
+            ? Math.min(r.promptTokens(), usage.promptTokens())
+            : r.promptTokens();
+    int[] blocks = new int[3];
+    boolean tell =
+        entry.cacheFeedback.record(
+            prompt,
+            r.matchedTokens(),
+            usage.cachedTokens(),
+            queuedBefore,
+            pipeline.tokensPerBlock(),
+            blocks);
+    if (tell && entry.claim()) {
+      try {
+        pipeline
+            .index()
+            .onEngineCached(
+                entry.slot, blocks[0], blocks[1], blocks[2], pipeline.ticker().getAsLong());
+      } catch (RuntimeException ex) {
+        pipeline.listeners().ignored(pipeline.index(), ex);
+      } finally {
+        entry.release();
+      }
     }
   }
 

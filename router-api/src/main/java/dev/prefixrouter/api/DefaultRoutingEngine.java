@@ -132,7 +132,8 @@ final class DefaultRoutingEngine implements RoutingEngine {
               e.routed(),
               e.promptTokens(),
               e.matchedTokens(),
-              scorer.describe(e.slot)));
+              scorer.describe(e.slot),
+              e.cacheFeedback.snapshot()));
     }
     return new RouterSnapshot(
         now,

@@ -513,6 +513,15 @@ final class RoutePipeline {
     return limiter;
   }
 
+  PrefixIndex index() {
+    return index;
+  }
+
+  /** Tokens per block of the hasher (at least 1). */
+  int tokensPerBlock() {
+    return Math.max(1, hasher.tokensPerBlock());
+  }
+
   Scorer scorer() {
     return scorer;
   }

@@ -158,6 +158,13 @@ final class Fakes {
     }
 
     @Override
+    public void onEngineCached(
+        int slot, int predictedBlocks, int engineBlocks, int inFlightBlocks, long nowNanos) {
+      calls.add(
+          "engine " + slot + " " + predictedBlocks + " " + engineBlocks + " " + inFlightBlocks);
+    }
+
+    @Override
     public void apply(int slot, KvEvent event, BlockHasher hasher, long nowNanos) {
       calls.add("event " + slot + " " + event.getClass().getSimpleName());
     }

@@ -94,6 +94,9 @@ class ValueTypesTest {
     assertThatThrownBy(() -> LoadReport.of(0, 0, 0).withAge(Duration.ofSeconds(-1)))
         .hasMessageContaining("age");
     assertThatThrownBy(() -> new Usage(1, 0, 2)).hasMessageContaining("cachedTokens");
+    assertThatThrownBy(() -> new Usage(4, 0, 2, false)).hasMessageContaining("not reported");
+    assertThat(Usage.of(3, 4).cachedReported()).isFalse();
+    assertThat(new Usage(3, 4, 0).cachedReported()).isTrue();
     assertThatThrownBy(() -> Usage.of(-1, 0)).hasMessageContaining("token counts");
     assertThat(Usage.of(3, 4).totalTokens()).isEqualTo(7);
     assertThat(Failure.httpStatus(503).kind()).isEqualTo(Failure.Kind.SERVER_ERROR);
@@ -184,7 +187,8 @@ class ValueTypesTest {
             4,
             100,
             25,
-            Map.of("beta", 1.0));
+            Map.of("beta", 1.0),
+            CacheAccuracy.NONE);
     assertThat(b.predictedHitRatio()).isEqualTo(0.25);
     assertThat(b.lruAgeNanos()).isEmpty();
     RouterSnapshot s =

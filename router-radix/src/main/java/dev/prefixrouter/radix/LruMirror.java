@@ -44,6 +44,10 @@ final class LruMirror {
   boolean ownedByWriter;
 
   private long capacity;
+
+  /** The capacity the backend is configured with ({@link #capacity} may be learned below it). */
+  long configured;
+
   private long size;
   private long confirmedTotal;
   private long lastStamp = Long.MIN_VALUE;
@@ -83,6 +87,7 @@ final class LruMirror {
   LruMirror(int slot, long capacity) {
     this.slot = slot;
     this.capacity = capacity;
+    this.configured = capacity;
     PUBLISHED_STAMP.setVolatile(published, PUBLISHED, ROOM);
   }
 

@@ -156,6 +156,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private final boolean maxBackendsExplicit;
   private final long defaultCapacity;
   private final long ttlNanos;
+  private final boolean capacityFeedback;
   private final Object lock = new Object();
   private final Node root = new Node(new long[0], null);
   private AtomicLongArray versions;
@@ -206,6 +207,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     this.defaultCapacity = b.defaultCapacityBlocks;
     this.ttlNanos = b.predictionTtl.toNanos();
     this.lowerTierBlocks = b.lowerTierBlocks;
+    this.capacityFeedback = b.capacityFeedback;
     slots(b.maxBackends);
     root.linked = true;
   }
@@ -332,15 +334,60 @@ public final class RadixPrefixIndex implements PrefixIndex {
         return;
       }
       try {
-        m.capacity(capacityBlocks == 0 ? defaultCapacity : capacityBlocks);
-        while (m.size() > m.capacity()) {
-          evictTail(m, m.size() - m.capacity());
-        }
+        m.configured = capacityBlocks == 0 ? defaultCapacity : capacityBlocks;
+        resize(m, m.configured);
         translators[slot].bound(mappingBound(m.capacity()));
         LowerTier lt = lowerTiers.get(slot);
         if (lt != null) {
           lt.bound(lowerTierBound(m.capacity()));
         }
+      } finally {
+        endWrite(m);
+      }
+    }
+  }
+
+  /** Sets the modelled capacity, evicting at once when it shrinks. Locks held. */
+  private void resize(LruMirror m, long capacity) {
+    m.capacity(capacity);
+    while (m.size() > m.capacity()) {
+      evictTail(m, m.size() - m.capacity());
+    }
+  }
+
+  /**
+   * Follows the engine's own cached count by the rule of {@link CapacityFeedback}: the capacity the
+   * backend's mirror is modelled with shrinks (evicting its least recently used beliefs at once)
+   * when the engine held fewer blocks than believed and the requests prefilling there at routing
+   * time cannot explain it, and grows back toward the configured capacity when the engine held
+   * more; a backend that sends KV events is left to its events. The new capacity shows as {@link
+   * IndexSignal#CAPACITY_BLOCKS}. On with {@link Builder#capacityFeedback(boolean)}. An unknown
+   * slot is ignored; negative counts are treated as 0. Takes the structure lock only when the
+   * capacity changes.
+   */
+  @Override
+  public void onEngineCached(
+      int slot, int predictedBlocks, int engineBlocks, int inFlightBlocks, long nowNanos) {
+    LruMirror peek = inRange(slot) ? mirrors.get(slot) : null;
+    if (!capacityFeedback || peek == null) {
+      return;
+    }
+    int predicted = Math.max(0, predictedBlocks);
+    int engine = Math.max(0, engineBlocks);
+    synchronized (lock) {
+      LruMirror m = mirrors.get(slot);
+      if (m == null || m.eventsSeen) {
+        return;
+      }
+      long next =
+          CapacityFeedback.next(
+              m.configured, m.capacity(), m.size(), predicted, engine, inFlightBlocks);
+      if (next == m.capacity()) {
+        return;
+      }
+      own(m);
+      try {
+        resize(m, next);
       } finally {
         endWrite(m);
       }
@@ -639,6 +686,11 @@ public final class RadixPrefixIndex implements PrefixIndex {
       case OFFLOADED_BLOCKS -> {
         synchronized (lock) {
           yield m.offloadedBlocks < 0 ? IndexSignal.ABSENT : m.offloadedBlocks;
+        }
+      }
+      case CAPACITY_BLOCKS -> {
+        synchronized (lock) {
+          yield m.capacity();
         }
       }
     };
@@ -1385,6 +1437,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     private long defaultCapacityBlocks = 100_000;
     private Duration predictionTtl = Duration.ofSeconds(30);
     private long lowerTierBlocks = -1;
+    private boolean capacityFeedback;
 
     private Builder() {}
 
@@ -1400,6 +1453,18 @@ public final class RadixPrefixIndex implements PrefixIndex {
             "lowerTierBlocks must be in [0, " + (Integer.MAX_VALUE - 8) + "], was " + blocks);
       }
       this.lowerTierBlocks = blocks;
+      return this;
+    }
+
+    /**
+     * Whether the engines' own cached counts ({@link #onEngineCached}) adjust the capacity each
+     * backend's mirror is modelled with (see {@link RadixPrefixIndex#onEngineCached}). Default
+     * false: where the configured capacity is right, the learned one cost hits in the simulator
+     * (measurements in {@code benchmarks/README.md}); turn it on when the configured capacity is
+     * only a guess. Off, reports change nothing here (the engine still counts them).
+     */
+    public Builder capacityFeedback(boolean on) {
+      this.capacityFeedback = on;
       return this;
     }
 

@@ -77,7 +77,8 @@ public class PrefixRouterAutoConfiguration {
           RadixPrefixIndex.Builder b =
               RadixPrefixIndex.builder() // maxBackends: the engine hands its own down
                   .defaultCapacityBlocks(p.getIndex().getDefaultCapacityBlocks())
-                  .predictionTtl(p.getIndex().getPredictionTtl());
+                  .predictionTtl(p.getIndex().getPredictionTtl())
+                  .capacityFeedback(p.getIndex().isCapacityFeedback());
           Long lower = p.getIndex().getLowerTierBlocks();
           if (lower != null) {
             b.lowerTierBlocks(lower);

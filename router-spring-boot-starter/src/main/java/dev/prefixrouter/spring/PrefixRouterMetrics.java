@@ -2,6 +2,7 @@ package dev.prefixrouter.spring;
 
 import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.BackendSnapshot;
+import dev.prefixrouter.api.CacheAccuracy;
 import dev.prefixrouter.api.CapacityPlan;
 import dev.prefixrouter.api.Failure;
 import dev.prefixrouter.api.HealthState;
@@ -10,9 +11,11 @@ import dev.prefixrouter.api.Routed;
 import dev.prefixrouter.api.RouterSnapshot;
 import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.Usage;
+import dev.prefixrouter.api.spi.IndexSignal;
 import dev.prefixrouter.api.spi.RoutingListener;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -54,6 +57,17 @@ import org.springframework.beans.factory.ObjectProvider;
  *   <tr><td>{@code prefixrouter.backend.lru.age}</td><td>gauge (seconds; NaN while the index's
  *       mirror has room), {@code backend}</td></tr>
  *   <tr><td>{@code prefixrouter.backend.breaker}</td><td>gauge 0 closed, 1 half-open, 2 open</td></tr>
+ *   <tr><td>{@code prefixrouter.backend.cache.reports}</td><td>function counter, completions
+ *       whose usage carried the engine's cached count, {@code backend}</td></tr>
+ *   <tr><td>{@code prefixrouter.backend.cache.mispredicted}</td><td>function counter, reports
+ *       where the engine held fewer ({@code direction=over}) or more ({@code direction=under})
+ *       tokens than the router predicted, {@code backend}</td></tr>
+ *   <tr><td>{@code prefixrouter.backend.cache.mispredicted.tokens}</td><td>function counter,
+ *       tokens of those errors, {@code backend}, {@code direction=over|under|stale} (stale: the
+ *       part of over that no request prefilling there at routing time explains)</td></tr>
+ *   <tr><td>{@code prefixrouter.backend.cache.capacity}</td><td>gauge, blocks the index models
+ *       the backend's cache with (below the configured capacity while the engine's counts show
+ *       it keeps less; NaN when the index does not say), {@code backend}</td></tr>
  *   <tr><td>{@code prefixrouter.capacity.recommended}</td><td>gauge, backends the capacity plan
  *       recommends (NaN when the objective is unreachable), {@code model}; only with {@code
  *       prefix-router.capacity.ttft} set</td></tr>
@@ -214,6 +228,23 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
                       b.health() == HealthState.CLOSED
                           ? 0
                           : b.health() == HealthState.HALF_OPEN ? 1 : 2));
+          ms.add(
+              counter(r, "prefixrouter.backend.cache.reports", id, null, CacheAccuracy::reports));
+          String mis = "prefixrouter.backend.cache.mispredicted";
+          ms.add(counter(r, mis, id, "over", CacheAccuracy::overPredicted));
+          ms.add(counter(r, mis, id, "under", CacheAccuracy::underPredicted));
+          ms.add(counter(r, mis + ".tokens", id, "over", CacheAccuracy::overPredictedTokens));
+          ms.add(counter(r, mis + ".tokens", id, "under", CacheAccuracy::underPredictedTokens));
+          ms.add(counter(r, mis + ".tokens", id, "stale", CacheAccuracy::staleTokens));
+          ms.add(
+              gauge(
+                  r,
+                  "prefixrouter.backend.cache.capacity",
+                  id,
+                  b -> {
+                    Long c = b.indexSignals().get(IndexSignal.CAPACITY_BLOCKS);
+                    return c == null ? Double.NaN : c;
+                  }));
           return ms;
         });
   }
@@ -230,6 +261,32 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
             })
         .tag("backend", id)
         .register(r);
+  }
+
+  /**
+   * A counter that reads one of the backend's {@link CacheAccuracy} counts from the scrape's
+   * snapshot (monotonic while the backend stays registered), tagged {@code direction} if given.
+   */
+  private FunctionCounter counter(
+      MeterRegistry r,
+      String name,
+      String id,
+      @Nullable String direction,
+      ToDoubleFunction<CacheAccuracy> f) {
+    FunctionCounter.Builder<PrefixRouterMetrics> b =
+        FunctionCounter.builder(
+                name,
+                this,
+                self -> {
+                  Scrape s = scrape();
+                  BackendSnapshot snap = s == null ? null : s.byId().get(id);
+                  return snap == null ? 0 : f.applyAsDouble(snap.cacheAccuracy());
+                })
+            .tag("backend", id);
+    if (direction != null) {
+      b.tag("direction", direction);
+    }
+    return b.register(r);
   }
 
   private Tags tenant(Routed r) {

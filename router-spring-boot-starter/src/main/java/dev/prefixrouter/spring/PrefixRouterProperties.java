@@ -499,6 +499,20 @@ public class PrefixRouterProperties {
       this.lowerTierBlocks = lowerTierBlocks;
     }
 
+    /**
+     * Whether the engines' reported cached tokens adjust the capacity the index models each
+     * backend's cache with.
+     */
+    private boolean capacityFeedback;
+
+    public boolean isCapacityFeedback() {
+      return capacityFeedback;
+    }
+
+    public void setCapacityFeedback(boolean capacityFeedback) {
+      this.capacityFeedback = capacityFeedback;
+    }
+
     public long getDefaultCapacityBlocks() {
       return defaultCapacityBlocks;
     }

@@ -7,6 +7,7 @@ import dev.prefixrouter.api.Prompt;
 import dev.prefixrouter.api.RouteRequest;
 import dev.prefixrouter.api.Routed;
 import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.api.Usage;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
@@ -133,6 +134,54 @@ class ActuatorAndMetricsTest {
                       .gauge())
               .isNull();
         });
+  }
+
+  @Test
+  void enginesCachedCountsAgainstPredictionsAreMetered() {
+    runner
+        .withPropertyValues("prefix-router.index.capacity-feedback=true")
+        .run(
+            ctx -> {
+              MeterRegistry registry = new SimpleMeterRegistry();
+              ctx.getBean(PrefixRouterMetrics.class).bindTo(registry);
+              RoutingEngine engine = ctx.getBean(RoutingEngine.class);
+              Routed first = route(engine); // nothing believed yet; 32 tokens, 2 blocks
+              first.lease().complete(new Usage(32, 1, 0));
+              engine.backends().drain(first.backendId().equals("b0") ? "b1" : "b0");
+              Routed second = route(engine); // believed: the first block (the last is recomputed)
+              assertThat(second.backendId()).isEqualTo(first.backendId());
+              assertThat(second.matchedTokens()).isEqualTo(32);
+              second.lease().complete(new Usage(32, 1, 0)); // the engine held nothing
+              String id = second.backendId();
+              assertThat(registry.get("prefixrouter.backend.cache.reports").tag("backend", id))
+                  .satisfies(m -> assertThat(m.functionCounter().count()).isEqualTo(2));
+              assertThat(mispredicted(registry, "", id, "over")).isEqualTo(1);
+              assertThat(mispredicted(registry, "", id, "under")).isZero();
+              assertThat(mispredicted(registry, ".tokens", id, "over")).isEqualTo(16);
+              assertThat(mispredicted(registry, ".tokens", id, "stale")).isEqualTo(16);
+              assertThat(capacity(registry, id))
+                  .as("the index models a smaller cache after a stale belief")
+                  .isPositive()
+                  .isLessThan(capacity(registry, first.backendId().equals("b0") ? "b1" : "b0"));
+            });
+  }
+
+  private static double mispredicted(
+      MeterRegistry registry, String suffix, String backend, String direction) {
+    return registry
+        .get("prefixrouter.backend.cache.mispredicted" + suffix)
+        .tag("backend", backend)
+        .tag("direction", direction)
+        .functionCounter()
+        .count();
+  }
+
+  private static double capacity(MeterRegistry registry, String backend) {
+    return registry
+        .get("prefixrouter.backend.cache.capacity")
+        .tag("backend", backend)
+        .gauge()
+        .value();
   }
 
   @Test

@@ -76,6 +76,10 @@ public final class Compare {
         --shared-predictions  replicas share predictions (in-process, through
                               PredictionSink -> applyPredicted)
         --share-delay-ms X    publish-to-apply delay of a shared prediction (default 5)
+        --router-capacity-blocks N  KV blocks per backend the router is told, when it
+                              differs from the engines' real --capacity-blocks (default: same)
+        --cache-feedback      the index learns each backend's capacity from the engines'
+                              cached counts (Usage.cachedTokens; counted either way): loop on
         --out DIR             where results.json/.csv and report.html go (default sim-out)
         --help                this text
 
@@ -110,6 +114,8 @@ public final class Compare {
     double sloTtftMs = 100;
     double sloPercentile = 0.95;
     double encodeMs = 40;
+    int routerCapacityBlocks; // 0: the engines' real capacity
+    boolean cacheFeedback;
 
     /** The router replicas of every fleet run. */
     ReplicaSetup replicaSetup() {
@@ -194,6 +200,9 @@ public final class Compare {
         case "--lower-tier" -> o.lowerTier = doubleIn(value(args, ++i, a), a, 1e-3, 1000);
         case "--reload-fraction" -> o.reloadFraction = doubleIn(value(args, ++i, a), a, 0, 1);
         case "--out" -> o.out = Path.of(value(args, ++i, a));
+        case "--router-capacity-blocks" ->
+            o.routerCapacityBlocks = intIn(value(args, ++i, a), a, 16, 10_000_000);
+        case "--cache-feedback" -> o.cacheFeedback = true;
         case "--encode-ms" -> o.encodeMs = doubleIn(value(args, ++i, a), a, 1e-3, 10_000);
         case "--slo-ttft-ms" -> o.sloTtftMs = doubleIn(value(args, ++i, a), a, 1e-3, 3_600_000);
         case "--slo-percentile" -> o.sloPercentile = doubleIn(value(args, ++i, a), a, 0.5, 0.9999);
@@ -525,7 +534,10 @@ public final class Compare {
         config.backends(),
         o.policies.size());
     FleetSimulator sim =
-        new FleetSimulator(name, config, requests, err).replicas(o.replicaSetup()).kvWire(o.kvWire);
+        new FleetSimulator(name, config, requests, err)
+            .replicas(o.replicaSetup())
+            .kvWire(o.kvWire)
+            .routerBelief(o.routerCapacityBlocks, o.cacheFeedback);
     if (o.lowerTier > 0) {
       sim.lowerTier(
           (int)

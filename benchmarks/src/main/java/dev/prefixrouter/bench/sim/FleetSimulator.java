@@ -69,6 +69,9 @@ final class FleetSimulator {
   private boolean kvWire;
   private int lowerTierBlocks;
   private double reloadFraction;
+  private long routerCapacityBlocks; // 0: the engines' real capacity
+  private boolean cacheFeedback;
+  private Map<String, java.util.function.Supplier<Scorer>> extraScorers = Map.of();
 
   FleetSimulator(
       String workload, SimConfig config, List<SimRequest> requests, PrintStream progress) {
@@ -106,6 +109,27 @@ final class FleetSimulator {
   FleetSimulator lowerTier(int blocks, double reloadFraction) {
     this.lowerTierBlocks = blocks;
     this.reloadFraction = reloadFraction;
+    return this;
+  }
+
+  /**
+   * What the router is told and whether it follows the engines' cached counts: {@code
+   * capacityBlocks} per backend (0: the engines' real capacity; another value models a router whose
+   * configured capacity is wrong), and whether the index adjusts to the backends' {@code
+   * Usage.cachedTokens} ({@code RadixPrefixIndex.Builder.capacityFeedback}).
+   */
+  FleetSimulator routerBelief(long capacityBlocks, boolean cacheFeedback) {
+    this.routerCapacityBlocks = capacityBlocks;
+    this.cacheFeedback = cacheFeedback;
+    return this;
+  }
+
+  /**
+   * Scorers by policy name that take precedence over {@link Policies#byName}: variants a probe
+   * builds with other settings (each run gets a fresh one).
+   */
+  FleetSimulator scorers(Map<String, java.util.function.Supplier<Scorer>> byName) {
+    this.extraScorers = Map.copyOf(byName);
     return this;
   }
 
@@ -182,6 +206,7 @@ final class FleetSimulator {
                   RadixPrefixIndex.builder()
                       .maxBackends(Math.max(16, config.backends()))
                       .predictionTtl(Duration.ofSeconds(config.kvEvents() ? 5 : 0))
+                      .capacityFeedback(cacheFeedback)
                       .build())
               .scorer(scorer(policy))
               .health(
@@ -209,7 +234,9 @@ final class FleetSimulator {
             });
       }
       for (SimBackend s : backends) {
-        b.backend(Backend.of(s.id, "m").withCapacityBlocks(config.profile().capacityBlocks()));
+        long told =
+            routerCapacityBlocks > 0 ? routerCapacityBlocks : config.profile().capacityBlocks();
+        b.backend(Backend.of(s.id, "m").withCapacityBlocks(told));
       }
       return b.build();
     }
@@ -524,6 +551,9 @@ final class FleetSimulator {
       Map<String, double[]> tenantStats = new LinkedHashMap<>();
       tenants.forEach((k, v) -> tenantStats.put(k, new double[] {v[0], v[1]}));
       double makespan = now / 1e9;
+      if (progress != null && (routerCapacityBlocks > 0 || cacheFeedback)) {
+        progress.printf("  %s: %s%n", policy, loopSummary(engines[0]));
+      }
       return new PolicyResult(
           workload,
           policy,
@@ -550,6 +580,47 @@ final class FleetSimulator {
     }
   }
 
+  /**
+   * The router's side of the loop ({@code --router-capacity-blocks}): the engine's reported cached
+   * tokens against its predictions, summed over backends, and the capacities its index models.
+   */
+  static String loopSummary(RoutingEngine engine) {
+    long reports = 0;
+    long over = 0;
+    long stale = 0;
+    long under = 0;
+    long predicted = 0;
+    long cached = 0;
+    long minCap = Long.MAX_VALUE;
+    long maxCap = 0;
+    for (var b : engine.inspect().backends()) {
+      var a = b.cacheAccuracy();
+      reports += a.reports();
+      over += a.overPredictedTokens();
+      stale += a.staleTokens();
+      under += a.underPredictedTokens();
+      predicted += a.predictedTokens();
+      cached += a.engineCachedTokens();
+      Long cap = b.indexSignals().get(dev.prefixrouter.api.spi.IndexSignal.CAPACITY_BLOCKS);
+      if (cap != null) {
+        minCap = Math.min(minCap, cap);
+        maxCap = Math.max(maxCap, cap);
+      }
+    }
+    return String.format(
+        java.util.Locale.ROOT,
+        "loop: %d reports, predicted %d / engine %d tokens, over %d (stale %d), under %d;"
+            + " modelled capacity %d..%d blocks",
+        reports,
+        predicted,
+        cached,
+        over,
+        stale,
+        under,
+        minCap == Long.MAX_VALUE ? 0 : minCap,
+        maxCap);
+  }
+
   private static double[] sample(double[] sorted, int n) {
     if (sorted.length <= n) {
       return sorted.clone();
@@ -570,6 +641,10 @@ final class FleetSimulator {
    * profile's encode time (as a host would configure it from its model).
    */
   private Scorer scorer(String policy) {
+    java.util.function.Supplier<Scorer> extra = extraScorers.get(policy);
+    if (extra != null) {
+      return extra.get();
+    }
     if (policy.endsWith("+media")) {
       Scorer base = Policies.byName(policy.substring(0, policy.length() - "+media".length()));
       double encodeMs = config.profile().encodeMs() > 0 ? config.profile().encodeMs() : 30;

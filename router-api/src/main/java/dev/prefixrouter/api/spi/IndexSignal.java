@@ -25,7 +25,13 @@ public enum IndexSignal {
    * Blocks the backend holds on a slower tier than its GPU (CPU memory, disk), as its KV events
    * report them.
    */
-  OFFLOADED_BLOCKS;
+  OFFLOADED_BLOCKS,
+  /**
+   * The capacity in blocks the index models the backend's cache with: its configured capacity, or
+   * less while the engine's own cached counts ({@link PrefixIndex#onEngineCached}) show it keeps
+   * less.
+   */
+  CAPACITY_BLOCKS;
 
   /** The value of a signal the index does not know. Never a valid value: valid values are >= 0. */
   public static final long ABSENT = Long.MIN_VALUE;

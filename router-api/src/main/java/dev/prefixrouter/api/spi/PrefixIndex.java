@@ -91,6 +91,28 @@ public interface PrefixIndex extends SlotLifecycle {
     return IndexSignal.ABSENT;
   }
 
+  /**
+   * The engine's own account of a request routed to {@code slot} (its {@link
+   * dev.prefixrouter.api.Usage#cachedTokens()}): when it served the prompt it held {@code
+   * engineBlocks} leading blocks where this index had believed {@code predictedBlocks} at routing
+   * time; the two differ. Both are capped at the blocks an engine can serve from cache (the full
+   * blocks before the prompt's last token). {@code inFlightBlocks} bounds the prompt blocks that
+   * requests still prefilling on the backend at routing time may have been bringing: when {@code
+   * predictedBlocks - engineBlocks} exceeds it, the index believed blocks the engine had evicted or
+   * never kept.
+   *
+   * <p>By the time this arrives the engine has computed the prompt and holds it again, so the
+   * route's own prefix is believed correctly now; what the report shows is how far the index's
+   * model of the backend's cache is off (see the implementation's rule).
+   *
+   * <p><b>Call site:</b> the thread that completes the lease, once per completion whose usage
+   * carried the engine's count, never on the routing path; the engine catches and logs a {@link
+   * RuntimeException}. Implementations must be thread-safe and short. The default ignores the
+   * report.
+   */
+  default void onEngineCached(
+      int slot, int predictedBlocks, int engineBlocks, int inFlightBlocks, long nowNanos) {}
+
   /** Applies one engine KV event of {@code slot}, recomputing router keys with {@code hasher}. */
   void apply(int slot, KvEvent event, BlockHasher hasher, long nowNanos);
 

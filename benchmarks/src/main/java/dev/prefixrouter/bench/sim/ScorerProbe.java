@@ -1,0 +1,117 @@
+package dev.prefixrouter.bench.sim;
+
+import dev.prefixrouter.api.spi.Scorer;
+import dev.prefixrouter.scoring.EstimatedTtftScorer;
+import dev.prefixrouter.scoring.Policies;
+import dev.prefixrouter.scoring.TtftCoefficients;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.Supplier;
+
+/**
+ * Research probe: est-ttft variants with settings the command line cannot express, on one issue
+ * workload over seeds and rates. {@code java -cp benchmarks/target/benchmarks.jar
+ * dev.prefixrouter.bench.sim.ScorerProbe WORKLOAD SEEDS RATES VARIANT...} (e.g. {@code agentic
+ * 1,2,3 1,2,4 est-ttft decode0.05 gateway-calibrated}); prints TTFT p95 / mean ms and hit % per
+ * run.
+ */
+final class ScorerProbe {
+  private ScorerProbe() {}
+
+  static Map<String, Supplier<Scorer>> variants() {
+    Map<String, Supplier<Scorer>> v = new LinkedHashMap<>();
+    TtftCoefficients d = TtftCoefficients.DEFAULTS;
+    for (double dec : new double[] {0, 0.006, 0.05, 0.1, 0.25}) {
+      v.put(
+          "decode" + dec,
+          () ->
+              EstimatedTtftScorer.builder()
+                  .coefficients(
+                      new TtftCoefficients(
+                          d.alphaMs(),
+                          d.betaMsPerToken(),
+                          d.gammaMsPerToken2(),
+                          dec,
+                          d.waitingMs()))
+                  .build());
+      v.put(
+          "decode" + dec + "-nocal",
+          () ->
+              EstimatedTtftScorer.builder()
+                  .calibrate(false)
+                  .coefficients(
+                      new TtftCoefficients(
+                          d.alphaMs(),
+                          d.betaMsPerToken(),
+                          d.gammaMsPerToken2(),
+                          dec,
+                          d.waitingMs()))
+                  .build());
+    }
+    v.put("nocal", () -> EstimatedTtftScorer.builder().calibrate(false).build());
+    v.put(
+        "nocal-sticky",
+        () -> EstimatedTtftScorer.builder().calibrate(false).balance(0, 0, 1).build());
+    v.put(
+        "nocal-sticky-nosession",
+        () ->
+            EstimatedTtftScorer.builder()
+                .calibrate(false)
+                .balance(0, 0, 1)
+                .without("session-affinity")
+                .build());
+    for (double band : new double[] {4, 8}) {
+      v.put(
+          "nocal-band" + band,
+          () -> EstimatedTtftScorer.builder().calibrate(false).band(band, 0.02).build());
+    }
+    return v;
+  }
+
+  public static void main(String[] args) {
+    String workload = args[0];
+    List<Long> seeds = new ArrayList<>();
+    for (String s : args[1].split(",")) {
+      seeds.add(Long.parseLong(s));
+    }
+    List<Double> rates = new ArrayList<>();
+    for (String s : args[2].split(",")) {
+      rates.add(Double.parseDouble(s));
+    }
+    List<String> policies = List.of(args).subList(3, args.length);
+    Map<String, Supplier<Scorer>> v = variants();
+    for (String p : policies) {
+      if (!v.containsKey(p)) {
+        Policies.byName(p); // fails early on an unknown name
+      }
+    }
+    for (long seed : seeds) {
+      for (double rate : rates) {
+        List<SimRequest> reqs =
+            switch (workload) {
+              case "agentic" -> Workloads.agentic(rate, seed, 300);
+              default -> throw new IllegalArgumentException("workload " + workload);
+            };
+        SimConfig config = SimConfig.defaults(8, 29_205);
+        FleetSimulator sim = new FleetSimulator(workload, config, reqs, null).scorers(v);
+        StringBuilder line =
+            new StringBuilder(String.format(Locale.ROOT, "seed %d rate %.0fx", seed, rate));
+        for (String p : policies) {
+          PolicyResult r = sim.run(p);
+          line.append(
+              String.format(
+                  Locale.ROOT,
+                  " | %s %.1f/%.1f (%.1f)",
+                  p,
+                  r.ttftP95(),
+                  r.ttftMean(),
+                  100 * r.tokenHitRate()));
+        }
+        System.out.println(line);
+      }
+    }
+  }
+}
