@@ -11,6 +11,7 @@ import java.util.Arrays;
  * java -jar benchmarks/target/benchmarks.jar memory              # index bytes per entry
  * java -jar benchmarks/target/benchmarks.jar chat-memory         # a big chat's retained prompt
  * java -jar benchmarks/target/benchmarks.jar route-probe         # route() vs hash, per phase
+ * java -jar benchmarks/target/benchmarks.jar scaling-probe [rounds] [phase ms] # 2 threads vs 1
  * java -jar benchmarks/target/benchmarks.jar jmh [args]          # JMH, any JMH arguments
  * java -jar benchmarks/target/benchmarks.jar kv-soak [args]      # KV events over ZMQ, lag + heap
  * </pre>
@@ -39,6 +40,11 @@ public final class Main {
       dev.prefixrouter.bench.jmh.RouteProbe.run(System.out);
       return;
     }
+    if (args.length > 0 && args[0].equals("scaling-probe")) {
+      dev.prefixrouter.bench.jmh.ScalingProbe.run(
+          Arrays.copyOfRange(args, 1, args.length), System.out);
+      return;
+    }
     if (args.length > 0 && args[0].equals("demo")) {
       Demo.run(System.out);
       return;
@@ -49,9 +55,8 @@ public final class Main {
             : args;
     if (rest.length > 0 && (rest[0].equals("--help") || rest[0].equals("-h"))) {
       System.out.println(
-          "commands: [compare] [options] (default) | demo | memory | chat-memory | route-probe | kv-soak"
-              + " [seconds events/s backends drop] | jmh"
-              + " [JMH args]");
+          "commands: [compare] [options] (default) | demo | memory | chat-memory | route-probe |"
+              + " scaling-probe | kv-soak [seconds events/s backends drop] | jmh [JMH args]");
     }
     int code = dev.prefixrouter.bench.sim.Compare.run(rest, System.out, System.err);
     if (code != 0) {

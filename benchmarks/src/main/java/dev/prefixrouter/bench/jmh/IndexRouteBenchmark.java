@@ -40,10 +40,14 @@ public class IndexRouteBenchmark {
     fx = new IndexFixture(16, 1_000_000, 256, 11);
   }
 
+  private static final java.util.concurrent.atomic.AtomicInteger THREADS =
+      new java.util.concurrent.atomic.AtomicInteger();
+
   /** Per-thread cursor (threads apart, not in step). */
   @State(Scope.Thread)
   public static class Cursor {
     int next = (int) (Thread.currentThread().getId() * 101 % 256);
+    final int parity = THREADS.getAndIncrement() & 1;
     long now = 1L << 40;
     final int[] out = new int[16];
   }
@@ -106,5 +110,42 @@ public class IndexRouteBenchmark {
   @Threads(2)
   public long held2Threads(Cursor c) {
     return route(c);
+  }
+
+  /**
+   * {@link #touchOnly2} with each thread on its own backends (even or odd slots): what two threads
+   * reach when they never refresh the same backend's mirror.
+   */
+  @Benchmark
+  @Threads(2)
+  public long touchOnly2Disjoint(Cursor c) {
+    int i;
+    do {
+      i = c.next++ & 255;
+    } while ((fx.promptSlots[i] & 1) != c.parity);
+    long[] keys = fx.prompts[i];
+    fx.index.recordRouted(keys, keys.length, fx.promptSlots[i], c.now++);
+    return i;
+  }
+
+  /** An index of its own per thread. */
+  @State(Scope.Thread)
+  public static class OwnIndex {
+    IndexFixture fx;
+
+    @Setup
+    public void setup() {
+      fx = new IndexFixture(16, 1_000_000, 256, 11);
+    }
+  }
+
+  /** {@link #touchOnly2} with an index per thread: nothing shared, the host's ceiling. */
+  @Benchmark
+  @Threads(2)
+  public long touchOnly2Unshared(OwnIndex own, Cursor c) {
+    int i = c.next++ & 255;
+    long[] keys = own.fx.prompts[i];
+    own.fx.index.recordRouted(keys, keys.length, own.fx.promptSlots[i], c.now++);
+    return i;
   }
 }

@@ -126,6 +126,23 @@ public class RouteBenchmark {
     return c.hash(fixture, fixture.prompts[c.rnd.nextInt(fixture.prompts.length)]);
   }
 
+  /**
+   * {@link #hashHot} on two threads: no shared writes at all (the prompts are read-only), so with
+   * {@link #hashHot} it tells what two threads of pure computation reach on this host.
+   */
+  @Benchmark
+  @Threads(2)
+  public long hashHot2Threads(Cursor c) {
+    return c.hash(fixture, fixture.held(c.next++));
+  }
+
+  /** {@link #routeHeldCold} on two threads of one engine. */
+  @Benchmark
+  @Threads(2)
+  public Routed routeHeldCold2Threads(Cursor c) {
+    return c.count(fixture.complete(fixture.heldCold(c.rnd.nextInt())));
+  }
+
   /** {@link #routeHeld} on two threads: the hit path's scaling (shared counters, monitors). */
   @Benchmark
   @Threads(2)
