@@ -35,24 +35,25 @@ import org.msgpack.value.ValueType;
  * <p>What reaches the index: {@link BlockStored} (hashes, parent, tokens, block size, medium, cache
  * salt, LoRA adapter name), {@link BlockRemoved} and {@link AllBlocksCleared}. vLLM orders a
  * block's {@code extra_keys} as LoRA name (every block of an adapter's request), multimodal keys,
- * cache salt (block 0 only). A store of an adapter carries {@code lora_name}; its blocks' extra
- * keys must then start with that name. A {@code cache_salt} is what is left of the first block's
- * entry after the adapter name when that is exactly one string and the store starts the sequence
- * (no parent: vLLM salts only a block that starts at token 0), and every later entry holds only the
- * adapter name (or nothing); the index then keys the blocks from the salted / adapter requests'
- * seed (an older vLLM's multimodal hash alone in block 0 reads as a salt: it keys blocks no
- * request's salt names, a harmless miss, never a false hit). Any other {@code BlockStored} with
- * extra keys (multimodal content hashes, prompt-embeds digests, an adapter name other than {@code
- * lora_name}, a salt with a parent) or of an adapter named only by {@code lora_id} (older vLLM
- * hashed the id) is skipped and counted ({@code skippedVariants}): the engine hashed more than the
- * token ids, salt and adapter name, and router keys recomputed from them alone would confirm a
- * prefix no request of that variant uses (a false hit); removals of such blocks then find nothing,
- * harmlessly. The group index and the sliding window are read and type-checked; events of a
- * KV-cache group whose kind is not full attention ({@code full_attention}, {@code mla_attention},
- * {@code sink_full_attention}) are skipped and counted, since sliding-window groups do not hold the
- * prefix. Unknown event types and unknown fields are skipped and counted; an event with a field of
- * the wrong type, or inconsistent lengths, is skipped and counted as malformed; the rest of the
- * batch is kept.
+ * cache salt (block 0 only), each a bare string or, in a vLLM that tags them, a {@code ("lora",
+ * name)} / {@code ("cache_salt", salt)} pair (both read). A store of an adapter carries {@code
+ * lora_name}; its blocks' extra keys must then start with that name. A {@code cache_salt} is what
+ * is left of the first block's entry after the adapter name when that is exactly one string and the
+ * store starts the sequence (no parent: vLLM salts only a block that starts at token 0), and every
+ * later entry holds only the adapter name (or nothing); the index then keys the blocks from the
+ * salted / adapter requests' seed (an older vLLM's multimodal hash alone in block 0 reads as a
+ * salt: it keys blocks no request's salt names, a harmless miss, never a false hit). Any other
+ * {@code BlockStored} with extra keys (multimodal content hashes, prompt-embeds digests, an adapter
+ * name other than {@code lora_name}, a salt with a parent) or of an adapter named only by {@code
+ * lora_id} (older vLLM hashed the id) is skipped and counted ({@code skippedVariants}): the engine
+ * hashed more than the token ids, salt and adapter name, and router keys recomputed from them alone
+ * would confirm a prefix no request of that variant uses (a false hit); removals of such blocks
+ * then find nothing, harmlessly. The group index and the sliding window are read and type-checked;
+ * events of a KV-cache group whose kind is not full attention ({@code full_attention}, {@code
+ * mla_attention}, {@code sink_full_attention}) are skipped and counted, since sliding-window groups
+ * do not hold the prefix. Unknown event types and unknown fields are skipped and counted; an event
+ * with a field of the wrong type, or inconsistent lengths, is skipped and counted as malformed; the
+ * rest of the batch is kept.
  *
  * <p>Bounds: the payload (checked by the caller) bounds everything; every array header is checked
  * against the bytes left before anything is allocated. Stateless and thread-safe; cost linear in
@@ -261,6 +262,25 @@ public final class KvEventDecoder {
     };
   }
 
+  /**
+   * One element of a block's extra keys: a bare string ({@code tag == null}, its role given by its
+   * place) or a tagged pair.
+   */
+  private record Key(@Nullable String tag, String value) {
+    static final String LORA = "lora";
+    static final String SALT = "cache_salt";
+
+    /** Whether this key may play the role {@code role} (untagged, or tagged so). */
+    boolean may(String role) {
+      return tag == null || tag.equals(role);
+    }
+
+    /** Whether this key may play {@code role} and holds {@code expected}. */
+    boolean names(String role, @Nullable String expected) {
+      return may(role) && value.equals(expected);
+    }
+  }
+
   /** The fields of one event as read, in either encoding. */
   private static final class EventFields {
     @Nullable String tag;
@@ -273,8 +293,8 @@ public final class KvEventDecoder {
     boolean variant; // extra keys other than an adapter name and a salt, or an unnamed adapter
     boolean loraId; // lora_id set (an adapter; named only by lora_name)
     @Nullable String lora; // lora_name
-    @Nullable List<String> first; // block 0's extra keys when all strings (null: none)
-    @Nullable String later; // the one string every later block's extra keys hold (null: none)
+    @Nullable List<Key> first; // block 0's extra keys when all are keys (null: none)
+    @Nullable Key later; // the one key every later block's extra keys hold (null: none)
     boolean wrongType;
 
     void read(String name, MessageUnpacker u, int size) throws IOException {
@@ -319,9 +339,10 @@ public final class KvEventDecoder {
 
     /**
      * Reads {@code extra_keys}: one entry per block, nil or a tuple (LoRA name, multimodal hashes,
-     * cache salt...). Entries made of strings only are kept ({@link #first}, and {@link #later}
-     * when every later entry is the same single string), to be checked against the adapter name in
-     * {@link #toEvent}; any other non-nil entry makes the event a variant.
+     * cache salt...). Entries made of keys only ({@link Key}: strings, or pairs tagged {@code
+     * "lora"} / {@code "cache_salt"}) are kept ({@link #first}, and {@link #later} when every later
+     * entry is the same single key), to be checked against the adapter name in {@link #toEvent};
+     * any other non-nil entry makes the event a variant.
      */
     private boolean extraKeys(MessageUnpacker u, int size) throws IOException {
       if (u.getNextFormat().getValueType() != ValueType.ARRAY) {
@@ -338,7 +359,7 @@ public final class KvEventDecoder {
           u.unpackNil();
           continue;
         }
-        List<String> keys = type == ValueType.ARRAY ? strings(u, size) : null;
+        List<Key> keys = type == ValueType.ARRAY ? keys(u, size) : null;
         if (keys == null) {
           if (type != ValueType.ARRAY) {
             u.skipValue();
@@ -356,29 +377,58 @@ public final class KvEventDecoder {
     }
 
     /**
-     * Reads an array and returns its elements if all are non-empty strings; else skips the rest of
-     * it and returns null.
+     * Reads one block's extra keys and returns them if each is a key ({@link Key}: a non-empty
+     * string, or a {@code (tag, string)} pair tagged {@code "lora"} or {@code "cache_salt"}, as a
+     * vLLM that tags its keys sends them); else skips the rest of it and returns null.
      */
-    private static @Nullable List<String> strings(MessageUnpacker u, int size) throws IOException {
+    private static @Nullable List<Key> keys(MessageUnpacker u, int size) throws IOException {
       int n = u.unpackArrayHeader();
       if (n < 0 || n > size - u.getTotalReadBytes()) {
         throw new IOException("extra_keys entry claims " + n + " elements");
       }
-      List<String> out = new ArrayList<>(n);
+      List<Key> out = new ArrayList<>(n);
       for (int i = 0; i < n; i++) {
-        if (out != null && u.getNextFormat().getValueType() == ValueType.STRING) {
+        ValueType type = u.getNextFormat().getValueType();
+        Key k = null;
+        if (out != null && type == ValueType.STRING) {
           String v = u.unpackString();
-          if (v.isEmpty()) {
-            out = null;
-          } else {
-            out.add(v);
-          }
+          k = v.isEmpty() ? null : new Key(null, v);
+        } else if (out != null && type == ValueType.ARRAY) {
+          k = taggedKey(u, size);
         } else {
           u.skipValue();
+        }
+        if (k == null) {
           out = null;
+        } else if (out != null) {
+          out.add(k);
         }
       }
       return out;
+    }
+
+    /** Reads an array: a {@code ("lora" | "cache_salt", non-empty string)} pair, else null. */
+    private static @Nullable Key taggedKey(MessageUnpacker u, int size) throws IOException {
+      int n = u.unpackArrayHeader();
+      if (n < 0 || n > size - u.getTotalReadBytes()) {
+        throw new IOException("extra_keys element claims " + n + " elements");
+      }
+      String tag = null;
+      String value = null;
+      for (int i = 0; i < n; i++) {
+        if (n == 2 && u.getNextFormat().getValueType() == ValueType.STRING) {
+          String v = u.unpackString();
+          if (i == 0) {
+            tag = v;
+          } else {
+            value = v;
+          }
+        } else {
+          u.skipValue();
+        }
+      }
+      boolean known = Key.LORA.equals(tag) || Key.SALT.equals(tag);
+      return known && value != null && !value.isEmpty() ? new Key(tag, value) : null;
     }
 
     /**
@@ -393,25 +443,25 @@ public final class KvEventDecoder {
       if (loraId && lora == null) {
         variant = true;
       }
-      if (later != null && !later.equals(lora)) {
+      if (later != null && !later.names(Key.LORA, lora)) {
         variant = true;
       }
-      List<String> keys = first;
+      List<Key> keys = first;
       if (keys == null || keys.isEmpty()) {
         return null;
       }
       if (lora != null) {
-        if (!keys.get(0).equals(lora)) {
+        if (!keys.get(0).names(Key.LORA, lora)) {
           variant = true;
           return null;
         }
         keys = keys.subList(1, keys.size());
       }
-      if (keys.size() > 1) {
+      if (keys.size() > 1 || (keys.size() == 1 && !keys.get(0).may(Key.SALT))) {
         variant = true;
         return null;
       }
-      return keys.isEmpty() ? null : keys.get(0);
+      return keys.isEmpty() ? null : keys.get(0).value();
     }
 
     @Nullable KvEvent toEvent(Counts counts) {

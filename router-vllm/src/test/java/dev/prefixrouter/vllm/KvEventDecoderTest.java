@@ -254,6 +254,60 @@ class KvEventDecoderTest {
             new BlockStored(new long[] {7, 8}, null, tokens, 16, null, null, "sql"));
   }
 
+  @Test
+  void taggedAdapterAndSaltKeysAreReadToo() throws Exception {
+    int[] tokens = Batches.tokens(0, 32);
+    byte[] payload =
+        Batches.batch(
+            0,
+            p ->
+                storedAdapter(
+                    p,
+                    "sql",
+                    q -> {
+                      q.packArrayHeader(2).packArrayHeader(2);
+                      q.packArrayHeader(2).packString("lora").packString("sql");
+                      q.packArrayHeader(2).packString("cache_salt").packString("salt-1");
+                      q.packArrayHeader(1).packArrayHeader(2).packString("lora").packString("sql");
+                    },
+                    tokens),
+            p -> // the adapter's name tagged as a salt: not an adapter key
+            storedAdapter(
+                    p,
+                    "sql",
+                    q -> {
+                      q.packArrayHeader(2).packArrayHeader(1);
+                      q.packArrayHeader(2).packString("cache_salt").packString("sql");
+                      q.packNil();
+                    },
+                    tokens),
+            p -> // an unknown tag after the adapter name
+            storedAdapter(
+                    p,
+                    "sql",
+                    q -> {
+                      q.packArrayHeader(2).packArrayHeader(2).packString("sql");
+                      q.packArrayHeader(2).packString("mm").packString("x");
+                      q.packNil();
+                    },
+                    tokens),
+            p -> // a tagged salt alone, no adapter
+            stored(
+                    p,
+                    "extra_keys",
+                    q -> {
+                      q.packArrayHeader(1).packArrayHeader(1);
+                      q.packArrayHeader(2).packString("cache_salt").packString("salt-2");
+                    },
+                    Batches.tokens(0, 16)));
+    KvEventDecoder.Batch b = KvEventDecoder.decode(payload);
+    assertThat(b.skippedVariants()).isEqualTo(2);
+    assertThat(b.events())
+        .containsExactly(
+            new BlockStored(new long[] {7, 8}, null, tokens, 16, null, "salt-1", "sql"),
+            new BlockStored(new long[] {7}, null, Batches.tokens(0, 16), 16, null, "salt-2"));
+  }
+
   /** A map-form BlockStored of two blocks of an adapter (lora_id 3, lora_name) with extra keys. */
   private static void storedAdapter(MessageBufferPacker p, String lora, Value extra, int[] tokens)
       throws IOException {

@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
@@ -70,6 +71,11 @@ public final class KvSoak {
    * @param gcCount garbage collections during the measured part
    * @param gcMillis their accumulated time, ms
    * @param applyOnIoThread whether the subscriber applied on its I/O thread
+   * @param probeP99Millis the host's scheduling delay meanwhile: how much later than asked a thread
+   *     of this process woke from 1 ms sleeps, 99th percentile
+   * @param probeMaxMillis the same, maximum
+   * @param cpuPressure share of the run during which some task of the host waited for a CPU ({@code
+   *     /proc/pressure/cpu} "some"), or NaN where not available
    */
   public record Result(
       double seconds,
@@ -88,7 +94,10 @@ public final class KvSoak {
       double applyP99Millis,
       long gcCount,
       double gcMillis,
-      boolean applyOnIoThread) {}
+      boolean applyOnIoThread,
+      double probeP99Millis,
+      double probeMaxMillis,
+      double cpuPressure) {}
 
   private KvSoak() {}
 
@@ -195,6 +204,28 @@ public final class KvSoak {
     double heapStart = Double.NaN;
     long cpuStart = 0;
     long[] gcStart = {0, 0};
+    long pressureStart = -1;
+    long[] oversleep = new long[(int) Math.min(Integer.MAX_VALUE - 8, (long) (seconds * 1100))];
+    AtomicLong probes = new AtomicLong();
+    AtomicBoolean probing = new AtomicBoolean();
+    Thread probe =
+        new Thread(
+            () -> {
+              while (!Thread.currentThread().isInterrupted()) {
+                long t0 = System.nanoTime();
+                LockSupport.parkNanos(1_000_000);
+                long late = System.nanoTime() - t0 - 1_000_000;
+                if (probing.get()) {
+                  long at = probes.getAndIncrement();
+                  if (at < oversleep.length) {
+                    oversleep[(int) at] = Math.max(0, late);
+                  }
+                }
+              }
+            },
+            "kv-soak-scheduling-probe");
+    probe.setDaemon(true);
+    probe.start();
     try (KvEventSubscriber sub =
         KvEventSubscriber.builder(sink)
             .idleReconnect(Duration.ofMinutes(10))
@@ -219,6 +250,8 @@ public final class KvSoak {
           heapStart = heapAfterGc();
           cpuStart = cpuNanos();
           gcStart = gc();
+          pressureStart = cpuPressureMicros();
+          probing.set(true);
           measureFrom.set(System.nanoTime());
         }
         long due = (long) ((now - start) / 1e9 * batchesPerSecond);
@@ -246,6 +279,13 @@ public final class KvSoak {
       long end = System.nanoTime();
       double cpu = (cpuNanos() - cpuStart) / 1e9;
       long[] gcEnd = gc();
+      probing.set(false);
+      long pressureEnd = cpuPressureMicros();
+      probe.interrupt();
+      int probed = (int) Math.min(oversleep.length, probes.get());
+      long[] lateSorted = Arrays.copyOf(oversleep, probed);
+      Arrays.sort(lateSorted);
+      double measuredFor = (end - measureFrom.get()) / 1e3; // µs
       long waitUntil = System.nanoTime() + 20_000_000_000L;
       while (appliedTotal.get() < total && System.nanoTime() < waitUntil) {
         Thread.sleep(10);
@@ -275,10 +315,31 @@ public final class KvSoak {
           percentile(applySorted, 0.99),
           gcEnd[0] - gcStart[0],
           (gcEnd[1] - gcStart[1]) / 1.0,
-          applyOnIoThread);
+          applyOnIoThread,
+          percentile(lateSorted, 0.99),
+          probed == 0 ? Double.NaN : lateSorted[probed - 1] / 1e6,
+          pressureStart < 0 || pressureEnd < 0
+              ? Double.NaN
+              : (pressureEnd - pressureStart) / measuredFor);
     } finally {
       pubs.forEach(WirePublisher::close);
     }
+  }
+
+  /** The host's cumulative "some" CPU pressure stall time, µs, or -1 where not available. */
+  private static long cpuPressureMicros() {
+    try {
+      for (String line :
+          java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/pressure/cpu"))) {
+        if (line.startsWith("some")) {
+          int at = line.indexOf("total=");
+          return at < 0 ? -1 : Long.parseLong(line.substring(at + 6).trim());
+        }
+      }
+    } catch (java.io.IOException | RuntimeException e) {
+      return -1;
+    }
+    return -1;
   }
 
   /** Collections and their accumulated milliseconds, over every collector. */
