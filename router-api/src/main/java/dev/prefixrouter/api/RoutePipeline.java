@@ -90,6 +90,14 @@ final class RoutePipeline {
   }
 
   RouteDecision route(RouteRequest request) {
+    return route(request, null);
+  }
+
+  /**
+   * {@link #route(RouteRequest)} with the ranking adjusted by {@code steering} after the scorer
+   * (for this attempt only: a failover ranks by the scorer alone).
+   */
+  RouteDecision route(RouteRequest request, @Nullable Steering steering) {
     validate(request);
     long now = ticker.getAsLong();
     String model = models.resolve(request);
@@ -99,7 +107,7 @@ final class RoutePipeline {
     if (denied != null) {
       return reject(denied);
     }
-    return placeCharged(request, model, promptTokens, List.of(), 0, now);
+    return placeCharged(request, model, promptTokens, List.of(), 0, now, steering);
   }
 
   /**
@@ -124,7 +132,13 @@ final class RoutePipeline {
     List<BackendEntry> excluded = lease.excludedWithOwnBackend();
     RouteDecision d =
         placeCharged(
-            request, previous.resolvedModel(), previous.promptTokens(), excluded, attemptNo, now);
+            request,
+            previous.resolvedModel(),
+            previous.promptTokens(),
+            excluded,
+            attemptNo,
+            now,
+            null);
     if (d instanceof Routed) {
       failovers.increment();
     }
@@ -163,10 +177,11 @@ final class RoutePipeline {
       int promptTokens,
       List<BackendEntry> excluded,
       int attemptNo,
-      long now) {
+      long now,
+      @Nullable Steering steering) {
     RouteDecision d;
     try {
-      d = place(request, model, promptTokens, excluded, attemptNo, now);
+      d = place(request, model, promptTokens, excluded, attemptNo, now, steering);
     } catch (Throwable t) {
       refund(request, promptTokens, now);
       throw t;
@@ -208,15 +223,16 @@ final class RoutePipeline {
       int promptTokens,
       List<BackendEntry> excluded,
       int attemptNo,
-      long now) {
+      long now,
+      @Nullable Steering steering) {
     Scratch scratch = Scratch.SCRATCH.get();
     RouteDecision d;
     if (scratch.busy) { // a reentrant route (from a listener or scorer) on this thread
-      d = decide(request, model, promptTokens, excluded, attemptNo, now, new Scratch());
+      d = decide(request, model, promptTokens, excluded, attemptNo, now, new Scratch(), steering);
     } else {
       scratch.busy = true;
       try {
-        d = decide(request, model, promptTokens, excluded, attemptNo, now, scratch);
+        d = decide(request, model, promptTokens, excluded, attemptNo, now, scratch, steering);
       } finally {
         scratch.candidates.clear();
         scratch.decisionKeys = scratch.keys;
@@ -249,7 +265,10 @@ final class RoutePipeline {
     return d;
   }
 
-  /** Eligible → hash → match → score → SLO admission → record. Does not touch the limiter. */
+  /**
+   * Eligible → hash → match → score (→ steering) → SLO admission → record. Does not touch the
+   * limiter.
+   */
   private RouteDecision decide(
       RouteRequest request,
       String model,
@@ -257,7 +276,8 @@ final class RoutePipeline {
       List<BackendEntry> excluded,
       int attemptNo,
       long now,
-      Scratch scratch) {
+      Scratch scratch,
+      @Nullable Steering steering) {
     Candidates c =
         scratch.candidates.reset(
             request,
@@ -275,6 +295,9 @@ final class RoutePipeline {
     long[] keys = scratch.decisionKeys;
     match(keys, keyCount, c);
     int[] order = score(c);
+    if (steering != null) {
+      steering.steer(c);
+    }
     Rejected shed = sloAdmission(request, c, order[0]);
     if (shed != null) {
       return shed;
