@@ -30,7 +30,13 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  *
  * <p>This is an opt-in decorator, not a term of the default scorer: wrap the scorer with {@link
  * #wrap}. With a scorer whose cost is not in milliseconds (the anchors) the credit has no meaning.
+ *
+ * @deprecated use {@link MediaAffinityTerm}, the same credit as a cost term of {@link
+ *     EstimatedTtftScorer} (added with {@link EstimatedTtftScorer.Builder#addTerm}): it ranks every
+ *     candidate with the credit, not only rank 0, and gives no credit to a holder with {@code
+ *     maxQueued} requests queued. Kept working for existing hosts.
  */
+@Deprecated
 public final class MediaAffinity implements Scorer {
   private final Scorer delegate;
   private final double encodeMillis;

@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
+@SuppressWarnings("deprecation") // the deprecated decorator, still supported
 class MediaAffinityTest {
   private final AtomicLong clock = new AtomicLong(1_000_000_000L);
 
