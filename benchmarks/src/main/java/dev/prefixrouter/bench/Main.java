@@ -45,6 +45,13 @@ public final class Main {
           Arrays.copyOfRange(args, 1, args.length), System.out);
       return;
     }
+    if (args.length > 0 && args[0].equals("ext-probe")) {
+      dev.prefixrouter.bench.jmh.ExtensionsProbe.run(
+          System.out,
+          args.length > 1 ? Integer.parseInt(args[1]) : 200,
+          args.length > 2 ? Integer.parseInt(args[2]) : 5_000);
+      return;
+    }
     if (args.length > 0 && args[0].equals("demo")) {
       Demo.run(System.out);
       return;
@@ -56,7 +63,8 @@ public final class Main {
     if (rest.length > 0 && (rest[0].equals("--help") || rest[0].equals("-h"))) {
       System.out.println(
           "commands: [compare] [options] (default) | demo | memory | chat-memory | route-probe |"
-              + " scaling-probe | kv-soak [seconds events/s backends drop] | jmh [JMH args]");
+              + " scaling-probe | ext-probe [pairs routes-per-block] | kv-soak"
+              + " [seconds events/s backends drop] | jmh [JMH args]");
     }
     int code = dev.prefixrouter.bench.sim.Compare.run(rest, System.out, System.err);
     if (code != 0) {

@@ -1,6 +1,7 @@
 package dev.prefixrouter.bench.jmh;
 
 import dev.prefixrouter.api.Backend;
+import dev.prefixrouter.api.CapacityObjective;
 import dev.prefixrouter.api.Prompt;
 import dev.prefixrouter.api.RouteRequest;
 import dev.prefixrouter.api.Routed;
@@ -8,6 +9,7 @@ import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.Usage;
 import dev.prefixrouter.api.spi.BlockHasher;
 import dev.prefixrouter.api.spi.PredictionSink;
+import dev.prefixrouter.api.spi.Scorer;
 import dev.prefixrouter.radix.BlockHashers;
 import dev.prefixrouter.radix.RadixPrefixIndex;
 import dev.prefixrouter.scoring.CircuitBreakers;
@@ -16,6 +18,7 @@ import dev.prefixrouter.scoring.Quota;
 import dev.prefixrouter.scoring.TenantTokenBuckets;
 import java.time.Duration;
 import java.util.SplittableRandom;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The end-to-end fixture of {@link RouteBenchmark} and {@link RouteProbe}: the default parts
@@ -34,17 +37,28 @@ public final class RouteFixture {
 
   /** The same fixture whose engine hands every route's keys to {@code sink}. */
   public RouteFixture(PredictionSink sink) {
+    this(sink, EstimatedTtftScorer.defaults(), null);
+  }
+
+  /**
+   * The same fixture with another scorer and, when not null, a capacity objective (for {@link
+   * ExtensionsProbe}).
+   */
+  public RouteFixture(PredictionSink sink, Scorer scorer, @Nullable CapacityObjective objective) {
     var b =
         RoutingEngine.builder()
             .predictionSink(sink)
             .hasher(hasher)
             .prefixIndex(RadixPrefixIndex.builder().predictionTtl(Duration.ZERO).build())
-            .scorer(EstimatedTtftScorer.defaults())
+            .scorer(scorer)
             // the largest quota: the bucket does all its work per route but refills (2^40 tokens a
             // minute) faster than any thread can route, so a fast host never drains it (2^33, the
             // value before, lasted about 15 s of two threads at 70k routes/s each)
             .limiter(TenantTokenBuckets.perMinute(Quota.MAX_TOKENS))
             .health(CircuitBreakers.defaults());
+    if (objective != null) {
+      b.capacityObjective(objective);
+    }
     for (int i = 0; i < 16; i++) {
       b.backend(Backend.of("b" + i, "m").withCapacityBlocks(62_500));
     }

@@ -21,7 +21,9 @@ import dev.prefixrouter.api.spi.Scorer;
 import dev.prefixrouter.radix.BlockHashers;
 import dev.prefixrouter.radix.RadixPrefixIndex;
 import dev.prefixrouter.scoring.CircuitBreakers;
+import dev.prefixrouter.scoring.EstimatedTtftScorer;
 import dev.prefixrouter.scoring.MediaAffinity;
+import dev.prefixrouter.scoring.MediaAffinityTerm;
 import dev.prefixrouter.scoring.Policies;
 import dev.prefixrouter.scoring.Quota;
 import dev.prefixrouter.scoring.TenantTokenBuckets;
@@ -35,6 +37,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.SplittableRandom;
+import java.util.function.BiFunction;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Deterministic discrete-event simulation of a fleet of {@link SimBackend}s driven by the real
@@ -66,6 +70,7 @@ final class FleetSimulator {
   private final String workload;
   private final PrintStream progress;
   private ReplicaSetup replicaSetup = ReplicaSetup.single();
+  private @Nullable BiFunction<String, RoutingEngine, ArrivalRouter> routers;
   private boolean kvWire;
   private int lowerTierBlocks;
   private double reloadFraction;
@@ -133,6 +138,22 @@ final class FleetSimulator {
     return this;
   }
 
+  /** Routes an arrival on a run's engine in place of {@code engine.route} (a router over it). */
+  @FunctionalInterface
+  interface ArrivalRouter {
+    RouteDecision route(RouteRequest request, SimRequest sim);
+  }
+
+  /**
+   * Arrivals of a policy are routed by {@code factory.apply(policy, engine)} (once per run and
+   * engine) when it returns non-null, else by the engine itself. A policy name may carry a
+   * {@code @variant} suffix for the factory; the scorer is the part before it.
+   */
+  FleetSimulator routers(BiFunction<String, RoutingEngine, @Nullable ArrivalRouter> factory) {
+    this.routers = factory;
+    return this;
+  }
+
   /** One run: mutable state of a policy's simulation. */
   private final class Run implements SimBackend.Listener {
     final String policy;
@@ -142,6 +163,7 @@ final class FleetSimulator {
     long seq;
     long now;
     final RoutingEngine[] engines;
+    final @Nullable ArrivalRouter[] arrivalRouters;
     final SplittableRandom replicaRnd = new SplittableRandom(config.seed() * 31 + 7);
     final SimBackend[] backends;
     final Map<String, Integer> index = new HashMap<>();
@@ -187,8 +209,10 @@ final class FleetSimulator {
         index.put(id, i);
       }
       engines = new RoutingEngine[replicaSetup.replicas()];
+      arrivalRouters = new ArrivalRouter[replicaSetup.replicas()];
       for (int r = 0; r < engines.length; r++) {
         engines[r] = engine(policy, r);
+        arrivalRouters[r] = routers == null ? null : routers.apply(policy, engines[r]);
       }
       routed = new int[backends.length];
       ttft = new double[requests.size()];
@@ -350,7 +374,8 @@ final class FleetSimulator {
       SimRequest r = requests.get(i);
       long[] t = tenants.computeIfAbsent(r.tenant(), k -> new long[2]);
       t[0]++;
-      RoutingEngine engine = engines[engines.length == 1 ? 0 : replicaRnd.nextInt(engines.length)];
+      int replica = engines.length == 1 ? 0 : replicaRnd.nextInt(engines.length);
+      RoutingEngine engine = engines[replica];
       RouteRequest.Builder rb =
           RouteRequest.builder(r.tenant(), "m")
               .prompt(Prompt.ofTokens(r.tokens()))
@@ -360,7 +385,8 @@ final class FleetSimulator {
       if (r.media() >= 0) {
         rb.media("img-" + r.media());
       }
-      RouteDecision d = engine.route(rb.build());
+      ArrivalRouter router = arrivalRouters[replica];
+      RouteDecision d = router == null ? engine.route(rb.build()) : router.route(rb.build(), r);
       if (d instanceof Rejected) {
         rejected++;
         return;
@@ -637,13 +663,34 @@ final class FleetSimulator {
   }
 
   /**
-   * A policy by name; {@code NAME+media} wraps {@code NAME} in {@link MediaAffinity} with the
-   * profile's encode time (as a host would configure it from its model).
+   * A policy by name (a {@code @variant} suffix ignored); {@code NAME+media} wraps {@code NAME} in
+   * {@link MediaAffinity} with the profile's encode time (as a host would configure it from its
+   * model).
    */
+  @SuppressWarnings("deprecation") // MediaAffinity, compared with its replacement
   private Scorer scorer(String policy) {
     java.util.function.Supplier<Scorer> extra = extraScorers.get(policy);
     if (extra != null) {
       return extra.get();
+    }
+    int variant = policy.indexOf('@');
+    if (variant > 0) {
+      policy = policy.substring(0, variant);
+    }
+    int term = policy.indexOf("+mterm");
+    if (term > 0) { // est-ttft with the media-affinity cost term, "+mterm[-qN]"
+      if (!policy.startsWith("est-ttft+")) {
+        throw new IllegalArgumentException("+mterm needs est-ttft, was " + policy);
+      }
+      String rest = policy.substring(term + "+mterm".length());
+      MediaAffinityTerm.Builder t =
+          MediaAffinityTerm.builder()
+              .encodeMillis(config.profile().encodeMs() > 0 ? config.profile().encodeMs() : 30)
+              .perBackend(Math.max(1, config.profile().encoderItems()));
+      if (rest.startsWith("-q")) {
+        t.maxQueued(Integer.parseInt(rest.substring(2)));
+      }
+      return EstimatedTtftScorer.builder().addTerm(t.build()).build();
     }
     if (policy.endsWith("+media")) {
       Scorer base = Policies.byName(policy.substring(0, policy.length() - "+media".length()));

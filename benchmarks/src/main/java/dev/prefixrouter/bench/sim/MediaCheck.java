@@ -9,8 +9,10 @@ import java.util.Locale;
 /**
  * Media affinity on the {@link Workloads#media} workload: backends with an encoder cache of 128
  * images and {@code --encode-ms} per uncached image; each selected policy, and est-ttft wrapped in
- * {@link dev.prefixrouter.scoring.MediaAffinity} ({@code est-ttft+media}), on the same arrivals.
- * Prints the usual table plus the fleet's encoder-cache hit rate per policy.
+ * {@link dev.prefixrouter.scoring.MediaAffinity} ({@code est-ttft+media}) and est-ttft with the
+ * {@link dev.prefixrouter.scoring.MediaAffinityTerm} cost term ({@code est-ttft+mterm}, its default
+ * load bound; {@code +mterm-qN} another), on the same arrivals. Prints the usual table plus the
+ * fleet's encoder-cache hit rate per policy.
  */
 final class MediaCheck {
   static final int ENCODER_ITEMS = 128;
@@ -30,7 +32,11 @@ final class MediaCheck {
                   "est-ttft", "round-robin", "least-request", "sglang-cache-aware", "dynamo-kv"));
     }
     if (policies.contains("est-ttft")) {
-      policies.add(policies.indexOf("est-ttft") + 1, "est-ttft+media");
+      int at = policies.indexOf("est-ttft") + 1;
+      policies.addAll(
+          at,
+          List.of(
+              System.getProperty("media.variants", "est-ttft+media,est-ttft+mterm").split(",")));
     }
     String name =
         String.format(
