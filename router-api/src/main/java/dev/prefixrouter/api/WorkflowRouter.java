@@ -22,8 +22,9 @@ import org.jspecify.annotations.Nullable;
  *       for the group's first map, the engine's own choice stands.
  *   <li><b>A reduce goes where most of its inputs went.</b> A {@link WorkflowStep.Kind#REDUCE
  *       reduce} goes to the backend with room where the most prompt tokens of its {@link
- *       WorkflowStep#inputs inputs} were placed (ties: the better-ranked); with no known input on
- *       an eligible backend with room, the engine's own choice stands.
+ *       WorkflowStep#inputs inputs} were placed (ties: the better-ranked), provided the engine's
+ *       cost there is at most {@link Builder#reduceCostRatio} times its own choice's; with no such
+ *       backend, the engine's own choice stands.
  * </ul>
  *
  * <p><b>Room</b> is a bound on load: fewer than {@link Builder#maxQueued} of the router's own
@@ -101,6 +102,7 @@ public final class WorkflowRouter {
   private final int maxQueued;
   private final long maxPendingTokens;
   private final double maxKvUsage;
+  private final double reduceCostRatio;
   private final long staleNanos;
   private final LongAdder[] counts = new LongAdder[Outcome.values().length];
 
@@ -111,6 +113,7 @@ public final class WorkflowRouter {
     this.maxQueued = b.maxQueued;
     this.maxPendingTokens = b.maxPendingTokens;
     this.maxKvUsage = b.maxKvUsage;
+    this.reduceCostRatio = b.reduceCostRatio;
     this.staleNanos = b.loadStaleAfter.toNanos();
     for (int i = 0; i < counts.length; i++) {
       counts[i] = new LongAdder();
@@ -274,12 +277,14 @@ public final class WorkflowRouter {
         return -1;
       }
       int[] order = c.order();
+      double top = c.cost(order[0]);
+      double limit = top > 0 ? top * reduceCostRatio : Double.POSITIVE_INFINITY;
       int best = -1;
       long bestTokens = -1;
       for (int r = 0; r < c.size(); r++) {
         int cand = order[r];
         Long tokens = inputs.get(c.backend(cand).id());
-        if (tokens != null && tokens > bestTokens && room(c, cand)) {
+        if (tokens != null && tokens > bestTokens && room(c, cand) && c.cost(cand) <= limit) {
           best = r;
           bestTokens = tokens;
         }
@@ -302,10 +307,14 @@ public final class WorkflowRouter {
 
   /** Builder of a {@link WorkflowRouter}; setters validate at once. */
   public static final class Builder {
+    /** The default of {@link #reduceCostRatio}. */
+    public static final double REDUCE_COST_RATIO_DEFAULT = 1.5;
+
     private final DefaultRoutingEngine engine;
     private int maxQueued = 8;
     private long maxPendingTokens = Long.MAX_VALUE;
     private double maxKvUsage = 0.9;
+    private double reduceCostRatio = REDUCE_COST_RATIO_DEFAULT;
     private Duration loadStaleAfter = Duration.ofSeconds(5);
     private int maxGroups = 10_000;
     private int maxMembers = 1024;
@@ -349,6 +358,22 @@ public final class WorkflowRouter {
         throw new IllegalArgumentException("maxKvUsage must be in (0, 1], was " + maxKvUsage);
       }
       this.maxKvUsage = maxKvUsage;
+      return this;
+    }
+
+    /**
+     * A reduce moves to its inputs' backend only if the engine's cost there is at most this many
+     * times the cost of the engine's own choice, in [1, 1000] ({@code 1000}: practically
+     * unbounded); default {@value #REDUCE_COST_RATIO_DEFAULT}. Unit-free, so it works with any
+     * scorer whose costs are positive (with a best cost of 0 or less the ratio is not applied).
+     * Under load the inputs' backends are busy decoding the maps, which the room bound does not
+     * count; the engine's cost does.
+     */
+    public Builder reduceCostRatio(double ratio) {
+      if (!(ratio >= 1 && ratio <= 1000)) {
+        throw new IllegalArgumentException("reduceCostRatio must be in [1, 1000], was " + ratio);
+      }
+      this.reduceCostRatio = ratio;
       return this;
     }
 

@@ -166,6 +166,27 @@ class WorkflowRouterTest {
   }
 
   @Test
+  void aReduceStaysWithTheEnginesChoiceWhenItsInputsBackendCostsMoreThanTheRatio() {
+    for (double ratio : new double[] {1.5, 1000}) {
+      RoutingEngine e =
+          RoutingEngine.builder()
+              .backend(Backend.of("x", "m"))
+              .backend(Backend.of("y", "m"))
+              .build();
+      WorkflowRouter w = WorkflowRouter.builder(e).maxQueued(10).reduceCostRatio(ratio).build();
+      String a = map(w, "job", "m0").backendId();
+      assertThat(map(w, "job", "m1").backendId()).isEqualTo(a);
+      assertThat(map(w, "job", "m2").backendId()).isEqualTo(a);
+      String b = routed(e.route(req())).backendId(); // least in flight: the other one
+      assertThat(b).isNotEqualTo(a);
+      // costs (in flight): a 3, b 1; a holds every input
+      WorkflowStep reduce = WorkflowStep.reduce("job", "r", List.of("m0", "m1", "m2"));
+      Routed r = routed(w.route(req(), reduce));
+      assertThat(r.backendId()).as("ratio %s", ratio).isEqualTo(ratio == 1.5 ? b : a);
+    }
+  }
+
+  @Test
   void aChainStepFollowsItsPredecessorIncludingAReduce() {
     WorkflowRouter w = WorkflowRouter.builder(engine()).maxQueued(2).build();
     List<Routed> maps = fiveMaps(w, 32);
@@ -293,6 +314,7 @@ class WorkflowRouterTest {
     assertThatThrownBy(() -> b.maxQueued(0)).hasMessageContaining("maxQueued must be in");
     assertThatThrownBy(() -> b.maxPendingTokens(0)).hasMessageContaining("maxPendingTokens");
     assertThatThrownBy(() -> b.maxKvUsage(0)).hasMessageContaining("maxKvUsage");
+    assertThatThrownBy(() -> b.reduceCostRatio(0.5)).hasMessageContaining("reduceCostRatio");
     assertThatThrownBy(() -> b.maxGroups(0)).hasMessageContaining("maxGroups");
     assertThatThrownBy(() -> b.maxMembers(0)).hasMessageContaining("maxMembers");
     assertThatThrownBy(() -> b.groupTtl(Duration.ZERO)).hasMessageContaining("groupTtl");

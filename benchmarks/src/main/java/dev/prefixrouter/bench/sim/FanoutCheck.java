@@ -126,6 +126,8 @@ final class FanoutCheck {
                 reduceAlone |= part.equals("noreduce");
                 if (part.startsWith("q")) {
                   b.maxQueued(Integer.parseInt(part.substring(1)));
+                } else if (part.startsWith("r")) {
+                  b.reduceCostRatio(Double.parseDouble(part.substring(1)));
                 } else if (part.startsWith("t")) {
                   b.maxPendingTokens(Long.parseLong(part.substring(1)));
                 }
