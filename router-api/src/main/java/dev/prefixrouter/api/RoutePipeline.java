@@ -312,14 +312,17 @@ final class RoutePipeline {
   private @Nullable Rejected eligible(
       RouteRequest request, String model, List<BackendEntry> excluded, long now, Candidates c) {
     EligibilityFilter furthest = null;
+    // a request that requires no capability or label and excludes nothing (a first attempt) can
+    // only be filtered by model, draining and health: those three alone, in the same order
+    boolean fleetOnly =
+        request.requiredCapabilities().isEmpty()
+            && request.requiredLabels().isEmpty()
+            && excluded.isEmpty();
     for (BackendEntry e : membership.entries()) {
-      EligibilityFilter failed = null;
-      for (EligibilityFilter f : BEFORE_SCORING) {
-        if (f.rejects(e, model, request, excluded, health, now)) {
-          failed = f;
-          break;
-        }
-      }
+      EligibilityFilter failed =
+          fleetOnly
+              ? EligibilityFilter.firstFleetFilter(e, model, health, now)
+              : firstRejecting(e, model, request, excluded, now);
       if (failed == null) {
         c.add(e);
       } else if (furthest == null || failed.compareTo(furthest) > 0) {
@@ -332,6 +335,17 @@ final class RoutePipeline {
     EligibilityFilter filter = furthest == null ? EligibilityFilter.MODEL : furthest;
     return new Rejected(
         request, RejectReason.NO_ELIGIBLE_BACKEND, Duration.ZERO, filter.message(model), filter);
+  }
+
+  /** The first filter of {@link #BEFORE_SCORING} that rejects {@code e}, or null. */
+  private @Nullable EligibilityFilter firstRejecting(
+      BackendEntry e, String model, RouteRequest request, List<BackendEntry> excluded, long now) {
+    for (EligibilityFilter f : BEFORE_SCORING) {
+      if (f.rejects(e, model, request, excluded, health, now)) {
+        return f;
+      }
+    }
+    return null;
   }
 
   /**

@@ -70,12 +70,12 @@ final class BalanceTerm implements CostTerm {
 
   private State prepare(Candidates c) {
     State s = c.state(this, State::new);
-    int n = c.size();
     s.share = c.fit(s.share);
-    s.valid = shares.relativeShares(c.ctx(), s.share);
     // moving a hot prefix fixes an overload, moving a cold one only costs a cold start: scale the
     // penalty by how much of a backend's fair load this request's prefix group carries
-    s.hot = s.valid ? Math.min(1.0, shares.hotness(prefixGroup(c.ctx()), n)) : 0;
+    double hot = shares.sharesAndHotness(c.ctx(), prefixGroup(c.ctx()), s.share);
+    s.valid = !Double.isNaN(hot);
+    s.hot = s.valid ? Math.min(1.0, hot) : 0;
     s.penalized = false;
     return s;
   }

@@ -220,25 +220,33 @@ final class RouteShares {
   }
 
   /**
-   * Each candidate's decayed count over its fair share by weight (1.0 = exactly fair), written into
-   * {@code out[0..size)}; false (and {@code out} unspecified) while the candidates have seen fewer
-   * than 100 decisions each (too little evidence).
+   * One decision's view, every used slot's count read once at one sequence number: each candidate's
+   * decayed count over its fair share by weight (1.0 = exactly fair) into {@code out[0..size)}, and
+   * as the result the request's prefix group's {@link #hotness} over those same counts; NaN (and
+   * {@code out} unspecified) while the candidates have seen fewer than 100 decisions each (too
+   * little evidence). Reads {@code slotsUsed} counts and the group's set once; allocates nothing
+   * once the thread's buffer has the fleet's size.
    */
-  boolean relativeShares(ScoringContext ctx, double[] out) {
-    int n = ctx.size();
+  double sharesAndHotness(ScoringContext ctx, long prefix, double[] out) {
     long now = seq.get();
-    long[] cs = counts;
-    int slots = cs.length / SLOT_STRIDE;
+    double[] slotCounts = SLOT_COUNTS.get();
+    int used = slotsUsed;
+    if (slotCounts.length < used) {
+      slotCounts = new double[Math.max(used, 2 * slotCounts.length)];
+      SLOT_COUNTS.set(slotCounts);
+    }
+    int read = readSlots(now, slotCounts);
+    int n = ctx.size();
     double total = 0;
     double weights = 0;
     for (int i = 0; i < n; i++) {
       int slot = ctx.slot(i);
-      out[i] = slot < slots ? slotCount(cs, slot, now) : 0;
+      out[i] = slot < read ? slotCounts[slot] : 0; // never-counted slots hold 0
       total += out[i];
       weights += ctx.backend(i).weight();
     }
     if (total < 100.0 * n) {
-      return false;
+      return Double.NaN;
     }
     double lastWeight = Double.NaN;
     double fair = 0;
@@ -250,7 +258,28 @@ final class RouteShares {
       }
       out[i] = out[i] / fair;
     }
-    return true;
+    double all = 0;
+    for (int slot = 0; slot < read; slot++) {
+      all += slotCounts[slot];
+    }
+    return hotness(prefix, n, now, all);
+  }
+
+  /** Per thread: the slot counts of one decision ({@link #sharesAndHotness}). */
+  private static final ThreadLocal<double[]> SLOT_COUNTS =
+      ThreadLocal.withInitial(() -> new double[64]);
+
+  /**
+   * Reads the decayed counts at {@code now} of the slots ever recorded into {@code into} (which has
+   * room for {@code slotsUsed} as read before); returns how many were read.
+   */
+  private int readSlots(long now, double[] into) {
+    long[] cs = counts;
+    int slots = Math.min(Math.min(slotsUsed, into.length), cs.length / SLOT_STRIDE);
+    for (int slot = 0; slot < slots; slot++) {
+      into[slot] = slotCount(cs, slot, now);
+    }
+    return slots;
   }
 
   /**
@@ -260,18 +289,24 @@ final class RouteShares {
    * decisions stop counting.
    */
   double hotness(long prefix, int n) {
+    long now = seq.get();
+    double[] slotCounts = new double[slotsUsed]; // tests only: the hot path reads them once
+    int read = readSlots(now, slotCounts);
+    double all = 0;
+    for (int slot = 0; slot < read; slot++) {
+      all += slotCounts[slot];
+    }
+    return hotness(prefix, n, now, all);
+  }
+
+  /** {@link #hotness} given the sum of the slots' counts at {@code now}. */
+  private double hotness(long prefix, int n, long now, double all) {
     if (prefix == 0) {
       return 1.0;
     }
-    long now = seq.get();
     double group = groupCount(prefix, now);
     if (Double.isNaN(group)) {
       return 0.0;
-    }
-    long[] cs = counts;
-    double all = 0;
-    for (int slot = 0, slots = Math.min(slotsUsed, cs.length / SLOT_STRIDE); slot < slots; slot++) {
-      all += slotCount(cs, slot, now);
     }
     return all <= 0 ? 0.0 : group * n / all;
   }

@@ -98,11 +98,11 @@ public final class TenantTokenBuckets implements TenantLimiter {
     }
 
     private long expiry(Tenant t) {
-      long untilFull = t.tokens.nanosUntilFullAfter(t.tokens.capacity);
+      long expiry = t.tokens.nanosUntilFullAfterBurst(idleNanos); // max(idle, until full)
       if (t.requests != null) {
-        untilFull = Math.max(untilFull, t.requests.nanosUntilFullAfter(1));
+        expiry = Math.max(expiry, t.requests.nanosUntilFullAfter(1));
       }
-      return Math.min(Long.MAX_VALUE / 2, Math.max(idleNanos, untilFull));
+      return Math.min(Long.MAX_VALUE / 2, expiry);
     }
 
     @Override

@@ -28,12 +28,19 @@ final class TokenBucket {
   private long lastNanos;
   private long remainder;
 
+  /**
+   * {@code nanosUntilFullAfter(capacity)} is at most this while the bucket is not in debt: the time
+   * to refill {@code 2 × capacity} tokens.
+   */
+  private final long burstRefillNanos;
+
   TokenBucket(long capacity, long refill, long periodNanos, long nowNanos) {
     this.capacity = capacity;
     this.refill = refill;
     this.periodNanos = periodNanos;
     this.tokens = capacity;
     this.lastNanos = nowNanos;
+    this.burstRefillNanos = nanosUntil(-capacity, 0, capacity);
   }
 
   /**
@@ -186,6 +193,22 @@ final class TokenBucket {
     }
     t -= take;
     return t >= capacity ? 0 : nanosUntil(t, rem, capacity);
+  }
+
+  /**
+   * {@code max(floor, nanosUntilFullAfter(capacity))}, without its division when the bucket is not
+   * in debt and refilling twice its capacity takes at most {@code floor} (then the answer is {@code
+   * floor}). One optimistic read.
+   */
+  long nanosUntilFullAfterBurst(long floor) {
+    if (burstRefillNanos <= floor) {
+      long stamp = lock.tryOptimisticRead();
+      long t = tokens;
+      if (lock.validate(stamp) && t >= 0) {
+        return floor; // t - capacity >= -capacity: the wait is at most burstRefillNanos
+      }
+    }
+    return Math.max(floor, nanosUntilFullAfter(capacity));
   }
 
   /**

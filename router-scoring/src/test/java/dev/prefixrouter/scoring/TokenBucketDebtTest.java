@@ -228,6 +228,28 @@ class TokenBucketDebtTest {
     }
   }
 
+  /**
+   * The idle expiry's shortcut gives exactly {@code max(floor, nanosUntilFullAfter(capacity))}, in
+   * debt or not, with products beyond 63 bits (capacities up to {@link Quota#MAX_TOKENS}).
+   */
+  @Test
+  void burstExpiryShortcutEqualsTheFullComputation() {
+    qt().withExamples(2000)
+        .forAll(
+            longs().between(1, Quota.MAX_TOKENS),
+            longs().between(1, Quota.MAX_TOKENS),
+            longs().between(-Quota.MAX_TOKENS, 2 * Quota.MAX_TOKENS),
+            longs().between(1, 3600 * SECOND))
+        .checkAssert(
+            (capacity, refill, charge, floor) -> {
+              TokenBucket b = new TokenBucket(capacity, refill, MINUTE, 0);
+              b.adjust(charge, 0); // a refund (negative) leaves it full, a charge may leave debt
+              b.tryTake(0, floor / 3); // refills for a while
+              assertThat(b.nanosUntilFullAfterBurst(floor))
+                  .isEqualTo(Math.max(floor, b.nanosUntilFullAfter(capacity)));
+            });
+  }
+
   /** Net charge of steps i..last (the last an admission) ≤ burst + rate × window, exactly. */
   private static void checkWindowsEndingHere(
       List<long[]> charges, List<BigInteger> levelBefore, int capacity, int refill, long period) {
