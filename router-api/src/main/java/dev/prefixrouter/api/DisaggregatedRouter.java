@@ -1,11 +1,13 @@
 package dev.prefixrouter.api;
 
+import dev.prefixrouter.api.spi.ScoringContext;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Routes requests of a disaggregated (prefill/decode) deployment as pairs, on top of a {@link
@@ -37,6 +39,14 @@ import java.util.concurrent.atomic.AtomicInteger;
  * engine's routed counters and its listeners see the prefill leg only. Thread-safe; one {@code
  * route} costs one engine route plus a pass over the registered backends for the decode leg
  * (allocating a small array per candidate set).
+ *
+ * <p><b>Conditional disaggregation</b> ({@link Builder#localPrefillTokens}, off by default): a
+ * request whose prompt a decode-only backend already holds but for at most that many tokens is
+ * served whole there (a {@link PairRouted#colocated() colocated} pair, no KV transfer): its short
+ * prefill costs the decodes there little, while a remote prefill would cost it a queue and a
+ * transfer. Longer uncached prefills go to the prefill backends as before. This is the threshold
+ * rule of llm-d's P/D profile handler and Dynamo's conditional disaggregation (their thresholds
+ * count the uncached tokens on the decode worker, as this one does).
  */
 public final class DisaggregatedRouter {
 
@@ -91,6 +101,8 @@ public final class DisaggregatedRouter {
   private final double msPerKvToken;
   private final int tokensPerBlock;
   private final AtomicInteger rotation = new AtomicInteger();
+  private final int localPrefillTokens;
+  private final LongAdder localPairs = new LongAdder();
 
   private DisaggregatedRouter(Builder b) {
     this.engine = b.engine;
@@ -101,6 +113,7 @@ public final class DisaggregatedRouter {
     this.kvCutoff = b.kvCutoff;
     this.msPerKvToken = b.msPerThousandKvTokens / 1000.0;
     this.tokensPerBlock = Math.max(1, engine.tokensPerBlock());
+    this.localPrefillTokens = b.localPrefillTokens;
   }
 
   /**
@@ -126,11 +139,71 @@ public final class DisaggregatedRouter {
    */
   public PairDecision route(RouteRequest request) {
     Objects.requireNonNull(request, "request");
-    RouteDecision prefill = engine.route(prefillRequest(request));
+    RouteDecision prefill =
+        localPrefillTokens > 0 && !request.requiredCapabilities().contains(Role.PREFILL_CAPABILITY)
+            ? pipeline.route(request, new LocalPrefill(localPrefillTokens))
+            : engine.route(prefillRequest(request));
     if (prefill instanceof Rejected x) {
       return x;
     }
     return pair(request, (Routed) prefill, List.of(), 0);
+  }
+
+  /**
+   * Pairs served whole on a decode-only backend by {@link Builder#localPrefillTokens} since the
+   * router was built (failovers included).
+   */
+  public long localPairs() {
+    return localPairs.sum();
+  }
+
+  /**
+   * The conditional-disaggregation rule of one route, over the engine's ranking of every eligible
+   * backend (prefill-capable and decode-only): the best-ranked decode-only backend whose uncached
+   * prompt tokens (prompt minus its matched prefix) are at most the threshold moves to the front;
+   * when there is none, every decode-only backend moves behind every prefill-capable one (order
+   * kept within each part), so the prefill leg goes to a prefill backend while one can take it.
+   * O(candidates), one small array.
+   */
+  static final class LocalPrefill implements Steering {
+    static final String REASON = "local prefill: few uncached tokens on a decode backend";
+    private final int maxTokens;
+
+    LocalPrefill(int maxTokens) {
+      this.maxTokens = maxTokens;
+    }
+
+    @Override
+    public void steer(ScoringContext c) {
+      int[] order = c.order();
+      int n = c.size();
+      for (int r = 0; r < n; r++) {
+        int cand = order[r];
+        if (decodeOnly(c.backend(cand))
+            && c.promptTokens() - c.matchedTokens(cand) <= (long) maxTokens) {
+          System.arraycopy(order, 0, order, 1, r);
+          order[0] = cand;
+          c.setReason(REASON);
+          return;
+        }
+      }
+      int[] decodeOnly = new int[n];
+      int d = 0;
+      int w = 0;
+      for (int r = 0; r < n; r++) {
+        int cand = order[r];
+        if (decodeOnly(c.backend(cand))) {
+          decodeOnly[d++] = cand;
+        } else {
+          order[w++] = cand;
+        }
+      }
+      System.arraycopy(decodeOnly, 0, order, w, d);
+    }
+  }
+
+  static boolean decodeOnly(Backend b) {
+    return Role.of(b.capabilities()) == Role.DECODE;
   }
 
   /** The engine used for the prefill leg. */
@@ -168,9 +241,13 @@ public final class DisaggregatedRouter {
             : request.toBuilder().requireCapability(Role.DECODE_CAPABILITY).build();
     long reserved = (long) prefill.promptTokens() + request.maxOutputTokens();
     Backend prefillBackend = prefill.backend();
+    boolean local = decodeOnly(prefillBackend); // served whole where it prefills
     List<Choice> choices = new ArrayList<>();
     EligibilityFilter furthest = null;
     for (BackendEntry e : membership.entries()) {
+      if (local && !e.backend.id().equals(prefillBackend.id())) {
+        continue;
+      }
       EligibilityFilter failed = null;
       for (EligibilityFilter f : DECODE_FILTERS) {
         if (f.rejects(e, model, decodeRequest, decodeExcluded, pipeline.health(), now)) {
@@ -206,6 +283,9 @@ public final class DisaggregatedRouter {
       } finally {
         e.release();
       }
+      if (local) {
+        localPairs.increment();
+      }
       DefaultPairLease lease =
           new DefaultPairLease(this, request, prefill, e, reserved, decodeExcluded, attempt);
       return lease.open(
@@ -215,7 +295,7 @@ public final class DisaggregatedRouter {
               e.backend,
               c.cost,
               Duration.ofNanos(c.transferNanos),
-              reason(c),
+              local ? "decode: " + LocalPrefill.REASON : reason(c),
               attempt,
               lease));
     }
@@ -316,7 +396,13 @@ public final class DisaggregatedRouter {
 
   @Override
   public String toString() {
-    return "DisaggregatedRouter[rule=" + rule + ", kvCutoff=" + kvCutoff + "]";
+    return "DisaggregatedRouter[rule="
+        + rule
+        + ", kvCutoff="
+        + kvCutoff
+        + ", localPrefillTokens="
+        + localPrefillTokens
+        + "]";
   }
 
   /** Builder of a {@link DisaggregatedRouter}; setters validate at once. */
@@ -326,6 +412,7 @@ public final class DisaggregatedRouter {
     private DecodeRule rule = DecodeRule.ESTIMATED_COST;
     private double kvCutoff = 0.9;
     private double msPerThousandKvTokens = 0.04;
+    private int localPrefillTokens;
 
     private Builder(DefaultRoutingEngine engine) {
       this.engine = engine;
@@ -366,6 +453,26 @@ public final class DisaggregatedRouter {
         throw new IllegalArgumentException("msPerThousandKvTokens must be in (0, 1000], was " + ms);
       }
       this.msPerThousandKvTokens = ms;
+      return this;
+    }
+
+    /**
+     * Conditional disaggregation: a request with at most this many prompt tokens uncached on some
+     * decode-only backend ({@link Role#DECODE}; its matched prefix as the engine's index believes
+     * it) is served whole on the best-ranked such backend (its prefill computed there, no
+     * transfer); longer ones are disaggregated. In [0, 1,000,000] tokens; default 0: every request
+     * is disaggregated. With a threshold the prefill leg is ranked over prefill-capable and
+     * decode-only backends together (the engine's scorer, then this rule), so its request carries
+     * no {@link Role#PREFILL_CAPABILITY} requirement unless the caller's did (then it is never
+     * served locally). A failover of a prefill leg is ranked by the engine's scorer alone and may
+     * land on a decode-only backend, which then serves the request whole.
+     */
+    public Builder localPrefillTokens(int tokens) {
+      if (tokens < 0 || tokens > 1_000_000) {
+        throw new IllegalArgumentException(
+            "localPrefillTokens must be in [0, 1000000], was " + tokens);
+      }
+      this.localPrefillTokens = tokens;
       return this;
     }
 

@@ -14,7 +14,9 @@ import java.util.Objects;
  *
  * @param request the request as the host gave it
  * @param prefill the prefill leg as the engine routed it (backend, matched tokens, cost, reason,
- *     fallbacks); its request carries the {@link Role#PREFILL_CAPABILITY} requirement
+ *     fallbacks); its request carries the {@link Role#PREFILL_CAPABILITY} requirement, unless the
+ *     router has a {@link DisaggregatedRouter.Builder#localPrefillTokens local-prefill threshold}
+ *     (then a pair whose prefill leg is on a decode-only backend is {@link #colocated()})
  * @param decode the decode backend
  * @param decodeCost the decode rule's cost of {@code decode} (for {@link
  *     DisaggregatedRouter.DecodeRule#ESTIMATED_COST}: milliseconds of transfer plus decode work;
