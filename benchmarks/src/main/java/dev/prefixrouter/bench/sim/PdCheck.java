@@ -1,8 +1,11 @@
 package dev.prefixrouter.bench.sim;
 
 import dev.prefixrouter.api.Backend;
+import dev.prefixrouter.api.BlockRemoved;
+import dev.prefixrouter.api.BlockStored;
 import dev.prefixrouter.api.DisaggregatedRouter;
 import dev.prefixrouter.api.DisaggregatedRouter.DecodeRule;
+import dev.prefixrouter.api.KvEvent;
 import dev.prefixrouter.api.LoadReport;
 import dev.prefixrouter.api.PairDecision;
 import dev.prefixrouter.api.PairRouted;
@@ -49,27 +52,91 @@ final class PdCheck {
 
   private PdCheck() {}
 
-  /** One way of serving the fleet. */
+  /**
+   * One way of serving the fleet; {@code localPrefill} > 0: {@link
+   * DisaggregatedRouter.Builder#localPrefillTokens conditional disaggregation} at that threshold;
+   * {@code budget} > 0: the backends' per-step token budget instead of the profile's.
+   */
   record Setup(
       String name,
       boolean disaggregated,
       String prefillPolicy,
       DecodeRule rule,
-      boolean toldCost) {}
+      boolean toldCost,
+      int localPrefill,
+      int budget) {
+    Setup(String name, boolean disaggregated, String prefillPolicy, DecodeRule rule, boolean told) {
+      this(name, disaggregated, prefillPolicy, rule, told, 0, 0);
+    }
+  }
 
+  /**
+   * The setups run: the five standing ones, then {@code -Dpd.local=N,...} (ours with conditional
+   * disaggregation at N uncached tokens) and {@code -Dpd.budgets=B,...} (colocated est-ttft with a
+   * B-token step budget, vLLM's {@code --max-num-batched-tokens}); {@code -Dpd.only=a,b} keeps the
+   * setups whose name contains one of the strings.
+   */
   static List<Setup> setups() {
-    return List.of(
-        new Setup("colocated est-ttft", false, "est-ttft", null, false),
-        new Setup("colocated dynamo-kv", false, "dynamo-kv", null, false),
-        new Setup("pd est-ttft + est-cost", true, "est-ttft", DecodeRule.ESTIMATED_COST, true),
-        new Setup(
-            "pd est-ttft + least-active", true, "est-ttft", DecodeRule.LEAST_ACTIVE_TOKENS, false),
-        new Setup(
-            "pd dynamo (kv + least-active)",
-            true,
-            "dynamo-kv",
-            DecodeRule.LEAST_ACTIVE_TOKENS,
-            false));
+    List<Setup> all =
+        new ArrayList<>(
+            List.of(
+                new Setup("colocated est-ttft", false, "est-ttft", null, false),
+                new Setup("colocated dynamo-kv", false, "dynamo-kv", null, false),
+                new Setup(
+                    "pd est-ttft + est-cost", true, "est-ttft", DecodeRule.ESTIMATED_COST, true),
+                new Setup(
+                    "pd est-ttft + least-active",
+                    true,
+                    "est-ttft",
+                    DecodeRule.LEAST_ACTIVE_TOKENS,
+                    false),
+                new Setup(
+                    "pd dynamo (kv + least-active)",
+                    true,
+                    "dynamo-kv",
+                    DecodeRule.LEAST_ACTIVE_TOKENS,
+                    false)));
+    for (int n : ints(System.getProperty("pd.local", ""))) {
+      all.add(
+          new Setup(
+              "pd ours + local<=" + n, true, "est-ttft", DecodeRule.ESTIMATED_COST, true, n, 0));
+    }
+    for (int n : ints(System.getProperty("pd.budgets", ""))) {
+      all.add(new Setup("colocated est-ttft budget " + n, false, "est-ttft", null, false, 0, n));
+    }
+    String only = System.getProperty("pd.only", "");
+    if (only.isBlank()) {
+      return all;
+    }
+    List<Setup> kept = new ArrayList<>();
+    for (Setup s : all) {
+      for (String part : only.split(",")) {
+        if (!part.isBlank() && s.name().contains(part.trim())) {
+          kept.add(s);
+          break;
+        }
+      }
+    }
+    return kept;
+  }
+
+  private static int[] ints(String csv) {
+    return Arrays.stream(csv.split(","))
+        .map(String::trim)
+        .filter(x -> !x.isEmpty())
+        .mapToInt(Integer::parseInt)
+        .toArray();
+  }
+
+  /** SLO pairs for goodput, {@code -Dpd.slo=ttftMs:tpotMs,...}. */
+  static double[][] slos() {
+    String csv = System.getProperty("pd.slo", "100:6.5,200:7,400:8");
+    List<double[]> out = new ArrayList<>();
+    for (String pair : csv.split(",")) {
+      String[] xy = pair.trim().split(":");
+      out.add(new double[] {Double.parseDouble(xy[0]), Double.parseDouble(xy[1])});
+    }
+    return out.toArray(new double[0][]);
   }
 
   /**
@@ -106,7 +173,8 @@ final class PdCheck {
       Compare.Options o, SimConfig base, PrintStream out, PrintStream err) {
     int n = o.requests == Integer.MAX_VALUE ? 3000 : o.requests;
     int backends = o.backendsSet ? o.backends : 8;
-    int prefill = Math.max(1, backends / 2);
+    int prefill =
+        Math.max(1, Integer.getInteger("pd.prefill", backends / 2)); // -Dpd.prefill=P: P of N
     SimConfig config = base.withBackends(backends);
     List<SimRequest> requests = workload(o.rateScale, o.seed, n);
     String name =
@@ -136,9 +204,13 @@ final class PdCheck {
       lines.add(run.line());
     }
     out.printf(Locale.ROOT, "%n%s%n", name);
+    StringBuilder sloHeads = new StringBuilder();
+    for (double[] slo : slos()) {
+      sloHeads.append(String.format(Locale.ROOT, " %9s", "ok" + (int) slo[0] + "/" + slo[1]));
+    }
     out.printf(
         Locale.ROOT,
-        "  %-30s %6s %8s %8s %8s %7s %7s %8s %8s %6s %8s %6s %6s%n",
+        "  %-30s %6s %8s %8s %8s %7s %7s %7s %7s %8s %8s %6s %8s %6s %6s %6s%s%n",
         "setup",
         "done",
         "ttft p50",
@@ -146,12 +218,16 @@ final class PdCheck {
         "ttft p99",
         "tpot50",
         "tpot95",
+        "itl99",
+        "itl999",
         "e2e p50",
         "e2e p95",
         "hit %",
         "xfer ms",
         "cross%",
-        "preem");
+        "local%",
+        "preem",
+        sloHeads);
     lines.forEach(out::println);
     return results;
   }
@@ -163,6 +239,8 @@ final class PdCheck {
     final PairRouted pair; // disaggregated
     long transferNanos;
     long clientFirstToken;
+    long lastToken;
+    boolean whole; // a pair served whole on one backend (conditional disaggregation)
 
     Flight(int index, Routed routed, PairRouted pair) {
       this.index = index;
@@ -177,6 +255,8 @@ final class PdCheck {
   private static final int STEP_END = 1;
   private static final int SCRAPE = 2;
   private static final int TRANSFER = 3;
+  private static final int KV = 4;
+  private static final int ITL_BINS = 50_000; // 0.1 ms each, up to 5 s
 
   /** One setup's simulation. */
   private static final class Run implements SimBackend.Listener {
@@ -196,6 +276,10 @@ final class PdCheck {
     final double[] ttft;
     final double[] tpot;
     final double[] e2e;
+    final double[] ttftBy; // by request index; NaN until known
+    final double[] tpotBy;
+    final long[] itl = new long[ITL_BINS]; // inter-token gaps in 0.1 ms bins
+    long localPairs;
     int ttftCount;
     int tpotCount;
     int e2eCount;
@@ -219,6 +303,19 @@ final class PdCheck {
       this.keys = keys;
       int n = config.backends();
       backends = new SimBackend[n];
+      BackendProfile profile = config.profile();
+      if (setup.budget() > 0) {
+        profile =
+            new BackendProfile(
+                profile.stepBaseMs(),
+                profile.prefillMsPerToken(),
+                profile.decodeMsPerToken(),
+                setup.budget(),
+                profile.maxSeqs(),
+                profile.capacityBlocks(),
+                profile.encodeMs(),
+                profile.encoderItems());
+      }
       RoutingEngineBuilder b =
           RoutingEngine.builder()
               .ticker(() -> now)
@@ -227,13 +324,14 @@ final class PdCheck {
               .prefixIndex(
                   RadixPrefixIndex.builder()
                       .maxBackends(Math.max(16, n))
-                      .predictionTtl(Duration.ZERO)
+                      .predictionTtl(Duration.ofSeconds(config.kvEvents() ? 5 : 0))
                       .build())
               .scorer(Policies.byName(setup.prefillPolicy()))
               .health(CircuitBreakers.builder().maxBackends(Math.max(16, n)).build());
       for (int i = 0; i < n; i++) {
         String id = "b" + i;
-        backends[i] = new SimBackend(id, config.profile(), this);
+        backends[i] = new SimBackend(id, profile, this);
+        backends[i].onToken = this::token;
         byId.put(id, i);
         Backend d = Backend.of(id, "m").withCapacityBlocks(config.profile().capacityBlocks());
         if (setup.disaggregated()) {
@@ -251,8 +349,13 @@ final class PdCheck {
                       setup.toldCost()
                           ? (p, d) -> transferNanosPerToken(p.id(), d.id())
                           : (p, d) -> 0)
+                  .localPrefillTokens(setup.localPrefill())
                   .build()
               : null;
+      ttftBy = new double[requests.size()];
+      tpotBy = new double[requests.size()];
+      Arrays.fill(ttftBy, Double.NaN);
+      Arrays.fill(tpotBy, Double.NaN);
       ttft = new double[requests.size()];
       tpot = new double[requests.size()];
       e2e = new double[requests.size()];
@@ -285,6 +388,7 @@ final class PdCheck {
           case STEP_END -> stepEnd(e.index(), (Long) e.payload());
           case SCRAPE -> scrape();
           case TRANSFER -> transferDone((Flight) e.payload());
+          case KV -> kv(e.index(), e.payload());
           default -> throw new IllegalStateException("event " + e.type());
         }
       }
@@ -329,9 +433,14 @@ final class PdCheck {
       for (SimBackend b : backends) {
         preemptions += b.preemptions;
       }
+      StringBuilder slo = new StringBuilder();
+      for (double[] o : slos()) {
+        slo.append(String.format(Locale.ROOT, " %9.1f", attainment(o[0], o[1])));
+      }
       return String.format(
           Locale.ROOT,
-          "  %-30s %6d %8.1f %8.1f %8.1f %7.2f %7.2f %8.0f %8.0f %6.1f %8.1f %6.1f %6d",
+          "  %-30s %6d %8.1f %8.1f %8.1f %7.2f %7.2f %7.1f %7.1f %8.0f %8.0f %6.1f %8.1f %6.1f %6.1f"
+              + " %6d%s",
           setup.name(),
           completed,
           PolicyResult.percentile(t, 0.50),
@@ -339,12 +448,53 @@ final class PdCheck {
           PolicyResult.percentile(t, 0.99),
           PolicyResult.percentile(p, 0.50),
           PolicyResult.percentile(p, 0.95),
+          itlPercentile(0.99),
+          itlPercentile(0.999),
           PolicyResult.percentile(x, 0.50),
           PolicyResult.percentile(x, 0.95),
           promptTokens == 0 ? 0 : 100.0 * hitTokens / promptTokens,
           transfers == 0 ? 0 : transferMsSum / transfers,
           transfers == 0 ? 0 : 100.0 * crossRack / transfers,
-          preemptions);
+          arrived == 0 ? 0 : 100.0 * localPairs / arrived,
+          preemptions,
+          slo);
+    }
+
+    /** The ITL percentile {@code q} over every decode token, ms. */
+    double itlPercentile(double q) {
+      long total = 0;
+      for (long c : itl) {
+        total += c;
+      }
+      long rank = (long) Math.ceil(q * total);
+      long seen = 0;
+      for (int b = 0; b < itl.length; b++) {
+        seen += itl[b];
+        if (seen >= rank && seen > 0) {
+          return b / 10.0;
+        }
+      }
+      return 0;
+    }
+
+    /** Percent of all requests with TTFT and TPOT within the objective (failed count as missed). */
+    double attainment(double ttftMs, double tpotMs) {
+      int ok = 0;
+      for (int i = 0; i < ttftBy.length; i++) {
+        if (ttftBy[i] <= ttftMs && (Double.isNaN(tpotBy[i]) || tpotBy[i] <= tpotMs)) {
+          ok++;
+        }
+      }
+      return 100.0 * ok / ttftBy.length;
+    }
+
+    void token(SimBackend.Seq s, long t) {
+      Flight f = (Flight) s.lease;
+      if (f.lastToken > 0) {
+        long gap = t - f.lastToken;
+        itl[(int) Math.min(ITL_BINS - 1, gap / 100_000)]++;
+      }
+      f.lastToken = t;
     }
 
     void arrive(int i) {
@@ -372,6 +522,12 @@ final class PdCheck {
         return;
       }
       Flight f = new Flight(i, null, pair);
+      if (pair.colocated()) { // served whole where it prefills: no leg, no transfer
+        f.whole = true;
+        localPairs++;
+        enqueue(pair.decode().id(), new SimBackend.Seq(r, f, keys[i], now));
+        return;
+      }
       // the prefill leg: the prompt and its first token only
       SimRequest prefillOnly =
           new SimRequest(r.id(), r.arrivalNanos(), r.tenant(), null, r.tokens(), 1);
@@ -419,10 +575,16 @@ final class PdCheck {
     @Override
     public void onFirstToken(SimBackend.Seq s, long t) {
       Flight f = (Flight) s.lease;
-      if (f.routed != null) {
-        f.routed.lease().firstToken();
+      if (f.routed != null || f.whole) {
+        if (f.routed != null) {
+          f.routed.lease().firstToken();
+        } else {
+          f.pair.lease().firstToken();
+        }
         f.clientFirstToken = t;
+        f.lastToken = t;
         ttft[ttftCount++] = (t - s.request.arrivalNanos()) / 1e6;
+        ttftBy[f.index] = ttft[ttftCount - 1];
         return;
       }
       // prefill done: the prefill leg ends, the KV cache moves to the decode backend
@@ -445,7 +607,9 @@ final class PdCheck {
     void transferDone(Flight f) {
       SimRequest r = requests.get(f.index);
       f.clientFirstToken = now;
+      f.lastToken = now;
       ttft[ttftCount++] = (now - r.arrivalNanos()) / 1e6;
+      ttftBy[f.index] = ttft[ttftCount - 1];
       SimBackend.Seq s = new SimBackend.Seq(r, f, keys[f.index], now);
       s.transferred = true;
       s.firstTokenSent = true;
@@ -462,7 +626,7 @@ final class PdCheck {
         countHits(s, prompt); // the prefill leg (its own one-token request) ended
         return;
       }
-      if (f.routed != null) {
+      if (f.routed != null || f.whole) {
         countHits(s, prompt);
       }
       int hit = Math.min(prompt, s.hitBlocks * BackendProfile.BLOCK);
@@ -478,6 +642,7 @@ final class PdCheck {
       e2e[e2eCount++] = (t - r.arrivalNanos()) / 1e6;
       if (s.generated > 1) {
         tpot[tpotCount++] = (t - f.clientFirstToken) / 1e6 / (s.generated - 1);
+        tpotBy[f.index] = tpot[tpotCount - 1];
       }
     }
 
@@ -488,10 +653,41 @@ final class PdCheck {
       fullBlocks += s.keys.length;
     }
 
+    /**
+     * With {@code --kv-events}: every backend's stored and removed blocks reach the index after the
+     * configured delay (as vLLM's KV events do), so the router also sees what a decode backend
+     * holds of the prompts transferred to it.
+     */
     @Override
-    public void onStored(SimBackend backend, long[] ks, int from, int to, int[] tokens) {}
+    public void onStored(SimBackend backend, long[] ks, int from, int to, int[] tokens) {
+      if (!config.kvEvents()) {
+        return;
+      }
+      long[] hashes = Arrays.copyOfRange(ks, from, to);
+      int[] ids =
+          Arrays.copyOfRange(tokens, from * BackendProfile.BLOCK, to * BackendProfile.BLOCK);
+      Long parent = from == 0 ? null : ks[from - 1];
+      schedule(
+          now + config.kvEventDelayNanos(),
+          KV,
+          byId.get(backend.id),
+          List.of(new BlockStored(hashes, parent, ids, BackendProfile.BLOCK, "GPU")));
+    }
 
     @Override
-    public void onRemoved(SimBackend backend, long key) {}
+    public void onRemoved(SimBackend backend, long key) {
+      if (config.kvEvents()) {
+        schedule(
+            now + config.kvEventDelayNanos(),
+            KV,
+            byId.get(backend.id),
+            List.of(BlockRemoved.of(key)));
+      }
+    }
+
+    @SuppressWarnings("unchecked")
+    void kv(int b, Object events) {
+      engine.applyKvEvents(backends[b].id, (List<KvEvent>) events);
+    }
   }
 }

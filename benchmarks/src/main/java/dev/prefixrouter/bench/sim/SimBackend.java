@@ -69,6 +69,10 @@ final class SimBackend {
   final String id;
   final BackendProfile profile;
   private final Listener listener;
+
+  /** Told of every decode step's token (a sequence and the step's end time); null: nobody. */
+  java.util.function.ObjLongConsumer<Seq> onToken;
+
   double slowdown = 1.0;
   boolean dead;
 
@@ -222,6 +226,9 @@ final class SimBackend {
       if (s.prefilled >= s.promptLength()) {
         // decode step
         s.generated++;
+        if (onToken != null) {
+          onToken.accept(s, now);
+        }
         if (s.generated % BackendProfile.BLOCK == 0 && s.generated < s.request.outputTokens()) {
           if (!allocate(1)) {
             preemptNewest(s);
