@@ -1,6 +1,7 @@
 package dev.prefixrouter.scoring;
 
 import dev.prefixrouter.api.spi.FirstTokenObservation;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Online fit of one backend's TTFT coefficients from observed first tokens: recursive least squares
@@ -64,8 +65,31 @@ final class CostModel {
   private boolean signal;
   private final PublishedCoefficients published;
   private volatile boolean fitted; // whether published holds a fit (else the priors)
+  // prequential comparison: forgotten weighted absolute errors of the priors' and the fit's
+  // predictions, each made before the observation updates the fit
+  private final double advantage;
+  private final boolean fitIntercept;
+  private double priorError;
+  private double fitError;
+  private boolean better;
+  private final @Nullable PublishedCoefficients reference;
+  private final double[] refScratch = new double[5];
 
   CostModel(TtftCoefficients defaults, double forgetting, int minObservations, double band) {
+    this(defaults, forgetting, minObservations, band, Double.NaN, true, null);
+  }
+
+  CostModel(
+      TtftCoefficients defaults,
+      double forgetting,
+      int minObservations,
+      double band,
+      double advantage,
+      boolean fitIntercept,
+      @Nullable PublishedCoefficients reference) {
+    this.reference = reference;
+    this.advantage = advantage;
+    this.fitIntercept = fitIntercept;
     this.defaults = defaults;
     this.band = band;
     this.lambda = forgetting;
@@ -136,7 +160,7 @@ final class CostModel {
     if (!Double.isFinite(y) || y < 0) {
       return;
     }
-    double predicted = dot(theta, x);
+    double predicted = dot(theta, x); // without an intercept fit theta[0] stays the prior's
     double residual = y - predicted;
     // Huber weight against the running scale; the scale itself learns from clipped residuals
     double weight = 1.0;
@@ -147,11 +171,16 @@ final class CostModel {
       }
     }
     trackSignal(u, c, queuedPrefill, decodes, y, weight);
+    if (!Double.isNaN(advantage)) {
+      compareWithPriors(x, y, weight);
+    }
     double clipped =
         Math.min(Math.abs(residual), residualScale > 0 ? 5 * residualScale : Math.abs(residual));
     residualScale = observations == 0 ? clipped : 0.95 * residualScale + 0.05 * clipped;
 
-    // weighted RLS with forgetting: gain g = P x / (lambda/w + x' P x)
+    // weighted RLS with forgetting: gain g = P x / (lambda/w + x' P x); without an intercept the
+    // constant feature is 0, so its row of P stays 0 and theta[0] is never moved
+    x[0] = fitIntercept ? 1.0 : 0.0;
     double[] px = pxScratch;
     for (int i = 0; i < N; i++) {
       double s = 0;
@@ -184,16 +213,8 @@ final class CostModel {
     }
     observations++;
     signal = signal ? signalT >= SIGNAL_OFF : signalT >= SIGNAL_ON;
-    if (observations >= minObservations && signal) {
-      published.set(
-          clamp(theta[0], 0, 10_000),
-          clamp(
-              theta[1] * SCALE[1],
-              Math.max(1e-6, defaults.betaMsPerToken() / band),
-              Math.min(10, defaults.betaMsPerToken() * band)),
-          clamp(theta[2] * SCALE[2], 0, Math.min(1e-3, defaults.gammaMsPerToken2() * band)),
-          clamp(theta[3], 0, Math.min(1000, defaults.decodeMsPerRunning() * band)),
-          defaults.waitingMs());
+    if (observations >= minObservations && signal && (Double.isNaN(advantage) || better)) {
+      published.set(fitAlpha(), fitBeta(), fitGamma(), fitDecode(), defaults.waitingMs());
       fitted = true;
     } else if (fitted) {
       published.set(
@@ -204,6 +225,57 @@ final class CostModel {
           defaults.waitingMs());
       fitted = false;
     }
+  }
+
+  private double fitAlpha() {
+    return fitIntercept ? clamp(theta[0], 0, 10_000) : defaults.alphaMs();
+  }
+
+  private double fitBeta() {
+    return clamp(
+        theta[1] * SCALE[1],
+        Math.max(1e-6, defaults.betaMsPerToken() / band),
+        Math.min(10, defaults.betaMsPerToken() * band));
+  }
+
+  private double fitGamma() {
+    return clamp(theta[2] * SCALE[2], 0, Math.min(1e-3, defaults.gammaMsPerToken2() * band));
+  }
+
+  private double fitDecode() {
+    return clamp(theta[3], 0, Math.min(1000, defaults.decodeMsPerRunning() * band));
+  }
+
+  /**
+   * Scores the priors and the fit (as it would be published) on the observation before the fit
+   * learns from it, with the same forgetting and Huber weight: the fit may be published only while
+   * its forgotten absolute error is at most {@code (1 - advantage)} times the priors' (off again
+   * when it is no longer below the priors' error at all: hysteresis).
+   */
+  private void compareWithPriors(double[] x, double y, double weight) {
+    double[] r = refScratch;
+    if (reference != null) {
+      reference.readInto(r, 0);
+    } else {
+      r[0] = defaults.alphaMs();
+      r[1] = defaults.betaMsPerToken();
+      r[2] = defaults.gammaMsPerToken2();
+      r[3] = defaults.decodeMsPerRunning();
+    }
+    double prior = r[0] + r[1] * x[1] / SCALE[1] + r[2] * x[2] / SCALE[2] + r[3] * x[3];
+    double fit =
+        fitAlpha()
+            + fitBeta() * x[1] / SCALE[1]
+            + fitGamma() * x[2] / SCALE[2]
+            + fitDecode() * x[3];
+    priorError = lambda * priorError + weight * Math.abs(y - prior);
+    fitError = lambda * fitError + weight * Math.abs(y - fit);
+    better = better ? fitError < priorError : fitError <= (1 - advantage) * priorError;
+  }
+
+  /** The forgotten absolute error of the fit over the priors' (NaN when not compared). */
+  synchronized double errorRatio() {
+    return Double.isNaN(advantage) || priorError <= 0 ? Double.NaN : fitError / priorError;
   }
 
   /**

@@ -87,6 +87,8 @@ public final class EstimatedTtftScorer implements Scorer {
   private final double forgetting;
   private final int minObservations;
   private final double calibrationBand;
+  private final double calibrationAdvantage;
+  private final boolean calibrateIntercept;
   private final double bandMs;
   private final double bandFraction;
   private final long staleAfterNanos;
@@ -109,6 +111,11 @@ public final class EstimatedTtftScorer implements Scorer {
   private final AtomicInteger rotation = new AtomicInteger();
 
   private final Object modelsLock = new Object();
+
+  /** The fit over every backend's observations (scope fleet or hierarchical), else null. */
+  private final @Nullable CostModel fleetModel;
+
+  private final CalibrationScope scope;
   private volatile CostModel[] models = new CostModel[64];
 
   private EstimatedTtftScorer(Builder b) {
@@ -118,6 +125,20 @@ public final class EstimatedTtftScorer implements Scorer {
     this.forgetting = b.forgetting;
     this.minObservations = b.minObservations;
     this.calibrationBand = b.calibrationBand;
+    this.calibrationAdvantage = b.calibrationAdvantage;
+    this.calibrateIntercept = b.calibrateIntercept;
+    this.scope = b.scope;
+    this.fleetModel =
+        b.scope == CalibrationScope.BACKEND
+            ? null
+            : new CostModel(
+                b.coefficients,
+                b.forgetting,
+                b.minObservations,
+                b.calibrationBand,
+                b.calibrationAdvantage,
+                b.calibrateIntercept,
+                null);
     this.bandMs = b.bandMs;
     this.bandFraction = b.bandFraction;
     this.staleAfterNanos = b.staleAfter.toNanos();
@@ -243,8 +264,18 @@ public final class EstimatedTtftScorer implements Scorer {
 
   /** The coefficients in use for a slot (fitted, or the defaults). */
   public TtftCoefficients coefficients(int slot) {
-    CostModel m = model(slot, false);
+    CostModel m = effectiveModel(slot);
     return m == null ? defaults : m.current();
+  }
+
+  /** The model whose coefficients a slot uses (null: the defaults). */
+  private @Nullable CostModel effectiveModel(int slot) {
+    CostModel f = fleetModel;
+    if (f == null) {
+      return model(slot, false);
+    }
+    CostModel own = scope == CalibrationScope.HIERARCHICAL ? model(slot, false) : null;
+    return own != null && own.fitted() ? own : f;
   }
 
   /**
@@ -252,7 +283,7 @@ public final class EstimatedTtftScorer implements Scorer {
    * decode, waiting) without allocating.
    */
   void readCoefficients(int slot, double[] out, int at) {
-    CostModel m = model(slot, false);
+    CostModel m = effectiveModel(slot);
     if (m == null) {
       TtftCoefficients k = defaults;
       out[at] = k.alphaMs();
@@ -279,11 +310,24 @@ public final class EstimatedTtftScorer implements Scorer {
         ms = Arrays.copyOf(ms, Math.max(slot + 1, ms.length * 2));
       }
       if (ms[slot] == null) {
-        ms[slot] = new CostModel(defaults, forgetting, minObservations, calibrationBand);
+        ms[slot] =
+            new CostModel(
+                defaults,
+                forgetting,
+                minObservations,
+                calibrationBand,
+                fleetModel == null ? calibrationAdvantage : fleetAdvantage(),
+                calibrateIntercept,
+                fleetModel == null ? null : fleetModel.published());
       }
       models = ms;
       return ms[slot];
     }
+  }
+
+  /** The margin a backend's own fit must beat the fleet's by (hierarchical scope). */
+  private double fleetAdvantage() {
+    return Double.isNaN(calibrationAdvantage) ? 0.1 : calibrationAdvantage;
   }
 
   /**
@@ -396,6 +440,13 @@ public final class EstimatedTtftScorer implements Scorer {
   public void onFirstToken(FirstTokenObservation observation) {
     Objects.requireNonNull(observation, "observation");
     if (calibrate) {
+      CostModel f = fleetModel;
+      if (f != null) {
+        f.observe(observation);
+        if (scope == CalibrationScope.FLEET) {
+          return;
+        }
+      }
       CostModel m = model(observation.slot(), true);
       if (m != null) {
         m.observe(observation);
@@ -430,7 +481,7 @@ public final class EstimatedTtftScorer implements Scorer {
 
   @Override
   public Map<String, Double> describe(int slot) {
-    CostModel m = model(slot, false);
+    CostModel m = effectiveModel(slot);
     TtftCoefficients k = m == null ? defaults : m.current();
     Map<String, Double> out = new LinkedHashMap<>();
     out.put("alphaMs", k.alphaMs());
@@ -442,6 +493,11 @@ public final class EstimatedTtftScorer implements Scorer {
     out.put("residualScaleMs", m == null ? 0.0 : m.residualScale());
     out.put("fitted", m != null && m.fitted() ? 1.0 : 0.0);
     out.put("signalT", m == null ? 0.0 : m.signalT());
+    if (scope == CalibrationScope.HIERARCHICAL || !Double.isNaN(calibrationAdvantage)) {
+      // the backend's own fit's forgotten error over the reference's (the fleet's or the priors')
+      CostModel own = scope == CalibrationScope.FLEET ? fleetModel : model(slot, false);
+      out.put("fitErrorRatio", own == null ? Double.NaN : own.errorRatio());
+    }
     return out;
   }
 
@@ -471,6 +527,9 @@ public final class EstimatedTtftScorer implements Scorer {
     private double forgetting = 0.995;
     private int minObservations = 30;
     private double calibrationBand = 8;
+    private double calibrationAdvantage = Double.NaN;
+    private boolean calibrateIntercept = true;
+    private CalibrationScope scope = CalibrationScope.BACKEND;
     private double bandMs = 1.0;
     private double bandFraction = 0.02;
     private Duration staleAfter = Duration.ofSeconds(2);
@@ -583,6 +642,37 @@ public final class EstimatedTtftScorer implements Scorer {
         throw new IllegalArgumentException("calibrationBand must be in [1, 1000], was " + band);
       }
       this.calibrationBand = band;
+      return this;
+    }
+
+    /**
+     * Publishes a backend's fit only while it predicts that backend's observed TTFTs better than
+     * the priors: each observation is first predicted by both (before the fit learns from it), and
+     * the fit is used while its forgotten absolute error is at most {@code 1 - advantage} times the
+     * priors' (until it is no longer below them). In [0, 0.9]; {@code NaN} (default) turns the
+     * comparison off (the fit is used whenever the TTFTs carry a prefix signal).
+     */
+    public Builder calibrationAdvantage(double advantage) {
+      if (!Double.isNaN(advantage) && !(advantage >= 0 && advantage <= 0.9)) {
+        throw new IllegalArgumentException(
+            "calibrationAdvantage must be in [0, 0.9] or NaN, was " + advantage);
+      }
+      this.calibrationAdvantage = advantage;
+      return this;
+    }
+
+    /**
+     * Whether calibration fits the constant α per backend (default true); false keeps the prior's α
+     * and fits only the per-token and per-running-request costs.
+     */
+    public Builder calibrateIntercept(boolean fit) {
+      this.calibrateIntercept = fit;
+      return this;
+    }
+
+    /** Whose observations a fit learns from; see {@link CalibrationScope}. */
+    public Builder calibrationScope(CalibrationScope scope) {
+      this.scope = Objects.requireNonNull(scope, "scope");
       return this;
     }
 

@@ -448,6 +448,100 @@ class EstimatedTtftScorerTest {
         .hasMessageContaining("calibrationBand");
   }
 
+  /** Feeds slot {@code slot} TTFTs of {@code factor} times the priors' prefill (10 % noise). */
+  private static void feed(EstimatedTtftScorer s, int slot, double factor, int n, long seed) {
+    TtftCoefficients p = TtftCoefficients.DEFAULTS;
+    SplittableRandom rnd = new SplittableRandom(seed);
+    for (int i = 0; i < n; i++) {
+      int prompt = 100 + rnd.nextInt(8_000);
+      int matched = rnd.nextInt(prompt + 1);
+      double ms = factor * p.prefillMs(prompt - matched, matched) * (1 + 0.1 * rnd.nextGaussian());
+      s.onFirstToken(new FirstTokenObservation(slot, (long) (ms * 1e6), prompt, matched, 0, 0, 0));
+    }
+  }
+
+  @Test
+  void fleetScopeFitsOneModelForEveryBackend() {
+    TtftCoefficients p = TtftCoefficients.DEFAULTS;
+    EstimatedTtftScorer s =
+        EstimatedTtftScorer.builder()
+            .minObservations(20)
+            .calibrationScope(CalibrationScope.FLEET)
+            .build();
+    feed(s, 0, 2, 2_000, 5);
+    feed(s, 1, 2, 2_000, 6);
+    // slot 2 never reported a first token: it still gets the fleet's fit
+    assertThat(s.coefficients(2)).isEqualTo(s.coefficients(0)).isEqualTo(s.coefficients(1));
+    assertThat(s.coefficients(2).betaMsPerToken()).isCloseTo(2 * p.betaMsPerToken(), within(0.004));
+    assertThat(s.describe(2)).containsEntry("fitted", 1.0).containsEntry("observations", 4000.0);
+  }
+
+  @Test
+  void hierarchicalScopeKeepsTheFleetFitUnlessABackendsOwnFitPredictsItBetter() {
+    TtftCoefficients p = TtftCoefficients.DEFAULTS;
+    EstimatedTtftScorer same =
+        EstimatedTtftScorer.builder()
+            .minObservations(20)
+            .calibrationScope(CalibrationScope.HIERARCHICAL)
+            .build();
+    EstimatedTtftScorer mixed =
+        EstimatedTtftScorer.builder()
+            .minObservations(20)
+            .calibrationScope(CalibrationScope.HIERARCHICAL)
+            .build();
+    // seven backends twice as slow as the priors; in the mixed fleet slot 6 six times; the
+    // backends' first tokens interleave, as they do in a fleet
+    for (int round = 0; round < 2_000; round++) {
+      for (int slot = 0; slot < 7; slot++) {
+        feed(same, slot, 2, 1, 100L * round + slot);
+        feed(mixed, slot, slot == 6 ? 6 : 2, 1, 100L * round + slot);
+      }
+    }
+    TtftCoefficients fleet = same.coefficients(7); // no observations of its own
+    assertThat(fleet.betaMsPerToken()).isCloseTo(2 * p.betaMsPerToken(), within(0.004));
+    for (int slot = 0; slot < 7; slot++) {
+      assertThat(same.coefficients(slot)).isEqualTo(fleet);
+    }
+    assertThat(mixed.coefficients(6).betaMsPerToken())
+        .isCloseTo(6 * p.betaMsPerToken(), within(0.012));
+    assertThat(mixed.describe(6).get("fitErrorRatio")).isLessThan(0.9);
+    for (int slot = 0; slot < 6; slot++) {
+      assertThat(mixed.coefficients(slot).betaMsPerToken())
+          .isLessThan(mixed.coefficients(6).betaMsPerToken() / 2);
+    }
+  }
+
+  @Test
+  void theAdvantageGateKeepsThePriorsWhileTheFitPredictsNoBetter() {
+    TtftCoefficients p = TtftCoefficients.DEFAULTS;
+    EstimatedTtftScorer gated =
+        EstimatedTtftScorer.builder().minObservations(20).calibrationAdvantage(0.1).build();
+    feed(gated, 0, 1, 3_000, 7); // the priors are right: a fit cannot beat them by 10 %
+    feed(gated, 1, 2, 3_000, 8); // twice as slow: the fit beats the priors by far
+    assertThat(gated.coefficients(0)).isEqualTo(p);
+    assertThat(gated.describe(0)).containsEntry("fitted", 0.0);
+    assertThat(gated.coefficients(1).betaMsPerToken())
+        .isCloseTo(2 * p.betaMsPerToken(), within(0.004));
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().calibrationAdvantage(0.95))
+        .hasMessageContaining("calibrationAdvantage");
+  }
+
+  @Test
+  void withoutTheInterceptTheConstantStaysThePriors() {
+    TtftCoefficients p = TtftCoefficients.DEFAULTS;
+    EstimatedTtftScorer s =
+        EstimatedTtftScorer.builder().minObservations(20).calibrateIntercept(false).build();
+    SplittableRandom rnd = new SplittableRandom(9);
+    for (int i = 0; i < 3_000; i++) {
+      int prompt = 100 + rnd.nextInt(8_000);
+      double ms = 40 + 2 * p.prefillMs(prompt, 0); // a 40 ms constant the model may not learn
+      s.onFirstToken(new FirstTokenObservation(0, (long) (ms * 1e6), prompt, 0, 0, 0, 0));
+    }
+    assertThat(s.coefficients(0).alphaMs()).isEqualTo(p.alphaMs());
+    assertThat(s.describe(0)).containsEntry("fitted", 1.0);
+    assertThat(s.coefficients(0).betaMsPerToken()).isGreaterThan(p.betaMsPerToken());
+  }
+
   @Test
   void calibrationTracksDrift() {
     EstimatedTtftScorer s = EstimatedTtftScorer.builder().minObservations(20).build();

@@ -1,6 +1,7 @@
 package dev.prefixrouter.bench.sim;
 
 import dev.prefixrouter.api.spi.Scorer;
+import dev.prefixrouter.scoring.CalibrationScope;
 import dev.prefixrouter.scoring.EstimatedTtftScorer;
 import dev.prefixrouter.scoring.Policies;
 import dev.prefixrouter.scoring.TtftCoefficients;
@@ -63,6 +64,28 @@ final class ScorerProbe {
                 .balance(0, 0, 1)
                 .without("session-affinity")
                 .build());
+    for (double adv : new double[] {0, 0.05, 0.1, 0.2}) {
+      v.put("gate" + adv, () -> EstimatedTtftScorer.builder().calibrationAdvantage(adv).build());
+      v.put(
+          "gate" + adv + "-noalpha",
+          () ->
+              EstimatedTtftScorer.builder()
+                  .calibrationAdvantage(adv)
+                  .calibrateIntercept(false)
+                  .build());
+    }
+    for (CalibrationScope scope : CalibrationScope.values()) {
+      String n = scope.name().toLowerCase(Locale.ROOT);
+      v.put(n, () -> EstimatedTtftScorer.builder().calibrationScope(scope).build());
+      v.put(
+          n + "-noalpha",
+          () ->
+              EstimatedTtftScorer.builder()
+                  .calibrationScope(scope)
+                  .calibrateIntercept(false)
+                  .build());
+    }
+    v.put("noalpha", () -> EstimatedTtftScorer.builder().calibrateIntercept(false).build());
     for (double band : new double[] {4, 8}) {
       v.put(
           "nocal-band" + band,
@@ -93,9 +116,20 @@ final class ScorerProbe {
         List<SimRequest> reqs =
             switch (workload) {
               case "agentic" -> Workloads.agentic(rate, seed, 300);
+              case "high-cache", "hetero" -> Workloads.highCache(rate, seed, 16);
+              case "long-chat" -> Workloads.longChat(1200, rate, seed);
+              case "rl-rollout" -> Workloads.rlRollout(32, rate, seed);
+              case "varying-load" -> Workloads.varyingLoad(rate, seed, 16);
               default -> throw new IllegalArgumentException("workload " + workload);
             };
         SimConfig config = SimConfig.defaults(8, 29_205);
+        if (workload.equals("hetero")) {
+          List<SimConfig.Fault> slow = new ArrayList<>();
+          for (int b = 0; b < 4; b++) {
+            slow.add(new SimConfig.Fault(SimConfig.Fault.Kind.SLOW_2X, b, 0.0));
+          }
+          config = config.withFaults(slow);
+        }
         FleetSimulator sim = new FleetSimulator(workload, config, reqs, null).scorers(v);
         StringBuilder line =
             new StringBuilder(String.format(Locale.ROOT, "seed %d rate %.0fx", seed, rate));

@@ -1,0 +1,14 @@
+package dev.prefixrouter.scoring;
+
+/** Whose observed first tokens the est-TTFT calibration fits coefficients from. */
+public enum CalibrationScope {
+  /** One fit per backend (each from its own first tokens). */
+  BACKEND,
+  /** One fit for the whole fleet (every backend's first tokens), used for every backend. */
+  FLEET,
+  /**
+   * The fleet's fit for every backend, except a backend whose own fit predicts its first tokens
+   * better than the fleet's by the calibration advantage (a slower or faster GPU in a mixed fleet).
+   */
+  HIERARCHICAL
+}
