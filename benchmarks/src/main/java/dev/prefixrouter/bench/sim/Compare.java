@@ -405,7 +405,9 @@ public final class Compare {
                 err));
       }
     }
-    if (o.workload.equals("rag")) {
+    if (o.workload.equals("rag") && !RagCheck.variants().isEmpty()) {
+      fleet.addAll(RagCheck.run(o, config(o), out, err)); // -Drag.chunks: ChunkAffinityRouter
+    } else if (o.workload.equals("rag")) {
       int n = o.requests == Integer.MAX_VALUE ? 4096 : o.requests;
       for (Workloads.ChunkOrdering ordering : Workloads.ChunkOrdering.values()) {
         fleet.addAll(

@@ -11,6 +11,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Random;
 import java.util.SplittableRandom;
+import org.jspecify.annotations.Nullable;
 import tools.jackson.core.JacksonException;
 import tools.jackson.core.JsonParser;
 import tools.jackson.core.JsonToken;
@@ -158,6 +159,16 @@ final class Workloads {
    * chunks' order in the prompt differs.
    */
   static List<SimRequest> rag(ChunkOrdering ordering, double rateScale, long seed, int n) {
+    return rag(ordering, rateScale, seed, n, null);
+  }
+
+  /** {@link #rag}; {@code chunksOut}, when given, receives each request's chunk ranks as drawn. */
+  static List<SimRequest> rag(
+      ChunkOrdering ordering,
+      double rateScale,
+      long seed,
+      int n,
+      @Nullable List<List<Integer>> chunksOut) {
     double[] cdf = new double[RAG_CORPUS];
     double sum = 0;
     for (int r = 0; r < RAG_CORPUS; r++) {
@@ -177,6 +188,9 @@ final class Workloads {
         if (!drawn.contains(rank)) {
           drawn.add(rank); // retrieval order: the draw order
         }
+      }
+      if (chunksOut != null) {
+        chunksOut.add(List.copyOf(drawn));
       }
       List<Integer> ordered =
           switch (ordering) {
