@@ -6,8 +6,10 @@ import dev.prefixrouter.api.BlockStored;
 import dev.prefixrouter.api.EngineHashes;
 import dev.prefixrouter.api.KvEvent;
 import java.io.IOException;
-import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import org.jspecify.annotations.Nullable;
@@ -55,9 +57,17 @@ import org.msgpack.value.ValueType;
  * with a field of the wrong type, or inconsistent lengths, is skipped and counted as malformed; the
  * rest of the batch is kept.
  *
- * <p>Bounds: the payload (checked by the caller) bounds everything; every array header is checked
- * against the bytes left before anything is allocated. Stateless and thread-safe; cost linear in
- * the payload.
+ * <p>Bounds: the payload (checked by the caller) bounds everything; every array, string and binary
+ * header is checked against the bytes left before anything is allocated. Stateless and thread-safe;
+ * cost linear in the payload.
+ *
+ * <p>Allocation: what it returns (the events, their arrays, which the event records copy once more,
+ * and a boxed parent hash), the batch's list, and per payload one unpacker and a 64-byte scratch
+ * array. Nothing per token, per hash or per field name: ints and hashes are read as primitives
+ * (uint64 through the scratch array), and strings are read into the scratch array and matched
+ * against the field names, event types, mediums and group kinds of the format, so only a string not
+ * among them becomes a new {@link String}. msgpack-core's own string decoding (a 16 KiB character
+ * buffer per unpacker) is not used.
  */
 public final class KvEventDecoder {
 
@@ -101,6 +111,34 @@ public final class KvEventDecoder {
   private static final List<String> REMOVED_FIELDS = List.of("block_hashes", "medium", "group_idx");
   private static final Set<String> FULL_ATTENTION =
       Set.of("full_attention", "mla_attention", "sink_full_attention");
+  private static final String STORED = "BlockStored";
+  private static final String REMOVED = "BlockRemoved";
+  private static final String CLEARED = "AllBlocksCleared";
+
+  /**
+   * The strings of the format (field names, event types, mediums, group kinds, key tags): a string
+   * on the wire equal to one of them is returned as this constant instead of a new {@link String}.
+   */
+  private static final String[] KNOWN;
+
+  private static final byte[][] KNOWN_UTF8;
+
+  static {
+    Set<String> known = new LinkedHashSet<>(STORED_FIELDS);
+    known.addAll(List.of("type", STORED, REMOVED, CLEARED, "ts", "events"));
+    known.addAll(List.of("data_parallel_rank", "attn_dp_rank", "GPU", "CPU", "gpu", "cpu"));
+    known.addAll(List.of("disk", "DISK", "cpu_tiered", "sliding_window", "chunked_local"));
+    known.addAll(FULL_ATTENTION);
+    known.addAll(List.of(Key.LORA, Key.SALT));
+    KNOWN = known.toArray(String[]::new);
+    KNOWN_UTF8 = new byte[KNOWN.length][];
+    for (int i = 0; i < KNOWN.length; i++) {
+      KNOWN_UTF8[i] = KNOWN[i].getBytes(StandardCharsets.UTF_8);
+    }
+  }
+
+  /** Returned by {@link In#intValue} for a value that is not an int. */
+  private static final long NOT_INT = Long.MIN_VALUE;
 
   private KvEventDecoder() {}
 
@@ -113,7 +151,7 @@ public final class KvEventDecoder {
   public static Batch decode(byte[] payload) throws DecodeException {
     try (MessageUnpacker u = MessagePack.newDefaultUnpacker(payload)) {
       Counts counts = new Counts();
-      Batch b = batch(u, payload.length, counts);
+      Batch b = batch(new In(u, payload.length), counts);
       if (u.hasNext()) {
         throw new DecodeException("trailing bytes after the batch", null);
       }
@@ -131,19 +169,19 @@ public final class KvEventDecoder {
     int skippedVariants;
   }
 
-  private static Batch batch(MessageUnpacker u, int size, Counts counts)
-      throws IOException, DecodeException {
+  private static Batch batch(In in, Counts counts) throws IOException, DecodeException {
+    MessageUnpacker u = in.u;
     double ts = 0;
     Integer rank = null;
     List<KvEvent> events = null;
     ValueType type = u.getNextFormat().getValueType();
     if (type == ValueType.ARRAY) {
-      int n = header(u.unpackArrayHeader(), u, size);
+      int n = in.header(u.unpackArrayHeader());
       for (int i = 0; i < n; i++) {
         switch (i) {
           case 0 -> ts = number(u);
-          case 1 -> events = events(u, size, counts);
-          case 2 -> rank = nullableInt(u);
+          case 1 -> events = events(in, counts);
+          case 2 -> rank = nullableInt(in);
           default -> {
             u.skipValue();
             counts.unknownFields++;
@@ -151,13 +189,13 @@ public final class KvEventDecoder {
         }
       }
     } else if (type == ValueType.MAP) {
-      int n = header(u.unpackMapHeader(), u, size);
+      int n = in.header(u.unpackMapHeader());
       for (int i = 0; i < n; i++) {
-        String key = key(u);
+        String key = in.key();
         switch (key) {
           case "ts" -> ts = number(u);
-          case "events" -> events = events(u, size, counts);
-          case "data_parallel_rank", "attn_dp_rank" -> rank = nullableInt(u);
+          case "events" -> events = events(in, counts);
+          case "data_parallel_rank", "attn_dp_rank" -> rank = nullableInt(in);
           default -> {
             u.skipValue();
             counts.unknownFields++;
@@ -181,15 +219,17 @@ public final class KvEventDecoder {
         counts.skippedVariants);
   }
 
-  private static List<KvEvent> events(MessageUnpacker u, int size, Counts counts)
-      throws IOException, DecodeException {
+  private static List<KvEvent> events(In in, Counts counts) throws IOException, DecodeException {
+    MessageUnpacker u = in.u;
     if (u.getNextFormat().getValueType() != ValueType.ARRAY) {
       throw new DecodeException("events is not an array", null);
     }
-    int n = header(u.unpackArrayHeader(), u, size);
+    int n = in.header(u.unpackArrayHeader());
     List<KvEvent> out = new ArrayList<>(Math.min(n, 1024));
+    EventFields f = new EventFields(); // reset for each event
     for (int i = 0; i < n; i++) {
-      KvEvent e = event(u, size, counts);
+      f.reset();
+      KvEvent e = event(in, f, counts);
       if (e != null) {
         out.add(e);
       }
@@ -197,13 +237,13 @@ public final class KvEventDecoder {
     return out;
   }
 
-  /** One event, or null if it is skipped (and counted). */
-  private static @Nullable KvEvent event(MessageUnpacker u, int size, Counts counts)
+  /** One event read into {@code f}, or null if it is skipped (and counted). */
+  private static @Nullable KvEvent event(In in, EventFields f, Counts counts)
       throws IOException, DecodeException {
-    EventFields f = new EventFields();
+    MessageUnpacker u = in.u;
     ValueType type = u.getNextFormat().getValueType();
     if (type == ValueType.ARRAY) {
-      int n = header(u.unpackArrayHeader(), u, size);
+      int n = in.header(u.unpackArrayHeader());
       if (n == 0) {
         counts.malformed++;
         return null;
@@ -213,7 +253,7 @@ public final class KvEventDecoder {
         counts.malformed++;
         return null;
       }
-      f.tag = u.unpackString();
+      f.tag = in.text();
       List<String> names = fieldsOf(f.tag);
       if (names == null) {
         u.skipValue(n - 1); // an unknown type: its fields mean nothing here
@@ -221,20 +261,20 @@ public final class KvEventDecoder {
       }
       for (int i = 1; i < n; i++) {
         if (i - 1 < names.size()) {
-          f.read(names.get(i - 1), u, size);
+          f.read(names.get(i - 1), in);
         } else {
           u.skipValue();
           counts.unknownFields++;
         }
       }
     } else if (type == ValueType.MAP) {
-      int n = header(u.unpackMapHeader(), u, size);
+      int n = in.header(u.unpackMapHeader());
       for (int i = 0; i < n; i++) {
-        String key = key(u);
+        String key = in.key();
         if (key.equals("type")) {
-          f.tag = u.getNextFormat().getValueType() == ValueType.STRING ? u.unpackString() : skip(u);
+          f.tag = u.getNextFormat().getValueType() == ValueType.STRING ? in.text() : skip(u);
         } else if (STORED_FIELDS.contains(key)) {
-          f.read(key, u, size);
+          f.read(key, in);
         } else {
           u.skipValue();
           counts.unknownFields++;
@@ -255,9 +295,9 @@ public final class KvEventDecoder {
 
   private static @Nullable List<String> fieldsOf(String tag) {
     return switch (tag) {
-      case "BlockStored" -> STORED_FIELDS;
-      case "BlockRemoved" -> REMOVED_FIELDS;
-      case "AllBlocksCleared" -> List.of();
+      case STORED -> STORED_FIELDS;
+      case REMOVED -> REMOVED_FIELDS;
+      case CLEARED -> List.of();
       default -> null;
     };
   }
@@ -281,13 +321,16 @@ public final class KvEventDecoder {
     }
   }
 
-  /** The fields of one event as read, in either encoding. */
+  /**
+   * The fields of one event as read, in either encoding; one instance per batch, reset per event.
+   */
   private static final class EventFields {
     @Nullable String tag;
     long @Nullable [] hashes;
-    @Nullable Long parent;
+    boolean hasParent;
+    long parent;
     int @Nullable [] tokens;
-    int blockSize = -1;
+    int blockSize;
     @Nullable String medium;
     @Nullable String groupKind;
     boolean variant; // extra keys other than an adapter name and a salt, or an unnamed adapter
@@ -297,7 +340,25 @@ public final class KvEventDecoder {
     @Nullable Key later; // the one key every later block's extra keys hold (null: none)
     boolean wrongType;
 
-    void read(String name, MessageUnpacker u, int size) throws IOException {
+    void reset() {
+      tag = null;
+      hashes = null;
+      hasParent = false;
+      parent = 0;
+      tokens = null;
+      blockSize = -1;
+      medium = null;
+      groupKind = null;
+      variant = false;
+      loraId = false;
+      lora = null;
+      first = null;
+      later = null;
+      wrongType = false;
+    }
+
+    void read(String name, In in) throws IOException {
+      MessageUnpacker u = in.u;
       MessageFormat format = u.getNextFormat();
       if (format.getValueType() == ValueType.NIL) {
         u.unpackNil();
@@ -305,30 +366,30 @@ public final class KvEventDecoder {
       }
       boolean ok =
           switch (name) {
-            case "block_hashes" -> (hashes = hashes(u, size)) != null;
+            case "block_hashes" -> (hashes = in.hashes()) != null;
             case "parent_block_hash" -> {
-              Long h = hash(u);
-              parent = h;
-              yield h != null;
+              hasParent = in.hash();
+              parent = in.hash;
+              yield hasParent;
             }
-            case "token_ids" -> (tokens = tokenIds(u, size)) != null;
+            case "token_ids" -> (tokens = in.tokenIds()) != null;
             case "block_size" -> {
-              Integer v = intValue(u);
-              blockSize = v == null ? -1 : v;
-              yield v != null;
+              long v = in.intValue();
+              blockSize = v == NOT_INT ? -1 : (int) v;
+              yield v != NOT_INT;
             }
-            case "group_idx", "kv_cache_spec_sliding_window" -> intValue(u) != null;
+            case "group_idx", "kv_cache_spec_sliding_window" -> in.intValue() != NOT_INT;
             case "lora_id" -> {
               loraId = true; // nil returned above: a value names an adapter
-              yield intValue(u) != null;
+              yield in.intValue() != NOT_INT;
             }
-            case "medium" -> (medium = string(u)) != null;
+            case "medium" -> (medium = in.string()) != null;
             case "lora_name" -> {
-              lora = string(u);
+              lora = in.string();
               yield lora != null && !lora.isEmpty();
             }
-            case "kv_cache_spec_kind" -> (groupKind = string(u)) != null;
-            case "extra_keys" -> extraKeys(u, size);
+            case "kv_cache_spec_kind" -> (groupKind = in.string()) != null;
+            case "extra_keys" -> extraKeys(in);
             default -> {
               u.skipValue();
               yield true;
@@ -344,22 +405,20 @@ public final class KvEventDecoder {
      * entry is the same single key), to be checked against the adapter name in {@link #toEvent};
      * any other non-nil entry makes the event a variant.
      */
-    private boolean extraKeys(MessageUnpacker u, int size) throws IOException {
+    private boolean extraKeys(In in) throws IOException {
+      MessageUnpacker u = in.u;
       if (u.getNextFormat().getValueType() != ValueType.ARRAY) {
         u.skipValue();
         return false;
       }
-      int n = u.unpackArrayHeader();
-      if (n < 0 || n > size - u.getTotalReadBytes()) {
-        throw new IOException("extra_keys claims " + n + " entries");
-      }
+      int n = in.length(u.unpackArrayHeader(), "extra_keys");
       for (int i = 0; i < n; i++) {
         ValueType type = u.getNextFormat().getValueType();
         if (type == ValueType.NIL) {
           u.unpackNil();
           continue;
         }
-        List<Key> keys = type == ValueType.ARRAY ? keys(u, size) : null;
+        List<Key> keys = type == ValueType.ARRAY ? keys(in) : null;
         if (keys == null) {
           if (type != ValueType.ARRAY) {
             u.skipValue();
@@ -381,20 +440,18 @@ public final class KvEventDecoder {
      * string, or a {@code (tag, string)} pair tagged {@code "lora"} or {@code "cache_salt"}, as a
      * vLLM that tags its keys sends them); else skips the rest of it and returns null.
      */
-    private static @Nullable List<Key> keys(MessageUnpacker u, int size) throws IOException {
-      int n = u.unpackArrayHeader();
-      if (n < 0 || n > size - u.getTotalReadBytes()) {
-        throw new IOException("extra_keys entry claims " + n + " elements");
-      }
+    private static @Nullable List<Key> keys(In in) throws IOException {
+      MessageUnpacker u = in.u;
+      int n = in.length(u.unpackArrayHeader(), "extra_keys entry");
       List<Key> out = new ArrayList<>(n);
       for (int i = 0; i < n; i++) {
         ValueType type = u.getNextFormat().getValueType();
         Key k = null;
         if (out != null && type == ValueType.STRING) {
-          String v = u.unpackString();
+          String v = in.text();
           k = v.isEmpty() ? null : new Key(null, v);
         } else if (out != null && type == ValueType.ARRAY) {
-          k = taggedKey(u, size);
+          k = taggedKey(in);
         } else {
           u.skipValue();
         }
@@ -408,16 +465,14 @@ public final class KvEventDecoder {
     }
 
     /** Reads an array: a {@code ("lora" | "cache_salt", non-empty string)} pair, else null. */
-    private static @Nullable Key taggedKey(MessageUnpacker u, int size) throws IOException {
-      int n = u.unpackArrayHeader();
-      if (n < 0 || n > size - u.getTotalReadBytes()) {
-        throw new IOException("extra_keys element claims " + n + " elements");
-      }
+    private static @Nullable Key taggedKey(In in) throws IOException {
+      MessageUnpacker u = in.u;
+      int n = in.length(u.unpackArrayHeader(), "extra_keys element");
       String tag = null;
       String value = null;
       for (int i = 0; i < n; i++) {
         if (n == 2 && u.getNextFormat().getValueType() == ValueType.STRING) {
-          String v = u.unpackString();
+          String v = in.text();
           if (i == 0) {
             tag = v;
           } else {
@@ -481,23 +536,23 @@ public final class KvEventDecoder {
         counts.skippedGroups++;
         return null;
       }
-      String salt = tag.equals("BlockStored") ? salt() : null;
-      if ((variant || (salt != null && parent != null)) && tag.equals("BlockStored")) {
+      String salt = tag.equals(STORED) ? salt() : null;
+      if ((variant || (salt != null && hasParent)) && tag.equals(STORED)) {
         counts.skippedVariants++;
         return null;
       }
       try {
         return switch (tag) {
-          case "BlockStored" ->
+          case STORED ->
               new BlockStored(
                   required(hashes),
-                  parent,
+                  hasParent ? Long.valueOf(parent) : null,
                   tokens == null ? new int[0] : tokens,
                   blockSize,
                   medium,
                   salt,
                   lora);
-          case "BlockRemoved" -> new BlockRemoved(required(hashes), medium);
+          case REMOVED -> new BlockRemoved(required(hashes), medium);
           default -> AllBlocksCleared.INSTANCE;
         };
       } catch (IllegalArgumentException e) { // empty hashes, bad block size, length mismatch
@@ -516,22 +571,6 @@ public final class KvEventDecoder {
 
   // ---- values
 
-  /** Checks a header's element count against the bytes left: each element takes at least one. */
-  private static int header(int n, MessageUnpacker u, int size) throws DecodeException {
-    if (n < 0 || n > size - u.getTotalReadBytes()) {
-      throw new DecodeException(
-          "a header claims " + n + " elements at offset " + u.getTotalReadBytes(), null);
-    }
-    return n;
-  }
-
-  private static String key(MessageUnpacker u) throws IOException, DecodeException {
-    if (u.getNextFormat().getValueType() != ValueType.STRING) {
-      throw new DecodeException("a map key is not a string", null);
-    }
-    return u.unpackString();
-  }
-
   private static double number(MessageUnpacker u) throws IOException, DecodeException {
     ValueType t = u.getNextFormat().getValueType();
     if (t == ValueType.FLOAT) {
@@ -543,103 +582,185 @@ public final class KvEventDecoder {
     throw new DecodeException("ts is not a number", null);
   }
 
-  private static @Nullable Integer nullableInt(MessageUnpacker u)
-      throws IOException, DecodeException {
-    if (u.tryUnpackNil()) {
+  private static @Nullable Integer nullableInt(In in) throws IOException, DecodeException {
+    if (in.u.tryUnpackNil()) {
       return null;
     }
-    Integer v = intValue(u);
-    if (v == null) {
+    long v = in.intValue();
+    if (v == NOT_INT) {
       throw new DecodeException("data_parallel_rank is not an int", null);
     }
-    return v;
-  }
-
-  /** An int, or null (value skipped) if it is not an integer in int range. */
-  private static @Nullable Integer intValue(MessageUnpacker u) throws IOException {
-    if (u.getNextFormat().getValueType() != ValueType.INTEGER) {
-      u.skipValue();
-      return null;
-    }
-    if (u.getNextFormat() == MessageFormat.UINT64) { // may exceed a long: never an int
-      java.math.BigInteger v = u.unpackBigInteger();
-      return v.bitLength() < 32 ? v.intValue() : null;
-    }
-    long v = u.unpackLong(); // every other integer format fits a long; no allocation
-    return v == (int) v ? (int) v : null;
-  }
-
-  private static @Nullable String string(MessageUnpacker u) throws IOException {
-    if (u.getNextFormat().getValueType() != ValueType.STRING) {
-      u.skipValue();
-      return null;
-    }
-    return u.unpackString();
-  }
-
-  /** A hash: int, uint64 (bit pattern kept) or bytes (last 8, big-endian); null if neither. */
-  private static @Nullable Long hash(MessageUnpacker u) throws IOException {
-    MessageFormat f = u.getNextFormat();
-    if (f == MessageFormat.UINT64) {
-      // 0xcf and 8 bytes big-endian: the bit pattern as is (unpackLong refuses values above
-      // Long.MAX_VALUE; unpackBigInteger allocates two BigIntegers)
-      byte[] raw = u.readPayload(9);
-      return ByteBuffer.wrap(raw, 1, 8).getLong();
-    }
-    if (f.getValueType() == ValueType.INTEGER) {
-      return u.unpackLong();
-    }
-    if (f.getValueType() == ValueType.BINARY) {
-      int n = u.unpackBinaryHeader();
-      return EngineHashes.fromBytes(u.readPayload(n));
-    }
-    u.skipValue();
-    return null;
+    return (int) v;
   }
 
   /**
-   * The length of the array that comes next, checked against the bytes left; -1 (and the value
-   * skipped) if it is not an array.
+   * The unpacker of one payload with its size and a scratch array: reads ints and hashes as
+   * primitives and strings without msgpack-core's string decoder (see the class comment).
    */
-  private static int arrayLength(MessageUnpacker u, int size, String field) throws IOException {
-    if (u.getNextFormat().getValueType() != ValueType.ARRAY) {
+  private static final class In {
+    private static final int SCRATCH = 64;
+    final MessageUnpacker u;
+    final int size;
+    private final byte[] scratch = new byte[SCRATCH];
+
+    /** The value of the last {@link #hash()} that returned true. */
+    long hash;
+
+    In(MessageUnpacker u, int size) {
+      this.u = u;
+      this.size = size;
+    }
+
+    /** Checks a header's element count against the bytes left: each element takes at least one. */
+    int header(int n) throws DecodeException {
+      if (n < 0 || n > left()) {
+        throw new DecodeException(
+            "a header claims " + n + " elements at offset " + u.getTotalReadBytes(), null);
+      }
+      return n;
+    }
+
+    /** The same check inside an event, where it fails the whole payload as an IOException. */
+    int length(int n, String what) throws IOException {
+      if (n < 0 || n > left()) {
+        throw new IOException(what + " claims " + n + " elements");
+      }
+      return n;
+    }
+
+    private long left() {
+      return size - u.getTotalReadBytes();
+    }
+
+    String key() throws IOException, DecodeException {
+      if (u.getNextFormat().getValueType() != ValueType.STRING) {
+        throw new DecodeException("a map key is not a string", null);
+      }
+      return text();
+    }
+
+    /** A string, or null (value skipped) if it is not one. */
+    @Nullable String string() throws IOException {
+      if (u.getNextFormat().getValueType() != ValueType.STRING) {
+        u.skipValue();
+        return null;
+      }
+      return text();
+    }
+
+    /**
+     * The string that comes next (its type checked by the caller): one of {@link #KNOWN} if it
+     * equals it, else a new string (malformed UTF-8 replaced, as msgpack-core does by default).
+     */
+    String text() throws IOException {
+      int n = length(u.unpackRawStringHeader(), "a string");
+      if (n > SCRATCH) {
+        return new String(u.readPayload(n), StandardCharsets.UTF_8);
+      }
+      u.readPayload(scratch, 0, n);
+      for (int i = 0; i < KNOWN_UTF8.length; i++) {
+        byte[] k = KNOWN_UTF8[i];
+        if (k.length == n && Arrays.equals(k, 0, n, scratch, 0, n)) {
+          return KNOWN[i];
+        }
+      }
+      return new String(scratch, 0, n, StandardCharsets.UTF_8);
+    }
+
+    /** An int, or {@link #NOT_INT} (value skipped) if it is not an integer in int range. */
+    long intValue() throws IOException {
+      MessageFormat f = u.getNextFormat();
+      if (f.getValueType() != ValueType.INTEGER) {
+        u.skipValue();
+        return NOT_INT;
+      }
+      long v = f == MessageFormat.UINT64 ? uint64() : u.unpackLong(); // no other format exceeds
+      return v == (int) v && (f != MessageFormat.UINT64 || v >= 0) ? v : NOT_INT;
+    }
+
+    /** A uint64 (format checked by the caller) as its bit pattern, 0xcf and 8 bytes big-endian. */
+    private long uint64() throws IOException {
+      u.readPayload(scratch, 0, 9); // unpackLong refuses values above Long.MAX_VALUE
+      return bigEndian(scratch, 1, 8);
+    }
+
+    /**
+     * Reads a hash into {@link #hash}: int, uint64 (bit pattern kept) or bytes (last 8, big-endian,
+     * as {@link EngineHashes#fromBytes}); false (value skipped) if neither.
+     */
+    boolean hash() throws IOException {
+      MessageFormat f = u.getNextFormat();
+      if (f == MessageFormat.UINT64) {
+        hash = uint64();
+        return true;
+      }
+      if (f.getValueType() == ValueType.INTEGER) {
+        hash = u.unpackLong();
+        return true;
+      }
+      if (f.getValueType() == ValueType.BINARY) {
+        int n = length(u.unpackBinaryHeader(), "a binary hash");
+        if (n > SCRATCH) {
+          hash = EngineHashes.fromBytes(u.readPayload(n));
+        } else {
+          u.readPayload(scratch, 0, n);
+          int from = Math.max(0, n - 8);
+          hash = bigEndian(scratch, from, n - from);
+        }
+        return true;
+      }
       u.skipValue();
-      return -1;
+      return false;
     }
-    int n = u.unpackArrayHeader();
-    if (n > size - u.getTotalReadBytes()) {
-      throw new IOException(field + " claims " + n + " elements");
-    }
-    return n;
-  }
 
-  private static long @Nullable [] hashes(MessageUnpacker u, int size) throws IOException {
-    int n = arrayLength(u, size, "block_hashes");
-    if (n < 0) {
-      return null;
+    private static long bigEndian(byte[] b, int from, int count) {
+      long v = 0;
+      for (int i = from; i < from + count; i++) {
+        v = (v << 8) | (b[i] & 0xFF);
+      }
+      return v;
     }
-    long[] out = new long[n];
-    boolean ok = true;
-    for (int i = 0; i < n; i++) {
-      Long h = hash(u);
-      ok &= h != null;
-      out[i] = h == null ? 0 : h;
-    }
-    return ok ? out : null;
-  }
 
-  private static int @Nullable [] tokenIds(MessageUnpacker u, int size) throws IOException {
-    int n = arrayLength(u, size, "token_ids");
-    if (n < 0) {
-      return null;
+    /**
+     * The length of the array that comes next, checked against the bytes left; -1 (and the value
+     * skipped) if it is not an array.
+     */
+    private int arrayLength(String field) throws IOException {
+      if (u.getNextFormat().getValueType() != ValueType.ARRAY) {
+        u.skipValue();
+        return -1;
+      }
+      return length(u.unpackArrayHeader(), field);
     }
-    int[] out = new int[n];
-    boolean ok = true;
-    for (int i = 0; i < n; i++) {
-      Integer v = intValue(u);
-      ok &= v != null && v >= 0;
-      out[i] = v == null ? 0 : v;
+
+    long @Nullable [] hashes() throws IOException {
+      int n = arrayLength("block_hashes");
+      if (n < 0) {
+        return null;
+      }
+      long[] out = new long[n];
+      boolean ok = true;
+      for (int i = 0; i < n; i++) {
+        boolean read = hash();
+        ok &= read;
+        out[i] = read ? hash : 0;
+      }
+      return ok ? out : null;
     }
-    return ok ? out : null;
+
+    int @Nullable [] tokenIds() throws IOException {
+      int n = arrayLength("token_ids");
+      if (n < 0) {
+        return null;
+      }
+      int[] out = new int[n];
+      boolean ok = true;
+      for (int i = 0; i < n; i++) {
+        long v = intValue();
+        ok &= v != NOT_INT && v >= 0;
+        out[i] = v == NOT_INT ? 0 : (int) v;
+      }
+      return ok ? out : null;
+    }
   }
 }

@@ -409,4 +409,49 @@ class KvEventDecoderTest {
     assertThatThrownBy(() -> KvEventDecoder.decode(truncated))
         .isInstanceOf(KvEventDecoder.DecodeException.class);
   }
+
+  @Test
+  void stringsOutsideTheFormatsOwnAndLongOnesDecodeAsSent() throws Exception {
+    String medium = "disk-tier-" + "x".repeat(80); // longer than the decoder's scratch array
+    String lora = "adapter-\u00e9\u4e2d"; // not one of the format's strings, multi-byte UTF-8
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(2).packDouble(0).packArrayHeader(3);
+      p.packMapHeader(5).packString("type").packString("BlockStored");
+      p.packString("block_hashes").packArrayHeader(1).packLong(1);
+      p.packString("token_ids").packArrayHeader(2).packInt(200_000).packInt(0);
+      p.packString("block_size").packInt(2).packString("medium").packString(medium);
+      p.packArrayHeader(3).packString("BlockRemoved").packArrayHeader(1).packLong(1);
+      p.packString(lora);
+      // a uint64 that fits an int is an int; one above Long.MAX_VALUE is not (block_size)
+      p.packArrayHeader(5).packString("BlockStored").packArrayHeader(1).packLong(2).packNil();
+      p.packArrayHeader(0).writePayload(HexFormat.of().parseHex("cf0000000000000007"));
+      KvEventDecoder.Batch b = KvEventDecoder.decode(p.toByteArray());
+      assertThat(b.events())
+          .containsExactly(
+              new BlockStored(new long[] {1}, null, new int[] {200_000, 0}, 2, medium),
+              new BlockRemoved(new long[] {1}, lora),
+              new BlockStored(new long[] {2}, null, new int[0], 7, null));
+    }
+    byte[] bigBlockSize;
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(2).packDouble(0).packArrayHeader(1);
+      p.packArrayHeader(5).packString("BlockStored").packArrayHeader(1).packLong(2).packNil();
+      p.packArrayHeader(0).packBigInteger(BIG);
+      bigBlockSize = p.toByteArray();
+    }
+    KvEventDecoder.Batch b = KvEventDecoder.decode(bigBlockSize);
+    assertThat(b.events()).isEmpty();
+    assertThat(b.malformedEvents()).isEqualTo(1);
+  }
+
+  @Test
+  void stringAndBinaryHeadersClaimingMoreThanIsLeftFailWithoutAllocatingIt() {
+    // events: [["BlockStored", [bin32 of 2^31-1 bytes]]] and [[str32 of 2^31-1 bytes]]
+    String bin = "92cb000000000000000091" + "92ab426c6f636b53746f726564" + "91c67fffffff00";
+    String str = "92cb00000000000000009191db7fffffff00";
+    assertThatThrownBy(() -> KvEventDecoder.decode(HexFormat.of().parseHex(bin)))
+        .isInstanceOf(KvEventDecoder.DecodeException.class);
+    assertThatThrownBy(() -> KvEventDecoder.decode(HexFormat.of().parseHex(str)))
+        .isInstanceOf(KvEventDecoder.DecodeException.class);
+  }
 }
