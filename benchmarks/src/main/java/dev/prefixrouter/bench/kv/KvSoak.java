@@ -10,14 +10,26 @@ import dev.prefixrouter.radix.BlockHashers;
 import dev.prefixrouter.radix.RadixPrefixIndex;
 import dev.prefixrouter.vllm.KvEventStats;
 import dev.prefixrouter.vllm.KvEventSubscriber;
+import java.io.BufferedInputStream;
+import java.io.BufferedReader;
+import java.io.BufferedWriter;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
@@ -32,24 +44,36 @@ import java.util.concurrent.locks.LockSupport;
  * steady number of blocks. A share {@code dropRate} of batches is not sent (kept in the publisher's
  * replay buffer of 200 batches), so the subscriber sees gaps and replays them.
  *
- * <p>Measured: the lag of each batch from its publish (or drop) time to the return of the engine's
- * {@code applyKvEvents} on the subscriber's apply thread (p50, p99, max, after a 2 s warm-up); the
- * used heap after GC at the end of the warm-up (the index and the publishers' replay buffers are
- * full by then) and after the run; loss (every published batch applied once, in order, checked by
- * its first block hash) and the subscriber's counters.
+ * <p>The publishers run in a child JVM ({@link KvPublish}, the default of the command) or on a
+ * thread of this one ({@code inproc}, and {@code KvSoakTest}). With the child, the measuring
+ * process holds what a router holds: the subscriber's threads, JeroMQ's I/O thread and the index.
+ *
+ * <p><b>Lag</b> of a batch = the wall clock when the sink's {@code applyKvEvents} returned for it
+ * in this process minus the wall clock when the publisher was about to send it (the instant before
+ * {@code send}, or before keeping it for replay only, for a dropped batch; that time is also the
+ * batch's {@code ts}). Both ends read {@link #wallNanos} ({@code Instant.now} calibrated against
+ * {@code nanoTime} once per process), so the lag includes the publisher's ZMQ send, loopback TCP,
+ * JeroMQ's receive, decode, the hand-off, the index, and any replay of a dropped batch. Measured
+ * for the batches published from 0.5 s after the end of the 2 s warm-up (whose end forces GCs to
+ * measure the heap) to the end: p50, p99, max. Also: the used heap after GC at the end of the
+ * warm-up (the index and the replay buffers are full by then) and after the run; loss (every
+ * published batch applied once, in order, checked by its first block hash) and the subscriber's
+ * counters; the sink's own time, this process's collections and CPU time, a scheduling probe and
+ * the host's CPU pressure during the measured part.
  *
  * <pre>
  * java -jar benchmarks/target/benchmarks.jar kv-soak [seconds] [events/s] [backends] [drop]
- *     [events/batch]
+ *     [events/batch] [queue|io] [apply|noapply] [process|inproc]
  * </pre>
  */
 public final class KvSoak {
-  private static final int RING = 512;
+  static final int RING = 512;
   private static final int LIVE = 128;
   private static final int BLOCKS = 2;
   private static final int BLOCK = 16;
   private static final long WARMUP_NANOS = 2_000_000_000L;
-  private static final int PUBLISHER_BUFFER = 200;
+  private static final long SETTLE_NANOS = 500_000_000L;
+  static final int PUBLISHER_BUFFER = 200;
 
   /**
    * What one run measured.
@@ -76,6 +100,9 @@ public final class KvSoak {
    * @param probeMaxMillis the same, maximum
    * @param cpuPressure share of the run during which some task of the host waited for a CPU ({@code
    *     /proc/pressure/cpu} "some"), or NaN where not available
+   * @param separatePublisher whether the publishers ran in a child JVM
+   * @param measuredBatches batches whose lag was measured (published after the warm-up)
+   * @param publisherCpuSeconds CPU time of the child JVM, s (NaN with in-process publishers)
    */
   public record Result(
       double seconds,
@@ -97,15 +124,19 @@ public final class KvSoak {
       boolean applyOnIoThread,
       double probeP99Millis,
       double probeMaxMillis,
-      double cpuPressure) {}
+      double cpuPressure,
+      boolean separatePublisher,
+      long measuredBatches,
+      double publisherCpuSeconds) {}
 
   private KvSoak() {}
 
   /**
    * Command line: {@code [seconds] [events/s] [backends] [drop] [events/batch] [queue|io]
-   * [apply|noapply]}, defaults 20, 100000, 4, 0.002, 100, queue ({@code io}: {@code
-   * KvEventSubscriber.Builder.applyOnIoThread}), apply ({@code noapply}: the sink does not touch
-   * the index, to measure the wire, decode and hand-off alone).
+   * [apply|noapply] [process|inproc]}, defaults 20, 100000, 4, 0.002, 100, queue ({@code io}:
+   * {@code KvEventSubscriber.Builder.applyOnIoThread}), apply ({@code noapply}: the sink does not
+   * touch the index, to measure the wire, decode and hand-off alone), process (the publishers in a
+   * child JVM; {@code inproc}: in this one).
    */
   public static void main(String[] args) throws Exception {
     double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 20;
@@ -115,11 +146,15 @@ public final class KvSoak {
     int perBatch = args.length > 4 ? Integer.parseInt(args[4]) : 100;
     boolean io = args.length > 5 && args[5].equals("io");
     boolean apply = !(args.length > 6 && args[6].equals("noapply"));
-    Result r = run(seconds, rate, backends, drop, perBatch, io, apply, System.out);
+    boolean separate = !(args.length > 7 && args[7].equals("inproc"));
+    Result r = run(seconds, rate, backends, drop, perBatch, io, apply, separate, System.out);
     System.out.println(r);
   }
 
-  /** Runs the soak with the subscriber's apply thread; progress to {@code progress} if not null. */
+  /**
+   * Runs the soak with the subscriber's apply thread and the publishers in this process; progress
+   * to {@code progress} if not null.
+   */
   public static Result run(
       double seconds,
       int eventsPerSecond,
@@ -127,12 +162,25 @@ public final class KvSoak {
       double dropRate,
       int eventsPerBatch,
       PrintStream progress)
-      throws InterruptedException {
+      throws Exception {
     return run(
-        seconds, eventsPerSecond, backendCount, dropRate, eventsPerBatch, false, true, progress);
+        seconds,
+        eventsPerSecond,
+        backendCount,
+        dropRate,
+        eventsPerBatch,
+        false,
+        true,
+        false,
+        progress);
   }
 
-  /** Runs the soak; progress every 5 s to {@code progress} if not null. */
+  /**
+   * Runs the soak; progress every 5 s to {@code progress} if not null.
+   *
+   * @param separatePublisher whether the publishers run in a child JVM ({@link KvPublish}, started
+   *     with this process's {@code java} and class path) instead of in this one
+   */
   public static Result run(
       double seconds,
       int eventsPerSecond,
@@ -141,23 +189,19 @@ public final class KvSoak {
       int eventsPerBatch,
       boolean applyOnIoThread,
       boolean apply,
+      boolean separatePublisher,
       PrintStream progress)
-      throws InterruptedException {
-    if (seconds <= 3 || seconds > 3600 || eventsPerBatch < 2 || eventsPerBatch > 10_000) {
-      throw new IllegalArgumentException("seconds in (3, 3600], events/batch in [2, 10000]");
-    }
-    if (eventsPerSecond < eventsPerBatch || backendCount < 1 || backendCount > 64) {
-      throw new IllegalArgumentException("events/s >= events/batch, backends in [1, 64]");
-    }
+      throws Exception {
+    checkArguments(seconds, eventsPerSecond, backendCount, eventsPerBatch);
     int stores = eventsPerBatch / 2;
     int perBatch = 2 * stores;
-    double batchesPerSecond = (double) eventsPerSecond / perBatch;
-    int maxBatches = (int) Math.ceil(batchesPerSecond * seconds / backendCount) + 16;
-    long[][] published = new long[backendCount][maxBatches]; // nanoTime per seq
+    int maxBatches = maxBatches(seconds, eventsPerSecond, backendCount, perBatch);
+    long[][] sentAt = new long[backendCount][maxBatches]; // wall ns per seq, by the publisher
+    long[][] appliedAt = new long[backendCount][maxBatches]; // wall ns per seq, sink returned
+    long[][] applyTook = new long[backendCount][maxBatches]; // ns in applyKvEvents
     long[][] firstHash = new long[backendCount][RING];
-    byte[][][] payloads = new byte[backendCount][RING][];
     for (int b = 0; b < backendCount; b++) {
-      encode(b, payloads[b], firstHash[b], stores);
+      encode(b, new byte[RING][], firstHash[b], stores);
     }
     RoutingEngineBuilder eb =
         RoutingEngine.builder()
@@ -172,132 +216,87 @@ public final class KvSoak {
       eb.backend(Backend.of("b" + b, "m").withCapacityBlocks(1_000_000));
     }
     RoutingEngine engine = eb.build();
-    long[] applied = new long[backendCount]; // apply thread only
-    long[] lags = new long[maxBatches * backendCount];
-    long[] applyTimes = new long[maxBatches * backendCount];
-    AtomicLong lagCount = new AtomicLong();
+    long[] applied = new long[backendCount]; // sink thread only
     AtomicLong appliedTotal = new AtomicLong();
     AtomicLong outOfOrder = new AtomicLong();
-    AtomicLong measureFrom = new AtomicLong(Long.MAX_VALUE);
     KvEventSubscriber.Sink sink =
         (id, events) -> {
           int b = Integer.parseInt(id, 1, id.length(), 10);
           long k = applied[b]++;
           long before = System.nanoTime();
           boolean ok = !apply || engine.applyKvEvents(id, events); // noapply: the wire alone
-          long now = System.nanoTime();
+          long after = System.nanoTime();
           if (k >= maxBatches
               || !(events.get(0) instanceof BlockStored s)
               || s.blockHash(0) != firstHash[b][(int) (k % RING)]) {
             outOfOrder.incrementAndGet();
-          } else if (published[b][(int) k] >= measureFrom.get()) {
-            int at = (int) lagCount.getAndIncrement();
-            lags[at] = now - published[b][(int) k];
-            applyTimes[at] = now - before;
+          } else {
+            appliedAt[b][(int) k] = after + WALL_OFFSET;
+            applyTook[b][(int) k] = after - before;
           }
           appliedTotal.incrementAndGet();
           return ok;
         };
-    List<WirePublisher> pubs = new ArrayList<>();
-    SplittableRandom drops = new SplittableRandom(17);
-    long total = 0;
-    double heapStart = Double.NaN;
-    long cpuStart = 0;
-    long[] gcStart = {0, 0};
-    long pressureStart = -1;
-    long[] oversleep = new long[(int) Math.min(Integer.MAX_VALUE - 8, (long) (seconds * 1100))];
-    AtomicLong probes = new AtomicLong();
-    AtomicBoolean probing = new AtomicBoolean();
-    Thread probe =
-        new Thread(
-            () -> {
-              while (!Thread.currentThread().isInterrupted()) {
-                long t0 = System.nanoTime();
-                LockSupport.parkNanos(1_000_000);
-                long late = System.nanoTime() - t0 - 1_000_000;
-                if (probing.get()) {
-                  long at = probes.getAndIncrement();
-                  if (at < oversleep.length) {
-                    oversleep[(int) at] = Math.max(0, late);
-                  }
-                }
-              }
-            },
-            "kv-soak-scheduling-probe");
-    probe.setDaemon(true);
-    probe.start();
+    Probe probe = new Probe(seconds);
     try (KvEventSubscriber sub =
-        KvEventSubscriber.builder(sink)
-            .idleReconnect(Duration.ofMinutes(10))
-            .applyOnIoThread(applyOnIoThread)
-            .build()) {
+            KvEventSubscriber.builder(sink)
+                .idleReconnect(Duration.ofMinutes(10))
+                .applyOnIoThread(applyOnIoThread)
+                .build();
+        Publishers pubs =
+            separatePublisher
+                ? new ChildPublishers(seconds, eventsPerSecond, backendCount, dropRate, perBatch)
+                : new LocalPublishers(seconds, eventsPerSecond, backendCount, dropRate, perBatch)) {
+      String[][] endpoints = pubs.endpoints();
       for (int b = 0; b < backendCount; b++) {
-        WirePublisher p = new WirePublisher("", PUBLISHER_BUFFER);
-        pubs.add(p);
-        sub.subscribe("b" + b, p.endpoint(), p.replayEndpoint());
-        p.awaitSubscriber(Duration.ofSeconds(20));
+        sub.subscribe("b" + b, endpoints[b][0], endpoints[b][1]);
       }
-      long start = System.nanoTime();
-      long duration = (long) (seconds * 1e9);
+      long start = pubs.start(); // wall ns; publishing from now on for `seconds`
+      sleepUntilWall(start + WARMUP_NANOS);
+      double heapStart = heapAfterGc();
+      long cpuStart = cpuNanos();
+      long[] gcStart = gc();
+      long pressureStart = cpuPressureMicros();
+      long measureFrom = wallNanos() + SETTLE_NANOS; // the forced GC's backlog is not measured
+      probe.measuring(true);
       long nextReport = start + 5_000_000_000L;
-      long[] seqs = new long[backendCount];
-      while (true) {
-        long now = System.nanoTime();
-        if (now - start >= duration) {
-          break;
-        }
-        if (Double.isNaN(heapStart) && now - start >= WARMUP_NANOS) {
-          heapStart = heapAfterGc();
-          cpuStart = cpuNanos();
-          gcStart = gc();
-          pressureStart = cpuPressureMicros();
-          probing.set(true);
-          measureFrom.set(System.nanoTime());
-        }
-        long due = (long) ((now - start) / 1e9 * batchesPerSecond);
-        while (total < due) {
-          int b = (int) (total % backendCount);
-          int k = (int) seqs[b]++;
-          byte[] payload = payloads[b][k % RING].clone();
-          ByteBuffer.wrap(payload, 2, 8).putDouble(System.currentTimeMillis() / 1000.0);
-          published[b][k] = System.nanoTime();
-          if (dropRate > 0 && drops.nextDouble() < dropRate) {
-            pubs.get(b).drop(payload);
-          } else {
-            pubs.get(b).publish(payload);
-          }
-          total++;
-        }
-        if (progress != null && now >= nextReport) {
+      while (!pubs.awaitDone(200)) {
+        if (progress != null && wallNanos() >= nextReport) {
           nextReport += 5_000_000_000L;
           progress.printf(
-              "  %.0f s: published %d, applied %d%n",
-              (now - start) / 1e9, total, appliedTotal.get());
+              "  %.0f s: applied %d%n", (wallNanos() - start) / 1e9, appliedTotal.get());
         }
-        LockSupport.parkNanos(500_000);
       }
-      long end = System.nanoTime();
+      long end = wallNanos();
       double cpu = (cpuNanos() - cpuStart) / 1e9;
       long[] gcEnd = gc();
-      probing.set(false);
+      probe.measuring(false);
       long pressureEnd = cpuPressureMicros();
-      probe.interrupt();
-      int probed = (int) Math.min(oversleep.length, probes.get());
-      long[] lateSorted = Arrays.copyOf(oversleep, probed);
-      Arrays.sort(lateSorted);
-      double measuredFor = (end - measureFrom.get()) / 1e3; // µs
+      long total = pubs.published(sentAt);
       long waitUntil = System.nanoTime() + 20_000_000_000L;
       while (appliedTotal.get() < total && System.nanoTime() < waitUntil) {
         Thread.sleep(10);
       }
       Thread.sleep(200); // anything extra (a duplicate, a clear) would show now
       double heapEnd = heapAfterGc();
-      int n = (int) lagCount.get();
+      long[] lags = new long[(int) total];
+      long[] applyTimes = new long[(int) total];
+      int n = 0;
+      for (int b = 0; b < backendCount; b++) {
+        for (int k = 0; k < maxBatches && k < applied[b]; k++) {
+          if (sentAt[b][k] >= measureFrom && appliedAt[b][k] != 0 && n < lags.length) {
+            lags[n] = appliedAt[b][k] - sentAt[b][k];
+            applyTimes[n++] = applyTook[b][k];
+          }
+        }
+      }
       long[] sorted = Arrays.copyOf(lags, n);
       Arrays.sort(sorted);
       long[] applySorted = Arrays.copyOf(applyTimes, n);
       Arrays.sort(applySorted);
+      long[] late = probe.sorted();
       double measuredSeconds = (end - start) / 1e9;
+      double measuredFor = (end - measureFrom + SETTLE_NANOS) / 1e3; // µs, from the GCs' end
       return new Result(
           measuredSeconds,
           perBatch,
@@ -316,27 +315,390 @@ public final class KvSoak {
           gcEnd[0] - gcStart[0],
           (gcEnd[1] - gcStart[1]) / 1.0,
           applyOnIoThread,
-          percentile(lateSorted, 0.99),
-          probed == 0 ? Double.NaN : lateSorted[probed - 1] / 1e6,
+          percentile(late, 0.99),
+          late.length == 0 ? Double.NaN : late[late.length - 1] / 1e6,
           pressureStart < 0 || pressureEnd < 0
               ? Double.NaN
-              : (pressureEnd - pressureStart) / measuredFor);
+              : (pressureEnd - pressureStart) / measuredFor,
+          separatePublisher,
+          n,
+          pubs.cpuSeconds());
     } finally {
+      probe.stop();
+    }
+  }
+
+  static void checkArguments(double seconds, int eventsPerSecond, int backends, int perBatch) {
+    if (seconds <= 3 || seconds > 3600 || perBatch < 2 || perBatch > 10_000) {
+      throw new IllegalArgumentException("seconds in (3, 3600], events/batch in [2, 10000]");
+    }
+    if (eventsPerSecond < perBatch || backends < 1 || backends > 64) {
+      throw new IllegalArgumentException("events/s >= events/batch, backends in [1, 64]");
+    }
+  }
+
+  /** Batches one backend publishes at most in the run, with room to spare. */
+  static int maxBatches(double seconds, int eventsPerSecond, int backends, int perBatch) {
+    double batchesPerSecond = (double) eventsPerSecond / perBatch;
+    return (int) Math.ceil(batchesPerSecond * seconds / backends) + 16;
+  }
+
+  /**
+   * Publishes for {@code seconds} from now at {@code eventsPerSecond} (batches round-robin over the
+   * publishers, paced every 0.5 ms), stamping each batch's wall time ({@link #wallNanos}) just
+   * before it is sent (or dropped: kept for replay only) into {@code sentAt[backend][seq]}; the
+   * batch's {@code ts} carries the same time, in seconds. Returns the batches published per
+   * backend.
+   */
+  static long[] publish(
+      List<WirePublisher> pubs,
+      byte[][][] payloads,
+      double seconds,
+      int eventsPerSecond,
+      double dropRate,
+      int perBatch,
+      long[][] sentAt) {
+    int backends = pubs.size();
+    double batchesPerSecond = (double) eventsPerSecond / perBatch;
+    SplittableRandom drops = new SplittableRandom(17);
+    long[] seqs = new long[backends];
+    long total = 0;
+    long start = System.nanoTime();
+    long duration = (long) (seconds * 1e9);
+    while (true) {
+      long now = System.nanoTime();
+      if (now - start >= duration) {
+        return seqs;
+      }
+      long due = (long) ((now - start) / 1e9 * batchesPerSecond);
+      while (total < due) {
+        int b = (int) (total % backends);
+        int k = (int) seqs[b]++;
+        byte[] payload = payloads[b][k % RING].clone();
+        long wall = wallNanos();
+        ByteBuffer.wrap(payload, 2, 8).putDouble(wall / 1e9);
+        if (k < sentAt[b].length) {
+          sentAt[b][k] = wall;
+        }
+        if (dropRate > 0 && drops.nextDouble() < dropRate) {
+          pubs.get(b).drop(payload);
+        } else {
+          pubs.get(b).publish(payload);
+        }
+        total++;
+      }
+      LockSupport.parkNanos(500_000);
+    }
+  }
+
+  /**
+   * Epoch nanoseconds of this process's {@link System#nanoTime} origin: {@link Instant#now} read
+   * between two {@code nanoTime} reads, the closest pair of 2,000 (calibrated once per process; on
+   * Linux {@code Instant.now} is {@code clock_gettime(CLOCK_REALTIME)}, so two processes on one
+   * host agree to a few microseconds, plus the clock's drift during a run).
+   */
+  static final long WALL_OFFSET = calibrate();
+
+  /** The wall clock in epoch nanoseconds, as {@code nanoTime} plus {@link #WALL_OFFSET}. */
+  static long wallNanos() {
+    return System.nanoTime() + WALL_OFFSET;
+  }
+
+  private static long calibrate() {
+    long bestGap = Long.MAX_VALUE;
+    long offset = 0;
+    for (int i = 0; i < 2_000; i++) {
+      long t0 = System.nanoTime();
+      Instant w = Instant.now();
+      long t1 = System.nanoTime();
+      if (t1 - t0 < bestGap) {
+        bestGap = t1 - t0;
+        offset = w.getEpochSecond() * 1_000_000_000L + w.getNano() - (t0 + (t1 - t0) / 2);
+      }
+    }
+    return offset;
+  }
+
+  private static void sleepUntilWall(long wall) throws InterruptedException {
+    long left = wall - wallNanos();
+    if (left > 0) {
+      Thread.sleep(left / 1_000_000, (int) (left % 1_000_000));
+    }
+  }
+
+  /** Where the batches come from: publishers in this process or in a child JVM. */
+  private interface Publishers extends AutoCloseable {
+    /** Per backend, the PUB and the replay ROUTER endpoint. */
+    String[][] endpoints();
+
+    /** Waits for the subscriptions, starts publishing; returns the start, wall ns. */
+    long start() throws Exception;
+
+    /** Whether publishing has ended, waiting up to {@code millis}. */
+    boolean awaitDone(long millis) throws Exception;
+
+    /** Fills in the publish times ({@code sentAt[backend][seq]}); returns the batches published. */
+    long published(long[][] sentAt) throws Exception;
+
+    /** CPU time of the publishing process, s, or NaN when it is this process. */
+    double cpuSeconds();
+
+    @Override
+    void close() throws Exception;
+  }
+
+  /** The publishers on a thread of this process (the soak's original set-up). */
+  private static final class LocalPublishers implements Publishers {
+    private final List<WirePublisher> pubs = new ArrayList<>();
+    private final byte[][][] payloads;
+    private final double seconds;
+    private final int rate;
+    private final double drop;
+    private final int perBatch;
+    private final long[][] sentAt;
+    private long[] counts;
+    private Thread thread;
+
+    LocalPublishers(double seconds, int rate, int backends, double drop, int perBatch) {
+      this.seconds = seconds;
+      this.rate = rate;
+      this.drop = drop;
+      this.perBatch = perBatch;
+      this.payloads = new byte[backends][RING][];
+      this.sentAt = new long[backends][maxBatches(seconds, rate, backends, perBatch)];
+      for (int b = 0; b < backends; b++) {
+        encode(b, payloads[b], new long[RING], perBatch / 2);
+        pubs.add(new WirePublisher("", PUBLISHER_BUFFER));
+      }
+    }
+
+    @Override
+    public String[][] endpoints() {
+      return pubs.stream()
+          .map(p -> new String[] {p.endpoint(), p.replayEndpoint()})
+          .toArray(String[][]::new);
+    }
+
+    @Override
+    public long start() {
+      for (WirePublisher p : pubs) {
+        p.awaitSubscriber(Duration.ofSeconds(20));
+      }
+      long start = wallNanos();
+      thread =
+          new Thread(
+              () -> counts = publish(pubs, payloads, seconds, rate, drop, perBatch, sentAt),
+              "kv-soak-publisher");
+      thread.start();
+      return start;
+    }
+
+    @Override
+    public boolean awaitDone(long millis) throws InterruptedException {
+      thread.join(millis);
+      return !thread.isAlive();
+    }
+
+    @Override
+    public long published(long[][] out) {
+      long total = 0;
+      for (int b = 0; b < counts.length; b++) {
+        System.arraycopy(sentAt[b], 0, out[b], 0, sentAt[b].length);
+        total += counts[b];
+      }
+      return total;
+    }
+
+    @Override
+    public double cpuSeconds() {
+      return Double.NaN;
+    }
+
+    @Override
+    public void close() {
       pubs.forEach(WirePublisher::close);
+    }
+  }
+
+  /**
+   * The publishers in a child JVM ({@link KvPublish}), so that the router's process runs only the
+   * subscriber, the index and JeroMQ's I/O thread, as in production, where the engines are other
+   * processes (usually on other hosts). The child reports its endpoints, its start and at the end
+   * its publish times (a file); it keeps serving replays until closed.
+   */
+  private static final class ChildPublishers implements Publishers {
+    private final Process child;
+    private final BufferedReader out;
+    private final BufferedWriter in;
+    private final Path times;
+    private final int backends;
+    private final String[][] endpoints;
+    private double cpuSeconds = Double.NaN;
+
+    ChildPublishers(double seconds, int rate, int backends, double drop, int perBatch)
+        throws IOException {
+      this.backends = backends;
+      this.times = Files.createTempFile("kv-soak-times", ".bin");
+      String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+      child =
+          new ProcessBuilder(
+                  javaBin,
+                  "-Xms256m",
+                  "-Xmx256m",
+                  "-cp",
+                  System.getProperty("java.class.path"),
+                  KvPublish.class.getName(),
+                  Double.toString(seconds),
+                  Integer.toString(rate),
+                  Integer.toString(backends),
+                  Double.toString(drop),
+                  Integer.toString(perBatch),
+                  times.toString())
+              .redirectError(ProcessBuilder.Redirect.INHERIT)
+              .start();
+      out =
+          new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+      in =
+          new BufferedWriter(
+              new OutputStreamWriter(child.getOutputStream(), StandardCharsets.UTF_8));
+      endpoints = new String[backends][];
+      for (int b = 0; b < backends; b++) {
+        String[] f = expect("ENDPOINT").split(" ");
+        endpoints[Integer.parseInt(f[1])] = new String[] {f[2], f[3]};
+      }
+    }
+
+    /** The child's next line, which must start with {@code word}. */
+    private String expect(String word) throws IOException {
+      String line = out.readLine();
+      if (line == null || !line.startsWith(word)) {
+        throw new IllegalStateException("kv-publish said '" + line + "', expected " + word);
+      }
+      return line;
+    }
+
+    @Override
+    public String[][] endpoints() {
+      return endpoints;
+    }
+
+    @Override
+    public long start() throws IOException {
+      return Long.parseLong(expect("START").split(" ")[1]);
+    }
+
+    private boolean done;
+
+    @Override
+    public boolean awaitDone(long millis) throws IOException {
+      if (!done) {
+        long until = System.nanoTime() + millis * 1_000_000;
+        while (!out.ready() && System.nanoTime() < until) {
+          LockSupport.parkNanos(1_000_000);
+        }
+        if (out.ready()) {
+          expect("DONE");
+          done = true;
+        }
+      }
+      return done;
+    }
+
+    @Override
+    public long published(long[][] sentAt) throws IOException {
+      cpuSeconds = Double.parseDouble(expect("CPU").split(" ")[1]);
+      long total = 0;
+      try (DataInputStream d =
+          new DataInputStream(new BufferedInputStream(Files.newInputStream(times)))) {
+        for (int b = 0; b < backends; b++) {
+          int count = d.readInt();
+          total += count;
+          for (int k = 0; k < count; k++) {
+            long t = d.readLong();
+            if (k < sentAt[b].length) {
+              sentAt[b][k] = t;
+            }
+          }
+        }
+      }
+      return total;
+    }
+
+    @Override
+    public double cpuSeconds() {
+      return cpuSeconds;
+    }
+
+    @Override
+    public void close() throws Exception {
+      try {
+        in.close(); // the child stops serving replays and exits
+      } catch (IOException e) {
+        // gone already
+      }
+      if (!child.waitFor(10, TimeUnit.SECONDS)) {
+        child.destroyForcibly();
+      }
+      Files.deleteIfExists(times);
+    }
+  }
+
+  /**
+   * The host's scheduling delay: a thread of this process sleeping 1 ms over and over, recording
+   * how much later than asked it wakes while measuring.
+   */
+  private static final class Probe {
+    private final long[] oversleep;
+    private final AtomicLong probes = new AtomicLong();
+    private final AtomicBoolean measuring = new AtomicBoolean();
+    private final Thread thread;
+
+    Probe(double seconds) {
+      oversleep = new long[(int) Math.min(Integer.MAX_VALUE - 8, (long) (seconds * 1100))];
+      thread = new Thread(this::loop, "kv-soak-scheduling-probe");
+      thread.setDaemon(true);
+      thread.start();
+    }
+
+    private void loop() {
+      while (!Thread.currentThread().isInterrupted()) {
+        long t0 = System.nanoTime();
+        LockSupport.parkNanos(1_000_000);
+        long late = System.nanoTime() - t0 - 1_000_000;
+        if (measuring.get()) {
+          long at = probes.getAndIncrement();
+          if (at < oversleep.length) {
+            oversleep[(int) at] = Math.max(0, late);
+          }
+        }
+      }
+    }
+
+    void measuring(boolean on) {
+      measuring.set(on);
+    }
+
+    long[] sorted() {
+      long[] s = Arrays.copyOf(oversleep, (int) Math.min(oversleep.length, probes.get()));
+      Arrays.sort(s);
+      return s;
+    }
+
+    void stop() {
+      thread.interrupt();
     }
   }
 
   /** The host's cumulative "some" CPU pressure stall time, µs, or -1 where not available. */
   private static long cpuPressureMicros() {
     try {
-      for (String line :
-          java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/pressure/cpu"))) {
+      for (String line : Files.readAllLines(Path.of("/proc/pressure/cpu"))) {
         if (line.startsWith("some")) {
           int at = line.indexOf("total=");
           return at < 0 ? -1 : Long.parseLong(line.substring(at + 6).trim());
         }
       }
-    } catch (java.io.IOException | RuntimeException e) {
+    } catch (IOException | RuntimeException e) {
       return -1;
     }
     return -1;
@@ -354,7 +716,7 @@ public final class KvSoak {
     return new long[] {count, millis};
   }
 
-  private static long cpuNanos() {
+  static long cpuNanos() {
     java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
     if (os instanceof com.sun.management.OperatingSystemMXBean sun) {
       return sun.getProcessCpuTime();
@@ -377,7 +739,7 @@ public final class KvSoak {
   }
 
   /** Backend {@code b}'s ring of payloads; {@code firstHash[i]} = batch i's first stored hash. */
-  private static void encode(int b, byte[][] payloads, long[] firstHash, int stores) {
+  static void encode(int b, byte[][] payloads, long[] firstHash, int stores) {
     SplittableRandom rnd = new SplittableRandom(1_000 + b);
     long[][][] seqs = new long[RING][stores][BLOCKS];
     int[][][] tokens = new int[RING][stores][BLOCKS * BLOCK];
