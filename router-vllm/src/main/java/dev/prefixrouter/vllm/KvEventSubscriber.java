@@ -57,6 +57,17 @@ import org.zeromq.ZMQ;
  * bounded. Payloads above {@code maxMessageBytes} are refused by ZMQ. Reconnection is ZMQ's, with
  * exponential backoff between the builder's two intervals.
  *
+ * <p><b>Lag</b> (an engine's send to the sink's return for that batch). On the subscriber's side a
+ * batch costs JeroMQ's receive (its I/O thread, then this I/O thread through the poller), the
+ * decode (allocating the events and little else, see {@link KvEventDecoder}), one hand-off to the
+ * apply thread (none with {@link Builder#applyOnIoThread}) and the sink. Batches of one endpoint
+ * are applied in order, so a gap's replay round trip delays the batches behind it. Nothing bounds
+ * the lag when the host gives these threads less CPU than the stream needs: batches then wait in
+ * ZMQ and in the queue (bounded as above) and drain later. {@link
+ * KvEventStats.Snapshot#lastLagMillis} reports the age of the last applied batch from the engine's
+ * {@code ts} (across hosts, as good as their clocks' sync). Measured figures: {@code
+ * benchmarks/README.md}, "KV events over the wire".
+ *
  * <p>Never throws into routing: the sink runs on the apply thread (or on the I/O thread, see {@link
  * Builder#applyOnIoThread}), and its exceptions are counted and logged. {@link #subscribe} and
  * {@link #unsubscribe} are thread-safe and take effect on the I/O thread within one poll interval.
