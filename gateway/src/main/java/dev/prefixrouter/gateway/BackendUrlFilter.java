@@ -27,6 +27,9 @@ public final class BackendUrlFilter implements GlobalFilter, Ordered {
       String query = in.getRawQuery();
       URI target = URI.create(base + in.getRawPath() + (query == null ? "" : "?" + query));
       exchange.getAttributes().put(ServerWebExchangeUtils.GATEWAY_REQUEST_URL_ATTR, target);
+      if (LatencyProbe.ON) {
+        LatencyProbe.mark(exchange.getAttribute(LatencyProbe.ATTR), LatencyProbe.Stage.URL_SET);
+      }
     }
     return chain.filter(exchange);
   }

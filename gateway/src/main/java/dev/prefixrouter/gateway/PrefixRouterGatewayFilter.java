@@ -183,6 +183,9 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
       tenant = h != null && !h.isBlank() ? h : tenantFromUser ? null : defaultTenant;
     }
     Call call = new Call(exchange, requestId, traceId, start);
+    if (call.probe != null) {
+      exchange.getAttributes().put(LatencyProbe.ATTR, call.probe);
+    }
     return DataBufferUtils.join(request.getBody(), maxBodyBytes)
         .map(
             b -> {
@@ -215,6 +218,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
           null,
           "body exceeds the limit of " + maxBodyBytes + " bytes");
     }
+    LatencyProbe.mark(call.probe, LatencyProbe.Stage.BODY_READ);
     OpenAiRequest parsed;
     try {
       parsed = reader.read(body.bytes(), tenant);
@@ -235,6 +239,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     call.usageInjected = forward != body.bytes();
     call.forward = forwardRequest(call, forward);
     RouteDecision d = engine.route(parsed.routeRequest());
+    LatencyProbe.mark(call.probe, LatencyProbe.Stage.ROUTED);
     if (d instanceof Rejected r) {
       metrics.rejected(r);
       call.log("rejected", OpenAiErrors.status(r), null);
@@ -269,8 +274,12 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     // no response headers in time: a TimeoutException, failed over like a connect failure
     Mono<Long> noHeaders =
         Mono.delay(headerTimeout).flatMap(x -> a.headersSeen ? Mono.never() : Mono.just(x));
-    return chain
-        .filter(ax)
+    Mono<Void> forwarded = chain.filter(ax);
+    if (call.probe != null) {
+      long[] probe = call.probe;
+      forwarded = forwarded.contextWrite(c -> c.put(LatencyProbe.ATTR, probe));
+    }
+    return forwarded
         .timeout(noHeaders)
         .then(Mono.<Void>fromRunnable(a::finish))
         .onErrorResume(e -> afterError(call, chain, a, e));
@@ -356,7 +365,11 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
 
       @Override
       public Flux<DataBuffer> getBody() {
-        return Flux.defer(() -> Flux.just(DefaultDataBufferFactory.sharedInstance.wrap(body)));
+        return Flux.defer(
+            () -> {
+              LatencyProbe.mark(call.probe, LatencyProbe.Stage.UPSTREAM_WRITE);
+              return Flux.just(DefaultDataBufferFactory.sharedInstance.wrap(body));
+            });
       }
     };
   }
@@ -397,11 +410,15 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     boolean usageInjected;
     volatile @Nullable Routed current;
 
+    /** {@link LatencyProbe} timestamps, null when the probe is off. */
+    final long @Nullable [] probe = LatencyProbe.start();
+
     Call(ServerWebExchange exchange, String requestId, String traceId, long startNanos) {
       this.exchange = exchange;
       this.requestId = requestId;
       this.traceId = traceId;
       this.startNanos = startNanos;
+      LatencyProbe.mark(probe, LatencyProbe.Stage.RECEIVED);
     }
 
     long elapsedNanos() {
@@ -479,6 +496,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     /** Null to go on writing, or an error that ends this attempt (to fail over). */
     @Nullable Mono<Void> beforeBody(ServerHttpResponse response) {
       headersSeen = true;
+      LatencyProbe.mark(call.probe, LatencyProbe.Stage.UPSTREAM_HEADERS);
       MediaType type = null;
       try {
         type = response.getHeaders().getContentType();
@@ -515,6 +533,9 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
                     DataBuffer o = t.onChunk(b, factory);
                     if (o != null) {
                       sink.next(o);
+                      if (LatencyProbe.ON && t.sawContent()) {
+                        LatencyProbe.mark(call.probe, LatencyProbe.Stage.FIRST_CONTENT_SENT);
+                      }
                     }
                   })
               .concatWith(
@@ -522,6 +543,10 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
                       () -> {
                         byte[] rest = t.onEnd();
                         bodyEnded = true;
+                        if (LatencyProbe.ON) {
+                          LatencyProbe.mark(call.probe, LatencyProbe.Stage.END);
+                          LatencyProbe.record(call.requestId, call.probe);
+                        }
                         return rest == null ? null : factory.wrap(rest);
                       }));
       if (!t.isStream()) {
@@ -545,6 +570,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     }
 
     void firstContent() {
+      LatencyProbe.mark(call.probe, LatencyProbe.Stage.FIRST_CONTENT);
       routed.lease().firstToken();
       metrics.ttft(routed.resolvedModel(), call.elapsedNanos());
     }

@@ -59,6 +59,13 @@ public class PrefixRouterGatewayProperties {
   private boolean includeUsage = true;
 
   /**
+   * Whether each event loop keeps its own pool of upstream connections (when Spring Cloud Gateway's
+   * pool is elastic, its default), so a request's two hops run on one event loop instead of handing
+   * every response chunk to another loop; see {@link LoopAffinityConnectionProvider}.
+   */
+  private boolean upstreamLoopAffinity = true;
+
+  /**
    * API keys, each as the SHA-256 of the key (64 hex digits) and its tenant. When any is set, every
    * request needs {@code Authorization: Bearer <key>} with one of them (else 401).
    */
@@ -149,6 +156,14 @@ public class PrefixRouterGatewayProperties {
 
   public void setResponseTimeout(Duration responseTimeout) {
     this.responseTimeout = responseTimeout;
+  }
+
+  public boolean isUpstreamLoopAffinity() {
+    return upstreamLoopAffinity;
+  }
+
+  public void setUpstreamLoopAffinity(boolean upstreamLoopAffinity) {
+    this.upstreamLoopAffinity = upstreamLoopAffinity;
   }
 
   public boolean isIncludeUsage() {

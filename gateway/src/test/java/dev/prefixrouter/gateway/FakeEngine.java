@@ -109,6 +109,32 @@ final class FakeEngine implements AutoCloseable {
   /** {@link System#nanoTime()} when the last request's body was read. */
   volatile long lastAt = Long.MIN_VALUE;
 
+  /**
+   * With {@code -Dfakeengine.probe=FILE}: one line per streamed answer written there at exit, the
+   * request's {@code X-Request-Id} and the {@link System#nanoTime()} when its body was read, when
+   * the first content chunk was flushed and when the last event was flushed (for the gateway's
+   * {@link LatencyProbe} runs).
+   */
+  private static final String PROBE = System.getProperty("fakeengine.probe", "");
+
+  private static final java.util.Queue<String> PROBE_LINES =
+      new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+  static {
+    if (!PROBE.isEmpty()) {
+      Runtime.getRuntime()
+          .addShutdownHook(
+              new Thread(
+                  () -> {
+                    try {
+                      java.nio.file.Files.write(java.nio.file.Path.of(PROBE), PROBE_LINES);
+                    } catch (IOException e) {
+                      e.printStackTrace();
+                    }
+                  }));
+    }
+  }
+
   private final HttpServer server;
   private final ExecutorService pool = Executors.newCachedThreadPool();
 
@@ -186,7 +212,8 @@ final class FakeEngine implements AutoCloseable {
       String tp = ex.getRequestHeaders().getFirst("traceparent");
       traceparents.add(tp == null ? "" : tp);
       requests.incrementAndGet();
-      lastAt = System.nanoTime();
+      long readAt = System.nanoTime();
+      lastAt = readAt;
       Mode m = mode;
       if (m == Mode.FAIL_500) {
         byte[] b = "{\"error\":{\"message\":\"engine exploded\"}}".getBytes(StandardCharsets.UTF_8);
@@ -217,6 +244,7 @@ final class FakeEngine implements AutoCloseable {
       sleep(timing.ttftMillis());
       write(out, api.start(nul));
       write(out, api.content("hello ", nul));
+      long firstAt = System.nanoTime();
       if (m == Mode.HOLD) {
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
         try {
@@ -244,6 +272,16 @@ final class FakeEngine implements AutoCloseable {
         write(out, api.usageChunk(completionTokens));
       }
       write(out, api.done());
+      if (!PROBE.isEmpty()) {
+        PROBE_LINES.add(
+            ex.getRequestHeaders().getFirst("X-Request-Id")
+                + " "
+                + readAt
+                + " "
+                + firstAt
+                + " "
+                + System.nanoTime());
+      }
     } catch (IOException e) {
       readerGone.countDown();
     }

@@ -105,6 +105,7 @@ class GatewayEndToEndTest {
   @LocalServerPort int port;
   @Autowired RoutingEngine engine;
   @Autowired MeterRegistry meters;
+  @Autowired reactor.netty.http.client.HttpClient upstream;
 
   private final HttpClient client =
       HttpClient.newBuilder()
@@ -300,6 +301,14 @@ class GatewayEndToEndTest {
         () ->
             counter("prefixrouter.gateway.tokens", "chat", "completion") - completionBefore2
                 == FakeEngine.COMPLETION_TOKENS);
+  }
+
+  @Test
+  void upstreamConnectionsArePooledPerEventLoop() {
+    // prefix-router.gateway.upstream-loop-affinity (default true) with Spring Cloud Gateway's
+    // elastic pool: its HttpClient takes connections from a LoopAffinityConnectionProvider
+    assertThat(upstream.configuration().connectionProvider())
+        .isInstanceOf(LoopAffinityConnectionProvider.class);
   }
 
   /** The body the chat engines received last (the request just sent went to one of them). */

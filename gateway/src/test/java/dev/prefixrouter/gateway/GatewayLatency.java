@@ -36,8 +36,16 @@ import java.util.concurrent.Future;
  * {@code /proc/PID/stat}, utime + stime in clock ticks of 10 ms, JIT and GC included) and its
  * Reactor Netty event loops (the first field of {@code /proc/PID/task/TID/schedstat}, ns on CPU, of
  * the threads named {@code reactor-http-epoll-*}), and every live thread group's share (threads
- * that ended during the run are missing from the groups, not from the process figure). On Linux it
- * prints how busy the whole machine was during each measured run ({@code /proc/stat}).
+ * that ended during the run are missing from the groups, not from the process figure), and how
+ * often per request its event loops were scheduled in and how long they waited for a CPU (fields 3
+ * and 2 of {@code schedstat}: wake-ups and run-queue delay). On Linux it prints how busy the whole
+ * machine was during each measured run ({@code /proc/stat}).
+ *
+ * <p>Each request carries an {@code X-Request-Id} ({@code RUN-INDEX}); with {@code -Dprobe=FILE}
+ * the tool writes one line per measured request there ({@code d} or {@code g}, the id, its start as
+ * {@link System#nanoTime()}, then ns to the first byte, the first token and the end), to be joined
+ * with the gateway's {@link LatencyProbe} lines and the fake engine's ({@code -Dfakeengine.probe})
+ * by id: the three processes' {@code nanoTime} is the same clock on Linux.
  *
  * <pre>{@code
  * java gateway/src/test/java/dev/prefixrouter/gateway/GatewayLatency.java \
@@ -57,6 +65,7 @@ final class GatewayLatency {
     int perStream = Integer.parseInt(args[3]);
     long pid = args.length > 4 ? Long.parseLong(args[4]) : -1;
     int warm = args.length > 5 ? Integer.parseInt(args[5]) : Math.max(1, perStream / 4);
+    String probe = System.getProperty("probe", "");
     String body =
         "{\"model\":\"demo\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}";
     HttpClient client =
@@ -78,6 +87,12 @@ final class GatewayLatency {
       long[] cpuG1 = machineTicks();
       long[] ticks1 = pid > 0 ? processTicks(pid) : new long[2];
       Map<String, Long> threads1 = pid > 0 ? threadNanos(pid) : Map.of();
+      if (!probe.isEmpty()) {
+        List<String> lines = new ArrayList<>();
+        d.probe(lines, "d");
+        g.probe(lines, "g");
+        Files.write(Path.of(probe), lines);
+      }
       report("first byte", d.first, g.first);
       report("first token", d.token, g.token);
       report("whole stream", d.total, g.total);
@@ -96,6 +111,16 @@ final class GatewayLatency {
                 .filter(e -> e.getKey().startsWith("reactor-http"))
                 .mapToLong(Map.Entry::getValue)
                 .sum();
+        long loopWait =
+            used.entrySet().stream()
+                .filter(e -> e.getKey().startsWith(WAIT + "reactor-http"))
+                .mapToLong(Map.Entry::getValue)
+                .sum();
+        long loopSlices =
+            used.entrySet().stream()
+                .filter(e -> e.getKey().startsWith(SLICES + "reactor-http"))
+                .mapToLong(Map.Entry::getValue)
+                .sum();
         long user = ticks1[0] - ticks0[0];
         long sys = ticks1[1] - ticks0[1];
         System.out.printf(
@@ -106,8 +131,13 @@ final class GatewayLatency {
             sys * 1000.0 / USER_HZ / n,
             loops / 1e6 / n,
             n);
+        System.out.printf(
+            "  event loops per request: %.1f times scheduled in, %.3f ms waiting for a CPU"
+                + " (schedstat fields 3 and 2)%n",
+            loopSlices / (double) n, loopWait / 1e6 / n);
         StringBuilder by = new StringBuilder("  by thread group (live threads, ms per request):");
         used.entrySet().stream()
+            .filter(e -> !e.getKey().startsWith(WAIT) && !e.getKey().startsWith(SLICES))
             .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
             .filter(e -> e.getValue() / 1e6 / n >= 0.005)
             .forEach(e -> by.append(String.format(" %s %.3f", e.getKey(), e.getValue() / 1e6 / n)));
@@ -118,7 +148,17 @@ final class GatewayLatency {
     }
   }
 
-  private record Run(long[] first, long[] token, long[] total, long wallNanos) {
+  private record Run(
+      long[] first, long[] token, long[] total, long[] starts, String tag, long wallNanos) {
+    /** One line per request: id, start (nanoTime), first byte, first token, end (ns after it). */
+    void probe(List<String> lines, String side) {
+      for (int i = 0; i < starts.length; i++) {
+        lines.add(
+            side + " " + tag + "-" + i + " " + starts[i] + " " + first[i] + " " + token[i] + " "
+                + total[i]);
+      }
+    }
+
     double perSecond() {
       return total.length / (wallNanos / 1e9);
     }
@@ -127,24 +167,31 @@ final class GatewayLatency {
   private static Run run(
       HttpClient client, ExecutorService pool, String base, String body, int streams, int n)
       throws Exception {
-    HttpRequest req =
-        HttpRequest.newBuilder(URI.create(base + "/v1/chat/completions"))
-            .header("Content-Type", "application/json")
-            .timeout(Duration.ofSeconds(60))
-            .POST(HttpRequest.BodyPublishers.ofString(body))
-            .build();
+    String tag = Long.toString(System.nanoTime(), 36);
     long start = System.nanoTime();
     List<Future<long[][]>> futures = new ArrayList<>();
     for (int s = 0; s < streams; s++) {
+      int s0 = s;
       futures.add(
           pool.submit(
               () -> {
+                long[] starts = new long[n];
                 long[] first = new long[n];
                 long[] token = new long[n];
                 long[] total = new long[n];
                 byte[] buf = new byte[8192];
                 for (int i = 0; i < n; i++) {
+                  // the request id (stream s, request i) keys the probe lines of client, gateway
+                  // and engine
+                  HttpRequest req =
+                      HttpRequest.newBuilder(URI.create(base + "/v1/chat/completions"))
+                          .header("Content-Type", "application/json")
+                          .header("X-Request-Id", tag + "-" + (s0 * n + i))
+                          .timeout(Duration.ofSeconds(60))
+                          .POST(HttpRequest.BodyPublishers.ofString(body))
+                          .build();
                   long t0 = System.nanoTime();
+                  starts[i] = t0;
                   HttpResponse<InputStream> res =
                       client.send(req, HttpResponse.BodyHandlers.ofInputStream());
                   try (InputStream in = res.body()) {
@@ -169,21 +216,23 @@ final class GatewayLatency {
                     throw new IllegalStateException(base + " sent no content token");
                   }
                 }
-                return new long[][] {first, token, total};
+                return new long[][] {first, token, total, starts};
               }));
     }
     long[] first = new long[streams * n];
     long[] token = new long[streams * n];
     long[] total = new long[streams * n];
+    long[] starts = new long[streams * n];
     int k = 0;
     for (Future<long[][]> f : futures) {
       long[][] r = f.get();
       System.arraycopy(r[0], 0, first, k, n);
       System.arraycopy(r[1], 0, token, k, n);
       System.arraycopy(r[2], 0, total, k, n);
+      System.arraycopy(r[3], 0, starts, k, n);
       k += n;
     }
-    return new Run(first, token, total, System.nanoTime() - start);
+    return new Run(first, token, total, starts, tag, System.nanoTime() - start);
   }
 
   /** Whether the stream so far holds a {@code "content":"} followed by a non-empty string. */
@@ -247,6 +296,10 @@ final class GatewayLatency {
    * with trailing digits and dashes removed ({@code reactor-http-epoll-2}, which the kernel cuts to
    * {@code reactor-http-ep}, → {@code reactor-http-ep}).
    */
+  private static final String WAIT = "wait:";
+
+  private static final String SLICES = "slices:";
+
   private static Map<String, Long> threadNanos(long pid) throws IOException {
     Map<String, Long> sum = new HashMap<>();
     try (DirectoryStream<Path> tasks =
@@ -254,8 +307,10 @@ final class GatewayLatency {
       for (Path t : tasks) {
         try {
           String name = Files.readString(t.resolve("comm")).strip().replaceAll("[-#0-9 ]+$", "");
-          long ns = Long.parseLong(Files.readString(t.resolve("schedstat")).split(" ")[0]);
-          sum.merge(name, ns, Long::sum);
+          String[] f = Files.readString(t.resolve("schedstat")).strip().split(" ");
+          sum.merge(name, Long.parseLong(f[0]), Long::sum);
+          sum.merge(WAIT + name, Long.parseLong(f[1]), Long::sum);
+          sum.merge(SLICES + name, Long.parseLong(f[2]), Long::sum);
         } catch (IOException gone) {
           // the thread ended between listing and reading
         }
