@@ -42,9 +42,10 @@ import java.util.concurrent.atomic.LongAdder;
  * Builder#minExtraChunks} more than the engine's choice. What a backend "holds" is what this router
  * sent it: the chunk ids of the requests routed there, at most {@link Builder#maxChunksPerBackend}
  * per backend, least recently routed forgotten first (the engine's cache evicts too; this memory is
- * a belief, like the index's predictions). Memory is bounded by {@code maxBackends ×
- * maxChunksPerBackend} ids (a backend id not seen for {@code maxBackends} other backends is
- * forgotten when the table is full).
+ * a belief, like the index's predictions). Memory is bounded by about {@code maxBackends ×
+ * maxChunksPerBackend} ids: when a new backend id arrives and {@code maxBackends} are already
+ * remembered (departed backends are never removed one by one), every backend's memory is dropped
+ * and relearnt; concurrent first routes to new backends may pass the bound by one entry each.
  *
  * <p>A request with no chunk ids is exactly {@link RoutingEngine#route}. Thread-safe; one route
  * costs the engine route plus O(candidates × chunks) hash lookups under each candidate's lock.
