@@ -30,7 +30,9 @@ import org.slf4j.LoggerFactory;
  */
 final class RoutePipeline {
   private static final Logger log = LoggerFactory.getLogger(RoutingEngine.class);
-  private static final EligibilityFilter[] BEFORE_SCORING = {
+
+  /** The filters that build the candidate set, in order (package-private for a test). */
+  static final EligibilityFilter[] BEFORE_SCORING = {
     EligibilityFilter.MODEL,
     EligibilityFilter.DRAINING,
     EligibilityFilter.HEALTH,
