@@ -34,6 +34,20 @@ final class DefaultRoutingEngine implements RoutingEngine {
   private final RoutePipeline pipeline;
   private final @Nullable CapacityPlanner planner;
 
+  /**
+   * {@code engine} as this implementation, for the routers built over an engine.
+   *
+   * @throws IllegalArgumentException if {@code engine} is another implementation
+   */
+  static DefaultRoutingEngine of(RoutingEngine engine) {
+    Objects.requireNonNull(engine, "engine");
+    if (!(engine instanceof DefaultRoutingEngine e)) {
+      throw new IllegalArgumentException(
+          "engine must be built by RoutingEngine.builder(), was " + engine.getClass().getName());
+    }
+    return e;
+  }
+
   DefaultRoutingEngine(RoutingEngineBuilder b) {
     this.hasher = b.hasher;
     this.index = b.index;

@@ -126,12 +126,7 @@ public final class WorkflowRouter {
    * @throws IllegalArgumentException if {@code engine} is another implementation
    */
   public static Builder builder(RoutingEngine engine) {
-    Objects.requireNonNull(engine, "engine");
-    if (!(engine instanceof DefaultRoutingEngine e)) {
-      throw new IllegalArgumentException(
-          "engine must be built by RoutingEngine.builder(), was " + engine.getClass().getName());
-    }
-    return new Builder(e);
+    return new Builder(DefaultRoutingEngine.of(engine));
   }
 
   /**

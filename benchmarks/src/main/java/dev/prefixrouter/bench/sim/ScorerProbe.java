@@ -26,31 +26,13 @@ final class ScorerProbe {
     Map<String, Supplier<Scorer>> v = new LinkedHashMap<>();
     TtftCoefficients d = TtftCoefficients.DEFAULTS;
     for (double dec : new double[] {0, 0.006, 0.05, 0.1, 0.25}) {
-      v.put(
-          "decode" + dec,
-          () ->
-              EstimatedTtftScorer.builder()
-                  .coefficients(
-                      new TtftCoefficients(
-                          d.alphaMs(),
-                          d.betaMsPerToken(),
-                          d.gammaMsPerToken2(),
-                          dec,
-                          d.waitingMs()))
-                  .build());
+      TtftCoefficients k =
+          new TtftCoefficients(
+              d.alphaMs(), d.betaMsPerToken(), d.gammaMsPerToken2(), dec, d.waitingMs());
+      v.put("decode" + dec, () -> EstimatedTtftScorer.builder().coefficients(k).build());
       v.put(
           "decode" + dec + "-nocal",
-          () ->
-              EstimatedTtftScorer.builder()
-                  .calibrate(false)
-                  .coefficients(
-                      new TtftCoefficients(
-                          d.alphaMs(),
-                          d.betaMsPerToken(),
-                          d.gammaMsPerToken2(),
-                          dec,
-                          d.waitingMs()))
-                  .build());
+          () -> EstimatedTtftScorer.builder().calibrate(false).coefficients(k).build());
     }
     v.put("nocal", () -> EstimatedTtftScorer.builder().calibrate(false).build());
     v.put(
