@@ -249,8 +249,9 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
     String backend = op.backendId();
     if (backend == null) {
       String found = c.get(key);
-      if (found != null && local.getIfPresent(op.session()) == null) {
-        local.put(op.session(), new Pin(found, System.nanoTime()));
+      // putIfAbsent: a pin made here while the read was in flight is newer and stays
+      if (found != null
+          && local.asMap().putIfAbsent(op.session(), new Pin(found, System.nanoTime())) == null) {
         readThroughHits.increment();
       }
       return;

@@ -50,6 +50,7 @@ class RedisSessionPinsTest {
     RedisSessionPins c = replica("c"); // joins after the announcement
     assertThat(c.backendOf("s1", System.nanoTime())).isNull(); // not local yet: read queued
     await(() -> "b3".equals(c.backendOf("s1", System.nanoTime())));
+    await(() -> c.stats().readThroughHits() >= 1); // counted just after the local pin appeared
     assertThat(c.stats().readThroughHits()).isEqualTo(1);
 
     b.pin("s1", "b5", System.nanoTime()); // last write wins everywhere
