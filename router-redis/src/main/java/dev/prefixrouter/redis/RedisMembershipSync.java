@@ -273,7 +273,14 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
     return newest.isEmpty() ? "0-0" : newest.get(0).getId();
   }
 
-  /** Writes the current local state of every id changed here since the last call. */
+  /**
+   * Writes the current local state of every id changed here since the last call. The ids are taken
+   * out of the pending set before their state is read: a change made after that read queues its id
+   * again and is written on the next call. (Removing an id only after its write lost such a change:
+   * its re-queue found the id still pending and the removal then dropped it, so a drain made on
+   * this replica right after an earlier change of the same backend never reached the fleet.) If a
+   * write fails, the ids not written yet are pending again, for when Redis answers.
+   */
   private void publishPending(RedisCommands<byte[], byte[]> c, RoutingEngine target) {
     List<String> ids;
     synchronized (pending) {
@@ -281,28 +288,47 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
         return;
       }
       ids = new ArrayList<>(pending);
+      pending.clear();
     }
-    Map<String, Boolean> draining = drainingById(target);
-    for (String id : ids) {
-      Optional<Backend> b = target.backends().get(id);
-      BackendState s =
-          new BackendState(
-              id,
-              b.orElse(null),
-              b.isPresent() && draining.getOrDefault(id, false),
-              wallMillis.getAsLong());
-      byte[] idBytes = id.getBytes(StandardCharsets.UTF_8);
-      c.eval(
-          PUBLISH,
-          ScriptOutputType.VALUE,
-          new byte[][] {hashKey, streamKey},
-          idBytes,
-          s.encode(),
-          replicaIdBytes);
-      synchronized (pending) {
-        pending.remove(id); // a change made meanwhile re-queued it: published on the next call
+    int written = 0;
+    try {
+      Map<String, Boolean> draining = drainingById(target);
+      for (String id : ids) {
+        Optional<Backend> b = target.backends().get(id);
+        BackendState s =
+            new BackendState(
+                id,
+                b.orElse(null),
+                b.isPresent() && draining.getOrDefault(id, false),
+                wallMillis.getAsLong());
+        byte[] idBytes = id.getBytes(StandardCharsets.UTF_8);
+        c.eval(
+            PUBLISH,
+            ScriptOutputType.VALUE,
+            new byte[][] {hashKey, streamKey},
+            idBytes,
+            s.encode(),
+            replicaIdBytes);
+        written++;
+        published.increment();
       }
-      published.increment();
+    } finally {
+      if (written < ids.size()) {
+        requeue(ids.subList(written, ids.size()));
+      }
+    }
+  }
+
+  /** Makes {@code ids} pending again after a failed write (bounded as {@link #queue} is). */
+  private void requeue(List<String> ids) {
+    synchronized (pending) {
+      for (String id : ids) {
+        if (pending.size() >= MAX_PENDING && !pending.contains(id)) {
+          droppedPending.increment();
+        } else {
+          pending.add(id);
+        }
+      }
     }
   }
 

@@ -6,9 +6,18 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.BackendSnapshot;
 import dev.prefixrouter.api.RoutingEngine;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.codec.ByteArrayCodec;
+import io.lettuce.core.output.StatusOutput;
+import io.lettuce.core.protocol.CommandArgs;
+import io.lettuce.core.protocol.CommandType;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -65,6 +74,66 @@ class MembershipSyncRestartTest {
         assertThat(syncs).allMatch(s -> s.stats().transitions() >= 3); // up, down, up
       } finally {
         syncs.forEach(RedisMembershipSync::close);
+      }
+    }
+  }
+
+  /**
+   * A change made while the worker is writing an earlier change of the same backend is written
+   * after it, not lost: the test's server pauses writes (CLIENT PAUSE WRITE) so that A's write of a
+   * drain hangs, A undrains meanwhile, and the fleet ends undrained. (The worker used to take the
+   * id out of its pending set only after the write, dropping the undrain queued meanwhile.) If the
+   * worker had not read the drained state before the undrain, both coalesce and the check passes
+   * without telling anything: never a false failure.
+   */
+  @Test
+  void aChangeMadeWhileAnEarlierOneIsBeingWrittenIsNotLost() throws Exception {
+    try (PrivateRedisServer server = new PrivateRedisServer()) {
+      List<RedisMembershipSync> syncs = new ArrayList<>();
+      List<RoutingEngine> engines = new ArrayList<>();
+      RedisClient client = RedisClient.create(server.uri());
+      try (StatefulRedisConnection<byte[], byte[]> admin =
+          client.connect(ByteArrayCodec.INSTANCE)) {
+        for (String id : new String[] {"a", "b"}) {
+          RedisMembershipSync s =
+              RedisMembershipSync.builder(server.uri())
+                  .keyPrefix("pause-test:")
+                  .replicaId(id)
+                  .commandTimeout(Duration.ofSeconds(5)) // longer than the pause
+                  .retryInterval(Duration.ofMillis(50))
+                  .build();
+          RoutingEngine e =
+              RoutingEngine.builder()
+                  .listener(s)
+                  .backend(Backend.of("b0", "m"))
+                  .backend(Backend.of("b1", "m"))
+                  .build();
+          s.attach(e);
+          syncs.add(s);
+          engines.add(e);
+          await(s::redisUp); // one after the other: A seeds the fleet, B joins it
+        }
+        RedisMembershipSync a = syncs.get(0);
+        long seeded = a.stats().published();
+        admin
+            .sync()
+            .dispatch(
+                CommandType.CLIENT,
+                new StatusOutput<>(ByteArrayCodec.INSTANCE),
+                new CommandArgs<>(ByteArrayCodec.INSTANCE).add("PAUSE").add(1_000).add("WRITE"));
+        engines.get(0).backends().drain("b0"); // A's worker reads it and its write hangs
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(200));
+        engines.get(0).backends().undrain("b0"); // made while the drain is being written
+        await(() -> a.stats().published() > seeded);
+        byte[] hash = "pause-test:backends".getBytes(StandardCharsets.UTF_8);
+        byte[] field = "b0".getBytes(StandardCharsets.UTF_8);
+        await(() -> !BackendState.decode(admin.sync().hget(hash, field)).draining());
+        await(() -> a.stats().pending() == 0);
+        await(() -> !draining(engines.get(1), "b0"));
+        assertThat(draining(engines.get(0), "b0")).isFalse();
+      } finally {
+        syncs.forEach(RedisMembershipSync::close);
+        client.shutdown();
       }
     }
   }
