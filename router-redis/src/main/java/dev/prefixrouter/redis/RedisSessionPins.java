@@ -41,8 +41,10 @@ import org.slf4j.LoggerFactory;
  * holds no pin for (the scorer saw a miss) is written only if the fleet holds none ({@code SET
  * NX}); otherwise the fleet's pin replaces it here (counted as {@code adopted}), so a replica that
  * had not seen a session yet does not move it. A pin that moves (the scorer passed over the pinned
- * backend) is written unconditionally: last write wins. Left open: if the read-through lands
- * between the scorer's miss and its pin of another backend, that pin counts as a move.
+ * backend) is written unconditionally: last write wins. A pin that came from the fleet (read
+ * through or announced) and that no {@link #backendOf} has returned yet counts as no pin: if it
+ * lands between the scorer's miss and its pin of another backend, that pin is a first pin and
+ * yields to the fleet's, as it would have a moment earlier.
  *
  * <p><b>Redis down.</b> Pins stay local (one log line per transition); queued writes are bounded
  * ({@link Builder#maxPending}, more are counted and dropped). Thread-safe; one worker thread.
@@ -51,8 +53,11 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(RedisSessionPins.class);
   private static final Duration READ_BLOCK = Duration.ofMillis(50);
 
-  /** A local pin: its backend and when its Redis TTL was last refreshed (nanos). */
-  private record Pin(String backendId, long refreshedNanos) {}
+  /**
+   * A local pin: its backend, when its Redis TTL was last refreshed (nanos), and whether {@link
+   * #backendOf} has returned it since it came from the fleet (a pin made here is seen).
+   */
+  private record Pin(String backendId, long refreshedNanos, boolean seen) {}
 
   /**
    * A queued Redis operation: a read-through (backend null), a write, or (ifAbsent) a write that
@@ -146,9 +151,13 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
       offer(new Op(session, null, false));
       return null;
     }
+    // replace, not put: a pin the worker applied since the lookup is newer and stays
     if (nowNanos - p.refreshedNanos() > refreshNanos) {
-      local.put(session, new Pin(p.backendId(), nowNanos));
-      offer(new Op(session, p.backendId(), false)); // refreshes the Redis TTL
+      if (local.asMap().replace(session, p, new Pin(p.backendId(), nowNanos, true))) {
+        offer(new Op(session, p.backendId(), false)); // refreshes the Redis TTL
+      }
+    } else if (!p.seen()) {
+      local.asMap().replace(session, p, new Pin(p.backendId(), p.refreshedNanos(), true));
     }
     return p.backendId();
   }
@@ -180,11 +189,10 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
     Objects.requireNonNull(session, "session");
     Objects.requireNonNull(backendId, "backendId");
     Pin before = local.getIfPresent(session);
-    local.put(session, new Pin(backendId, nowNanos));
-    if (before == null) {
-      offer(new Op(session, backendId, true));
-    } else if (!before.backendId().equals(backendId)) {
-      offer(new Op(session, backendId, false));
+    local.put(session, new Pin(backendId, nowNanos, true));
+    if (before == null || !before.backendId().equals(backendId)) {
+      // a first pin (none here, or a fleet pin the caller has not seen) yields to the fleet's
+      offer(new Op(session, backendId, before == null || !before.seen()));
     }
   }
 
@@ -224,7 +232,7 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
           String session = body.get("s");
           String backend = body.get("b");
           if (session != null && backend != null && !replicaId.equals(body.get("r"))) {
-            local.put(session, new Pin(backend, System.nanoTime()));
+            local.put(session, new Pin(backend, System.nanoTime(), false));
             received.increment();
           }
         }
@@ -251,7 +259,8 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
       String found = c.get(key);
       // putIfAbsent: a pin made here while the read was in flight is newer and stays
       if (found != null
-          && local.asMap().putIfAbsent(op.session(), new Pin(found, System.nanoTime())) == null) {
+          && local.asMap().putIfAbsent(op.session(), new Pin(found, System.nanoTime(), false))
+              == null) {
         readThroughHits.increment();
       }
       return;
@@ -265,7 +274,8 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
               .asMap()
               .compute(
                   op.session(),
-                  (k, v) -> v == null || v.backendId().equals(backend) ? new Pin(fleet, now) : v);
+                  (k, v) ->
+                      v == null || v.backendId().equals(backend) ? new Pin(fleet, now, false) : v);
           adopted.increment();
         }
         return;
