@@ -94,6 +94,8 @@ class PredictionSharingRestartTest {
         engines.get(0).route(request(1_000, 4)); // a prompt nobody routed before
         String fresh = KeyRecordingIndex.entry(0, keysOf(1_000, 4), 4);
         await(() -> indexes.get(1).recorded.contains(fresh));
+        // counted just after the index recorded it
+        await(() -> sharings.get(1).stats().applied() > appliedAtRestart);
         assertThat(sharings.get(1).stats().applied()).isGreaterThan(appliedAtRestart);
       } finally {
         stop.set(true);

@@ -41,6 +41,7 @@ class RedisMembershipSyncTest {
             .keyPrefix(redis.prefix)
             .replicaId(id)
             .retryInterval(Duration.ofMillis(20))
+            .commandTimeout(Duration.ofSeconds(2)) // the default 250 ms: down on one host stall
             .build();
     open.add(sync);
     var b = RoutingEngine.builder().listener(sync);

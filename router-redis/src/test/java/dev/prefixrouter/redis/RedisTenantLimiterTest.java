@@ -38,6 +38,7 @@ class RedisTenantLimiterTest {
             .fleetClockMicros(() -> clock.get() / 1_000)
             .workerNanos(clock::get)
             .manualWorker()
+            .commandTimeout(Duration.ofSeconds(2)) // the default 250 ms: down on one host stall
             .build();
     limiters.add(l);
     return l;
