@@ -224,7 +224,7 @@ class KvEventSubscriberTest {
                   return true;
                 })
             .topic("kv")
-            .idleReconnect(Duration.ofSeconds(1))
+            .idleReconnect(Duration.ofSeconds(4)) // as in start(): 1 s could drop both batches
             .build();
     join(pub.replayEndpoint);
     pub.publish(removed(0));
