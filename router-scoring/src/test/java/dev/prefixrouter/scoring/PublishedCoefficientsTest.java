@@ -38,7 +38,8 @@ class PublishedCoefficientsTest {
     double[] out = new double[5];
     long end = System.nanoTime() + 300_000_000L;
     long reads = 0;
-    while (System.nanoTime() < end) {
+    // 300 ms and at least 10,000 reads: a reader descheduled for the whole window would read none
+    while (System.nanoTime() < end || reads < 10_000) {
       p.readInto(out, 0);
       double v = out[0];
       if (out[1] != v * 1e-3 || out[2] != v * 1e-7 || out[3] != v || out[4] != v) {
