@@ -66,13 +66,15 @@ class MetricsPollerAutoConfigurationTest {
             "prefix-router.backends[0].url=" + url,
             "prefix-router.backends[0].models=m",
             "prefix-router.poller.enabled=true",
-            "prefix-router.poller.interval=20ms")
+            "prefix-router.poller.interval=20ms",
+            // failures are asserted zero: the first scrape on a loaded host must not time out
+            "prefix-router.poller.timeout=10s")
         .run(
             ctx -> {
               MetricsPoller poller = ctx.getBean(MetricsPoller.class);
               assertThat(poller.isRunning()).isTrue();
               RoutingEngine engine = ctx.getBean(RoutingEngine.class);
-              long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+              long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
               while (engine.inspect().backend("b0").orElseThrow().lastLoad() == null
                   && System.nanoTime() < deadline) {
                 Thread.sleep(5);
