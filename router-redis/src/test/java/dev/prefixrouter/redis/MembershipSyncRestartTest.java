@@ -36,6 +36,32 @@ class MembershipSyncRestartTest {
         .anyMatch(BackendSnapshot::draining);
   }
 
+  /** A replica with b0 and b1 on the test's server, attached; added to the lists. */
+  private static RedisMembershipSync replica(
+      PrivateRedisServer server,
+      String id,
+      Duration commandTimeout,
+      List<RedisMembershipSync> syncs,
+      List<RoutingEngine> engines) {
+    RedisMembershipSync s =
+        RedisMembershipSync.builder(server.uri())
+            .keyPrefix("restart-test:")
+            .replicaId(id)
+            .commandTimeout(commandTimeout)
+            .retryInterval(Duration.ofMillis(50))
+            .build();
+    RoutingEngine e =
+        RoutingEngine.builder()
+            .listener(s)
+            .backend(Backend.of("b0", "m"))
+            .backend(Backend.of("b1", "m"))
+            .build();
+    s.attach(e);
+    syncs.add(s);
+    engines.add(e);
+    return s;
+  }
+
   @Test
   void aChangeMadeWhileRedisIsAwayReachesTheFleetAfterARestart() throws Exception {
     try (PrivateRedisServer server = new PrivateRedisServer()) {
@@ -43,22 +69,7 @@ class MembershipSyncRestartTest {
       List<RoutingEngine> engines = new ArrayList<>();
       try {
         for (String id : new String[] {"a", "b"}) {
-          RedisMembershipSync s =
-              RedisMembershipSync.builder(server.uri())
-                  .keyPrefix("restart-test:")
-                  .replicaId(id)
-                  .commandTimeout(Duration.ofMillis(200))
-                  .retryInterval(Duration.ofMillis(50))
-                  .build();
-          RoutingEngine e =
-              RoutingEngine.builder()
-                  .listener(s)
-                  .backend(Backend.of("b0", "m"))
-                  .backend(Backend.of("b1", "m"))
-                  .build();
-          s.attach(e);
-          syncs.add(s);
-          engines.add(e);
+          replica(server, id, Duration.ofMillis(200), syncs, engines);
         }
         await(() -> syncs.stream().allMatch(RedisMembershipSync::redisUp));
         server.kill();
@@ -95,23 +106,8 @@ class MembershipSyncRestartTest {
       try (StatefulRedisConnection<byte[], byte[]> admin =
           client.connect(ByteArrayCodec.INSTANCE)) {
         for (String id : new String[] {"a", "b"}) {
-          RedisMembershipSync s =
-              RedisMembershipSync.builder(server.uri())
-                  .keyPrefix("pause-test:")
-                  .replicaId(id)
-                  .commandTimeout(Duration.ofSeconds(5)) // longer than the pause
-                  .retryInterval(Duration.ofMillis(50))
-                  .build();
-          RoutingEngine e =
-              RoutingEngine.builder()
-                  .listener(s)
-                  .backend(Backend.of("b0", "m"))
-                  .backend(Backend.of("b1", "m"))
-                  .build();
-          s.attach(e);
-          syncs.add(s);
-          engines.add(e);
-          await(s::redisUp); // one after the other: A seeds the fleet, B joins it
+          // a command timeout longer than the pause; one after the other: A seeds the fleet
+          await(replica(server, id, Duration.ofSeconds(5), syncs, engines)::redisUp);
         }
         RedisMembershipSync a = syncs.get(0);
         long seeded = a.stats().published();
@@ -125,7 +121,7 @@ class MembershipSyncRestartTest {
         LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(200));
         engines.get(0).backends().undrain("b0"); // made while the drain is being written
         await(() -> a.stats().published() > seeded);
-        byte[] hash = "pause-test:backends".getBytes(StandardCharsets.UTF_8);
+        byte[] hash = "restart-test:backends".getBytes(StandardCharsets.UTF_8);
         byte[] field = "b0".getBytes(StandardCharsets.UTF_8);
         await(() -> !BackendState.decode(admin.sync().hget(hash, field)).draining());
         await(() -> a.stats().pending() == 0);
