@@ -23,15 +23,14 @@ import java.util.concurrent.atomic.LongAdder;
  * RouteDecision d = rag.route(request, ordered.stream().map(Chunk::id).toList());
  * }</pre>
  *
- * <p>Why it pays only with {@link ChunkOrder}: a prefix-caching engine (vLLM, SGLang) reuses a
- * chunk's KV only as part of a prefix, so a chunk at another position is recomputed. Put in a
- * canonical order by the host, equal chunk sets are equal prefixes and overlapping sets share a
- * leading run; this rule then concentrates requests with overlapping sets on one backend, where
- * those prefixes accumulate, instead of spreading their first occurrences across the fleet. An
- * engine with position-independent chunk reuse (CacheBlend-style) would reuse them in any order.
- * Measured on the simulator's {@code rag} workload, it did not beat est-ttft with the canonical
- * order alone (benchmarks/README, (i2)): treat it as an experiment for workloads whose retrieved
- * sets overlap more.
+ * <p>For engines with position-independent chunk caching (LMCache's CacheBlend style: a chunk's KV
+ * computed in another context is reused at any position, a small share of its tokens recomputed).
+ * On the simulator's {@code rag} workload with such engines (benchmarks/README, (i3)) it lowers
+ * TTFT mean and p50 against the engine's own choice in every run (−2 to −13 %). A prefix-caching
+ * engine (vLLM, SGLang without such a cache) reuses a chunk's KV only as part of a prefix, so a
+ * chunk at another position is recomputed: there {@link ChunkOrder} is what pays (equal chunk sets
+ * become equal prefixes, which the index already follows), and this rule did not beat est-ttft with
+ * the canonical order alone (benchmarks/README, (i2)).
  *
  * <p>The rule, after the engine's scorer (the engine's cost is the baseline): among candidates
  * whose cost is at most {@link Builder#costRatio} times the best, that have room (fewer than {@link

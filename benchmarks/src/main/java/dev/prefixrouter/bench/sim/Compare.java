@@ -68,6 +68,9 @@ public final class Compare {
                               stores and removals reach the router with medium "CPU"
         --reload-fraction X   lower tier: reload cost as a share of prefill, [0, 1]
                                                                      (default 0.2)
+        --blend X             engines reuse a retrieved chunk's KV at any position
+                              (CacheBlend-style), recomputing X of its tokens, [0, 1]
+                              (rag only; default off; 0.15 as the CacheBlend paper)
         --encode-ms X         media: encode time of an uncached image, (0, 10000] (default 40)
         --slo-ttft-ms X       capacity: the TTFT objective, (0, 3600000] (default 100)
         --slo-percentile X    capacity: its percentile, [0.5, 0.9999]  (default 0.95)
@@ -106,6 +109,7 @@ public final class Compare {
     double kvEventDrop;
     double lowerTier;
     double reloadFraction = 0.2;
+    double blend = -1; // < 0: off
     Path out = Path.of("sim-out");
     int replicas = 1;
     boolean sharedPredictions;
@@ -199,6 +203,7 @@ public final class Compare {
         case "--kv-event-drop" -> o.kvEventDrop = doubleIn(value(args, ++i, a), a, 0, 1);
         case "--lower-tier" -> o.lowerTier = doubleIn(value(args, ++i, a), a, 1e-3, 1000);
         case "--reload-fraction" -> o.reloadFraction = doubleIn(value(args, ++i, a), a, 0, 1);
+        case "--blend" -> o.blend = doubleIn(value(args, ++i, a), a, 0, 1);
         case "--out" -> o.out = Path.of(value(args, ++i, a));
         case "--router-capacity-blocks" ->
             o.routerCapacityBlocks = intIn(value(args, ++i, a), a, 16, 10_000_000);
@@ -547,6 +552,9 @@ public final class Compare {
                   Integer.MAX_VALUE - 8,
                   Math.round(o.lowerTier * config.profile().capacityBlocks())),
           o.reloadFraction);
+    }
+    if (o.blend >= 0) {
+      sim.blend(o.blend);
     }
     List<PolicyResult> rs = sim.runAll(o.policies);
     Report.table(out, name, rs);

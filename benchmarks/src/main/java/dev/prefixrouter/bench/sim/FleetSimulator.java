@@ -74,6 +74,8 @@ final class FleetSimulator {
   private boolean kvWire;
   private int lowerTierBlocks;
   private double reloadFraction;
+  private double blendFraction = -1; // < 0: no position-independent chunk reuse
+  private final Map<String, Double> blendShares = new LinkedHashMap<>();
   private long routerCapacityBlocks; // 0: the engines' real capacity
   private boolean cacheFeedback;
   private Map<String, java.util.function.Supplier<Scorer>> extraScorers = Map.of();
@@ -115,6 +117,24 @@ final class FleetSimulator {
     this.lowerTierBlocks = blocks;
     this.reloadFraction = reloadFraction;
     return this;
+  }
+
+  /**
+   * Gives every backend position-independent chunk reuse ({@link SimBackend#blend}): a chunk it
+   * holds from an earlier prompt costs {@code recomputeFraction} of its prefill wherever it stands.
+   * Only requests that carry chunks ({@link SimRequest#chunks()}) are affected.
+   */
+  FleetSimulator blend(double recomputeFraction) {
+    this.blendFraction = recomputeFraction;
+    return this;
+  }
+
+  /**
+   * The share of prompt tokens of a policy's last run that were reused from chunks held at another
+   * position ({@link #blend}; 0 without it).
+   */
+  double blendShare(String policy) {
+    return blendShares.getOrDefault(policy, 0.0);
   }
 
   /**
@@ -186,6 +206,7 @@ final class FleetSimulator {
     long hitBlocks;
     long fullBlocks;
     long outputTokens;
+    long blendTokens;
     int arrived;
     final Map<String, long[]> tenants = new LinkedHashMap<>(); // offered, admitted
     final CapacityObjective objective;
@@ -205,6 +226,9 @@ final class FleetSimulator {
         backends[i] = new SimBackend(id, config.profile(), this);
         if (lowerTierBlocks > 0) {
           backends[i].lowerTier(lowerTierBlocks, reloadFraction);
+        }
+        if (blendFraction >= 0) {
+          backends[i].blend(blendFraction);
         }
         index.put(id, i);
       }
@@ -347,6 +371,15 @@ final class FleetSimulator {
         progress.printf(
             "  %-20s lower tier: %d prompt tokens reloaded (%.2f %% of prompt tokens)%n",
             policy, reloaded, promptTokens == 0 ? 0.0 : 100.0 * reloaded / promptTokens);
+      }
+      if (blendFraction >= 0) {
+        double share = promptTokens == 0 ? 0.0 : (double) blendTokens / promptTokens;
+        blendShares.put(policy, share);
+        if (progress != null) {
+          progress.printf(
+              "  %-20s blend: %d prompt tokens reused from chunks held elsewhere (%.2f %%)%n",
+              policy, blendTokens, 100 * share);
+        }
       }
       return result((System.nanoTime() - wallStart) / 1e9);
     }
@@ -507,6 +540,7 @@ final class FleetSimulator {
       promptTokens += prompt;
       hitBlocks += s.hitBlocks;
       fullBlocks += s.keys.length;
+      blendTokens += (long) s.blendBlocks * BackendProfile.BLOCK;
       outputTokens += s.generated;
     }
 

@@ -11,7 +11,9 @@ import java.util.Locale;
  * each routed by the given policies and by {@link ChunkAffinityRouter} variants over est-ttft,
  * named {@code est-ttft@chunks[-rX][-qN][-mK]} (cost ratio X, room N queued leases, K extra chunks;
  * the router's defaults otherwise). Selected with {@code -Drag.chunks=variant,...}; without it the
- * {@code rag} workload runs as before.
+ * {@code rag} workload runs as before. {@code --blend X} gives the engines position-independent
+ * chunk reuse ({@link SimBackend#blend}) and prints each policy's share of prompt tokens reused
+ * that way.
  */
 final class RagCheck {
   private RagCheck() {}
@@ -35,15 +37,19 @@ final class RagCheck {
       String name =
           String.format(
               Locale.ROOT,
-              "(i) rag, chunks in %s order, %.0f req/s",
+              "(i) rag, chunks in %s order, %.0f req/s%s",
               ordering.name().toLowerCase(Locale.ROOT).replace('_', ' '),
-              100 * o.rateScale);
+              100 * o.rateScale,
+              o.blend >= 0 ? String.format(Locale.ROOT, ", blend %.2f", o.blend) : "");
       List<List<Integer>> chunks = new ArrayList<>();
       List<SimRequest> requests = Workloads.rag(ordering, o.rateScale, o.seed, n, chunks);
       List<String> policies = new ArrayList<>(o.policies);
       policies.addAll(variants());
       err.printf(Locale.ROOT, "%s: %d requests%n", name, requests.size());
       FleetSimulator sim = new FleetSimulator(name, config, requests, err);
+      if (o.blend >= 0) {
+        sim.blend(o.blend);
+      }
       sim.routers(
           (policy, engine) -> {
             int at = policy.indexOf("@chunks");
@@ -71,6 +77,16 @@ final class RagCheck {
           });
       List<PolicyResult> rs = sim.runAll(policies);
       Report.table(out, name, rs);
+      if (o.blend >= 0) {
+        for (PolicyResult r : rs) {
+          out.printf(
+              Locale.ROOT,
+              "  %-28s blend reuse %.2f %% of prompt tokens (prefix hit %.2f %%)%n",
+              r.policy(),
+              100 * sim.blendShare(r.policy()),
+              100 * r.tokenHitRate());
+        }
+      }
       results.addAll(rs);
     }
     return results;

@@ -15,7 +15,8 @@ import java.util.Map;
  * prompt blocks enter the cache when its prefill completes), LRU eviction of unreferenced cached
  * blocks (a finished request's tail blocks are evicted before its head), and preemption (the newest
  * running request is sent back to the waiting queue and recomputed) when decode growth finds no
- * free block.
+ * free block. Opt-in: a lower tier ({@link #lowerTier}) and position-independent chunk reuse
+ * ({@link #blend}).
  */
 final class SimBackend {
 
@@ -53,6 +54,7 @@ final class SimBackend {
     int plannedChunk;
     boolean encoded;
     boolean transferred; // its prompt's KV cache arrives whole (a decode leg): no prefill compute
+    int blendBlocks; // prompt blocks past the exact hit reused from chunks held elsewhere (blend)
 
     Seq(SimRequest request, Object lease, long[] keys, long routedAt) {
       this.request = request;
@@ -102,6 +104,35 @@ final class SimBackend {
   void lowerTier(int blocks, double reloadFraction) {
     this.lowerCapacity = blocks;
     this.reloadFraction = reloadFraction;
+  }
+
+  // position-independent chunk reuse (CacheBlend-style): off unless blend() gave a fraction
+  private static final int SOURCES_PER_CHUNK = 4;
+  private double blendFraction = -1;
+  private final Map<Integer, ArrayDeque<long[]>> chunkSources = new HashMap<>();
+
+  /**
+   * Position-independent chunk reuse, as LMCache's CacheBlend does: a chunk's KV computed in
+   * another context is reused wherever the chunk stands in a new prompt, and only {@code
+   * recomputeFraction} of its tokens are recomputed (to restore the attention across chunks). Here
+   * a chunk ({@link SimRequest#chunks()}) is held while every block of one earlier prompt's copy of
+   * it is still in this backend's cache (pinned or in the LRU; the last {@value #SOURCES_PER_CHUNK}
+   * copies are remembered); a held chunk's blocks past the request's exact prefix hit then cost
+   * {@code recomputeFraction} of their prefill, computed in the prefill steps like any other
+   * prefill token. The reused copy is touched (most recently used). Everything else is unchanged:
+   * the exact prefix hit is taken first (the system prompt and a leading chunk are plain prefix
+   * hits), the request still allocates its own blocks for every prompt block past that hit (the
+   * reused KV is copied into them: the held copy keeps its blocks, so reuse never frees KV), those
+   * blocks enter the cache under the request's own prefix keys when its prefill completes (what the
+   * router's index and KV events see), and a chunk partly evicted is not reused at all. Chunks are
+   * looked up after the request's own blocks are allocated, so that allocation may evict the copy
+   * it would have reused.
+   */
+  void blend(double recomputeFraction) {
+    if (!(recomputeFraction >= 0 && recomputeFraction <= 1)) {
+      throw new IllegalArgumentException("recomputeFraction must be in [0, 1]");
+    }
+    this.blendFraction = recomputeFraction;
   }
 
   SimBackend(String id, BackendProfile profile, Listener listener) {
@@ -292,12 +323,83 @@ final class SimBackend {
       reloadedTokens += tokens;
       encodeExtraMs += reloadFraction * profile.prefillMsPerToken() * tokens;
     }
+    s.blendBlocks = 0;
+    if (blendFraction >= 0 && !s.transferred) {
+      blendReuse(s);
+    }
     s.admitted = true;
     if (s.transferred) { // the KV cache came from a prefill backend: cached at once, decode next
       s.prefilled = s.promptLength();
       completePrefill(s);
     }
     return true;
+  }
+
+  /**
+   * Counts the blocks past what is already computed ({@code s.prefilled}, block-aligned here) that
+   * lie in chunks this backend holds at another position, and skips all but {@code blendFraction}
+   * of their tokens (the rest is recomputed in the prefill steps).
+   */
+  private void blendReuse(Seq s) {
+    int cap = Math.min(Math.max(0, (s.promptLength() - 1) / BackendProfile.BLOCK), s.keys.length);
+    int from = s.prefilled / BackendProfile.BLOCK;
+    int blocks = 0;
+    for (SimRequest.Chunk c : s.request.chunks()) {
+      int lo = Math.max(c.fromBlock(), from);
+      int hi = Math.min(c.fromBlock() + c.blocks(), cap);
+      if (lo < hi && holdsChunk(c.id())) {
+        blocks += hi - lo;
+      }
+    }
+    int tokens = blocks * BackendProfile.BLOCK;
+    s.blendBlocks = blocks;
+    s.prefilled += (int) Math.round((1 - blendFraction) * tokens);
+  }
+
+  /** Whether a whole copy of the chunk is cached here; touches it (most recently used) if so. */
+  private boolean holdsChunk(int chunk) {
+    ArrayDeque<long[]> copies = chunkSources.get(chunk);
+    if (copies == null) {
+      return false;
+    }
+    for (Iterator<long[]> it = copies.iterator(); it.hasNext(); ) {
+      long[] copy = it.next();
+      boolean whole = true;
+      for (long k : copy) {
+        if (!refs.containsKey(k)) {
+          whole = false;
+          break;
+        }
+      }
+      if (!whole) {
+        it.remove(); // a block of it was evicted; recomputing those keys registers them again
+        continue;
+      }
+      for (long k : copy) {
+        if (evictable.remove(k) != null) {
+          evictable.put(k, Boolean.TRUE);
+        }
+      }
+      return true;
+    }
+    return false;
+  }
+
+  /** After a prefill: each chunk of the prompt is held here at the prompt's own block keys. */
+  private void rememberChunks(Seq s) {
+    for (SimRequest.Chunk c : s.request.chunks()) {
+      int to = Math.min(c.fromBlock() + c.blocks(), s.keys.length);
+      if (c.fromBlock() >= to) {
+        continue;
+      }
+      long[] copy = java.util.Arrays.copyOfRange(s.keys, c.fromBlock(), to);
+      ArrayDeque<long[]> copies = chunkSources.computeIfAbsent(c.id(), k -> new ArrayDeque<>());
+      copies.removeIf(known -> java.util.Arrays.equals(known, copy));
+      copies.addFirst(copy);
+      if (copies.size() > SOURCES_PER_CHUNK) {
+        copies.removeLast();
+      }
+    }
   }
 
   /** The prompt's uncached full blocks become cached (pinned by this request). */
@@ -319,6 +421,9 @@ final class SimBackend {
     }
     if (s.keys.length > from) {
       listener.onStored(this, s.keys, from, s.keys.length, s.request.tokens());
+    }
+    if (blendFraction >= 0) {
+      rememberChunks(s);
     }
   }
 

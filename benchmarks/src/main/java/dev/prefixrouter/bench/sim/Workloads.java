@@ -133,7 +133,7 @@ final class Workloads {
               segment(13_000_000L + i, 512),
               segment(11_000_000L + image, 576),
               segment(15_000_000L + i, 128));
-      out.add(new SimRequest(i, at[i], "t", null, prompt, 64, image));
+      out.add(new SimRequest(i, at[i], "t", null, prompt, 64, image, List.of()));
     }
     return out;
   }
@@ -201,11 +201,16 @@ final class Workloads {
           };
       int[][] parts = new int[ordered.size() + 2][];
       parts[0] = system;
+      List<SimRequest.Chunk> spans = new ArrayList<>(ordered.size());
+      int blocks = RAG_CHUNK_TOKENS / BackendProfile.BLOCK;
       for (int c = 0; c < ordered.size(); c++) {
         parts[c + 1] = segment(7_000_000L + ordered.get(c), RAG_CHUNK_TOKENS);
+        spans.add(
+            new SimRequest.Chunk(
+                ordered.get(c), (system.length / BackendProfile.BLOCK) + c * blocks, blocks));
       }
       parts[parts.length - 1] = segment(9_000_000L + i, 96);
-      out.add(new SimRequest(i, at[i], "t", null, concat(parts), 64));
+      out.add(new SimRequest(i, at[i], "t", null, concat(parts), 64, -1, List.copyOf(spans)));
     }
     return out;
   }
