@@ -51,6 +51,10 @@ import java.util.concurrent.Future;
  * java gateway/src/test/java/dev/prefixrouter/gateway/GatewayLatency.java \
  *     http://127.0.0.1:8001 http://127.0.0.1:8080 64 100 [GATEWAY_PID [WARM_UP]]
  * }</pre>
+ *
+ * <p>With {@code NAME=URL,NAME=URL,...} in place of the gateway's URL it compares several relays
+ * with the direct call in alternating rounds ({@code benchmarks/gateway-baseline.sh}; see {@code
+ * compare}).
  */
 final class GatewayLatency {
   private GatewayLatency() {}
@@ -74,6 +78,14 @@ final class GatewayLatency {
             .connectTimeout(Duration.ofSeconds(5))
             .build();
     ExecutorService pool = Executors.newFixedThreadPool(streams);
+    if (gateway.contains("=")) {
+      try {
+        compare(client, pool, direct, gateway, body, streams, perStream, warm);
+      } finally {
+        pool.shutdownNow();
+      }
+      return;
+    }
     try {
       run(client, pool, direct, body, streams, warm); // warm-up
       long[] cpuD0 = machineTicks();
@@ -146,6 +158,147 @@ final class GatewayLatency {
     } finally {
       pool.shutdownNow();
     }
+  }
+
+  /**
+   * Compare mode: {@code targets} is {@code NAME=URL,NAME=URL,...} (relays in front of the same
+   * engine, the gateway among them). After a warm-up of every side ({@code warm} requests per
+   * stream on {@code -DwarmStreams=} streams, then up to {@code -Dsettle=} seconds until the
+   * machine is quiet), {@code -Drounds=} (3) rounds each measure the direct call and then every
+   * target in turn (the targets' order rotated by one each round, so that none always runs right
+   * after the direct call), and print per target the added p50/p99 (target minus that round's
+   * direct call) to the first token and to the end of the stream, then the median over the rounds
+   * of each figure.
+   */
+  private static void compare(
+      HttpClient client,
+      ExecutorService pool,
+      String direct,
+      String targets,
+      String body,
+      int streams,
+      int perStream,
+      int warm)
+      throws Exception {
+    int rounds = Integer.getInteger("rounds", 3);
+    Map<String, String> urls = new java.util.LinkedHashMap<>();
+    for (String t : targets.split(",")) {
+      int eq = t.indexOf('=');
+      urls.put(t.substring(0, eq), t.substring(eq + 1));
+    }
+    // warm-up: -DwarmStreams= concurrent streams (default: as measured) make the JITs of the sides
+    // compile sooner; -Dsettle= seconds (default 0) then let the compilers' queues drain
+    int warmStreams = Integer.getInteger("warmStreams", streams);
+    ExecutorService warmPool =
+        warmStreams > streams ? Executors.newFixedThreadPool(warmStreams) : pool;
+    try {
+      run(client, warmPool, direct, body, warmStreams, warm);
+      for (String url : urls.values()) {
+        run(client, warmPool, url, body, warmStreams, warm);
+      }
+    } finally {
+      if (warmPool != pool) {
+        warmPool.shutdownNow();
+      }
+    }
+    settle(Integer.getInteger("settle", 0));
+    List<String> names = new ArrayList<>(urls.keySet());
+    Map<String, List<double[]>> figures = new java.util.LinkedHashMap<>();
+    figures.put("direct", new ArrayList<>());
+    names.forEach(n -> figures.put(n, new ArrayList<>()));
+    for (int r = 0; r < rounds; r++) {
+      long[] busy0 = machineTicks();
+      Run d = run(client, pool, direct, body, streams, perStream);
+      double[] df = figures(d, busy(busy0, machineTicks()));
+      figures.get("direct").add(df);
+      System.out.printf("round %d %-10s %s%n", r + 1, "direct", describe(df));
+      for (int i = 0; i < names.size(); i++) {
+        String name = names.get((i + r) % names.size());
+        busy0 = machineTicks();
+        Run g = run(client, pool, urls.get(name), body, streams, perStream);
+        double[] gf = figures(g, busy(busy0, machineTicks()));
+        figures.get(name).add(gf);
+        System.out.printf("round %d %-10s %s%n", r + 1, name, describe(gf, df));
+      }
+    }
+    System.out.printf(
+        "median of %d rounds (%d streams x %d requests each, added = side minus the same round's"
+            + " direct call):%n",
+        rounds, streams, perStream);
+    List<double[]> ds = figures.get("direct");
+    figures.forEach(
+        (name, runs) -> {
+          double[] med = new double[runs.get(0).length];
+          double[] added = new double[med.length];
+          for (int k = 0; k < med.length; k++) {
+            double[] v = new double[runs.size()];
+            double[] a = new double[runs.size()];
+            for (int r = 0; r < runs.size(); r++) {
+              v[r] = runs.get(r)[k];
+              a[r] = runs.get(r)[k] - ds.get(r)[k];
+            }
+            med[k] = median(v);
+            added[k] = median(a);
+          }
+          System.out.printf(
+              "  %-10s %s%s%n",
+              name,
+              describe(med),
+              name.equals("direct")
+                  ? ""
+                  : String.format(
+                      " | added token %.2f / %.2f, stream %.2f / %.2f ms",
+                      added[0], added[1], added[2], added[3]));
+        });
+  }
+
+  /**
+   * Waits, at most {@code seconds}, until the machine is quiet (under 15 % busy over one second):
+   * the sides' JIT compilers finish the warm-up's queue before anything is measured.
+   */
+  private static void settle(int seconds) throws InterruptedException {
+    long t0 = System.nanoTime();
+    double busy = 100;
+    int waited = 0;
+    while (waited < seconds && busy >= 15) {
+      long[] a = machineTicks();
+      Thread.sleep(1000);
+      busy = busy(a, machineTicks());
+      waited++;
+    }
+    System.out.printf(
+        "settled after %.0f s (machine %.0f %% busy over the last second)%n",
+        (System.nanoTime() - t0) / 1e9, busy);
+  }
+
+  /** p50, p99 to the first token, p50, p99 to the end (ms), requests/s, machine busy (%). */
+  private static double[] figures(Run run, double busy) {
+    long[] token = run.token.clone();
+    long[] total = run.total.clone();
+    Arrays.sort(token);
+    Arrays.sort(total);
+    return new double[] {
+      ms(token, 0.50), ms(token, 0.99), ms(total, 0.50), ms(total, 0.99), run.perSecond(), busy
+    };
+  }
+
+  private static String describe(double[] f) {
+    return String.format(
+        "token p50 %.2f p99 %.2f | stream p50 %.2f p99 %.2f ms | %.1f req/s, machine %.0f %%",
+        f[0], f[1], f[2], f[3], f[4], f[5]);
+  }
+
+  private static String describe(double[] f, double[] direct) {
+    return describe(f)
+        + String.format(
+            " | added token %.2f / %.2f, stream %.2f / %.2f ms",
+            f[0] - direct[0], f[1] - direct[1], f[2] - direct[2], f[3] - direct[3]);
+  }
+
+  private static double median(double[] v) {
+    double[] s = v.clone();
+    Arrays.sort(s);
+    return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
   }
 
   private record Run(
