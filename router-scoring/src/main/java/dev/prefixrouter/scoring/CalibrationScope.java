@@ -10,5 +10,12 @@ public enum CalibrationScope {
    * The fleet's fit for every backend, except a backend whose own fit predicts its first tokens
    * better than the fleet's by the calibration advantage (a slower or faster GPU in a mixed fleet).
    */
-  HIERARCHICAL
+  HIERARCHICAL,
+  /**
+   * The fleet's fit for the shape of the cost, times one speed factor per backend learned from its
+   * own first tokens and shrunk toward 1 by its evidence (see {@code
+   * EstimatedTtftScorer.Builder#speedShrinkage}): a mixed fleet learns one number per backend
+   * instead of four, so a fleet of equal GPUs gets the fleet's fit and a slower GPU its speed.
+   */
+  FLEET_SCALED
 }

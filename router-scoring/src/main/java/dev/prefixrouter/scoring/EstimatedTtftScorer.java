@@ -117,6 +117,8 @@ public final class EstimatedTtftScorer implements Scorer {
 
   private final CalibrationScope scope;
   private volatile CostModel[] models = new CostModel[64];
+  private final double speedShrinkage;
+  private volatile SpeedFactor[] speeds = new SpeedFactor[0]; // scope FLEET_SCALED only
 
   private EstimatedTtftScorer(Builder b) {
     this.name = b.name;
@@ -128,6 +130,7 @@ public final class EstimatedTtftScorer implements Scorer {
     this.calibrationAdvantage = b.calibrationAdvantage;
     this.calibrateIntercept = b.calibrateIntercept;
     this.scope = b.scope;
+    this.speedShrinkage = b.speedShrinkage;
     this.fleetModel =
         b.scope == CalibrationScope.BACKEND
             ? null
@@ -265,7 +268,42 @@ public final class EstimatedTtftScorer implements Scorer {
   /** The coefficients in use for a slot (fitted, or the defaults). */
   public TtftCoefficients coefficients(int slot) {
     CostModel m = effectiveModel(slot);
-    return m == null ? defaults : m.current();
+    TtftCoefficients k = m == null ? defaults : m.current();
+    double s = speedFactor(slot);
+    return s == 1.0
+        ? k
+        : new TtftCoefficients(
+            k.alphaMs(),
+            k.betaMsPerToken() * s,
+            k.gammaMsPerToken2() * s,
+            k.decodeMsPerRunning() * s,
+            k.waitingMs() * s);
+  }
+
+  /** The slot's speed factor over the fleet's fit (1 unless the scope is FLEET_SCALED). */
+  private double speedFactor(int slot) {
+    SpeedFactor[] ss = speeds;
+    return slot < ss.length && ss[slot] != null ? ss[slot].factor() : 1.0;
+  }
+
+  private SpeedFactor speed(int slot) {
+    SpeedFactor[] ss = speeds;
+    if (slot < ss.length && ss[slot] != null) {
+      return ss[slot];
+    }
+    synchronized (modelsLock) {
+      ss = speeds;
+      if (slot >= ss.length) {
+        ss = Arrays.copyOf(ss, Math.max(slot + 1, Math.max(64, ss.length * 2)));
+      } else {
+        ss = ss.clone();
+      }
+      if (ss[slot] == null) {
+        ss[slot] = new SpeedFactor(forgetting, speedShrinkage, calibrationBand);
+      }
+      speeds = ss;
+      return ss[slot];
+    }
   }
 
   /** The model whose coefficients a slot uses (null: the defaults). */
@@ -293,6 +331,13 @@ public final class EstimatedTtftScorer implements Scorer {
       out[at + 4] = k.waitingMs();
     } else {
       m.published().readInto(out, at);
+    }
+    if (scope == CalibrationScope.FLEET_SCALED) {
+      double s = speedFactor(slot);
+      out[at + 1] *= s;
+      out[at + 2] *= s;
+      out[at + 3] *= s;
+      out[at + 4] *= s;
     }
   }
 
@@ -442,8 +487,11 @@ public final class EstimatedTtftScorer implements Scorer {
     if (calibrate) {
       CostModel f = fleetModel;
       if (f != null) {
+        if (scope == CalibrationScope.FLEET_SCALED) {
+          observeSpeed(f, observation); // against the fleet's fit before it learns from this
+        }
         f.observe(observation);
-        if (scope == CalibrationScope.FLEET) {
+        if (scope != CalibrationScope.BACKEND && scope != CalibrationScope.HIERARCHICAL) {
           return;
         }
       }
@@ -453,6 +501,20 @@ public final class EstimatedTtftScorer implements Scorer {
       }
     }
   }
+
+  private void observeSpeed(CostModel fleet, FirstTokenObservation o) {
+    double[] k = SPEED_SCRATCH.get();
+    fleet.published().readInto(k, 0);
+    double u = Math.max(0, o.uncachedTokens());
+    double variable =
+        k[1] * (u + Math.max(0, o.queuedPrefillTokens()))
+            + k[2] * u * (u + Math.max(0, o.matchedTokens()))
+            + k[3] * Math.max(0, o.runningDecodes());
+    speed(o.slot()).observe(variable, o.ttftNanos() / 1e6 - k[0]);
+  }
+
+  private static final ThreadLocal<double[]> SPEED_SCRATCH =
+      ThreadLocal.withInitial(() -> new double[5]);
 
   @Override
   public void addBackend(int slot, Backend backend) {
@@ -470,6 +532,12 @@ public final class EstimatedTtftScorer implements Scorer {
         copy[slot] = null;
         models = copy;
       }
+      SpeedFactor[] ss = speeds;
+      if (slot < ss.length && ss[slot] != null) {
+        SpeedFactor[] copy = ss.clone();
+        copy[slot] = null;
+        speeds = copy;
+      }
     }
     for (CostTerm t : terms) {
       t.removeBackend(slot);
@@ -482,7 +550,7 @@ public final class EstimatedTtftScorer implements Scorer {
   @Override
   public Map<String, Double> describe(int slot) {
     CostModel m = effectiveModel(slot);
-    TtftCoefficients k = m == null ? defaults : m.current();
+    TtftCoefficients k = coefficients(slot);
     Map<String, Double> out = new LinkedHashMap<>();
     out.put("alphaMs", k.alphaMs());
     out.put("betaMsPerToken", k.betaMsPerToken());
@@ -497,6 +565,9 @@ public final class EstimatedTtftScorer implements Scorer {
       // the backend's own fit's forgotten error over the reference's (the fleet's or the priors')
       CostModel own = scope == CalibrationScope.FLEET ? fleetModel : model(slot, false);
       out.put("fitErrorRatio", own == null ? Double.NaN : own.errorRatio());
+    }
+    if (scope == CalibrationScope.FLEET_SCALED) {
+      out.put("speedFactor", speedFactor(slot));
     }
     return out;
   }
@@ -526,6 +597,7 @@ public final class EstimatedTtftScorer implements Scorer {
     private boolean calibrate = true;
     private double forgetting = 0.995;
     private int minObservations = 30;
+    private double speedShrinkage = 20;
     private double calibrationBand = 8;
     private double calibrationAdvantage = Double.NaN;
     private boolean calibrateIntercept = true;
@@ -667,6 +739,20 @@ public final class EstimatedTtftScorer implements Scorer {
      */
     public Builder calibrateIntercept(boolean fit) {
       this.calibrateIntercept = fit;
+      return this;
+    }
+
+    /**
+     * With {@link CalibrationScope#FLEET_SCALED}: how many pseudo-observations at the fleet's speed
+     * a backend's speed factor starts from, in [0, 10,000] (default 20): the factor is {@code (n·ŝ
+     * + k) / (n + k)} for {@code n} forgotten observations whose own least-squares factor is {@code
+     * ŝ}. Larger keeps backends closer to the fleet's fit.
+     */
+    public Builder speedShrinkage(double k) {
+      if (!(k >= 0 && k <= 10_000)) {
+        throw new IllegalArgumentException("speedShrinkage must be in [0, 10000], was " + k);
+      }
+      this.speedShrinkage = k;
       return this;
     }
 

@@ -512,6 +512,55 @@ class EstimatedTtftScorerTest {
   }
 
   @Test
+  void fleetScaledScopeLearnsOneSpeedPerBackendOverTheFleetsShape() {
+    TtftCoefficients p = TtftCoefficients.DEFAULTS;
+    EstimatedTtftScorer s =
+        EstimatedTtftScorer.builder()
+            .minObservations(20)
+            .calibrationScope(CalibrationScope.FLEET_SCALED)
+            .build();
+    // slots 0-3 at the priors' speed, 4-7 twice as slow (10 % noise), interleaved
+    for (int round = 0; round < 1_500; round++) {
+      for (int slot = 0; slot < 8; slot++) {
+        feed(s, slot, slot < 4 ? 1 : 2, 1, 100L * round + slot);
+      }
+    }
+    for (int slot = 0; slot < 8; slot++) {
+      double speed = s.describe(slot).get("speedFactor");
+      double beta = s.coefficients(slot).betaMsPerToken();
+      // the fleet's fit is the mix (about 1.5x); each slot's factor scales it to its own speed
+      assertThat(beta).isCloseTo((slot < 4 ? 1 : 2) * p.betaMsPerToken(), within(0.15 * beta));
+      assertThat(s.describe(slot).get("betaMsPerToken")).isEqualTo(beta);
+      assertThat(speed).isBetween(slot < 4 ? 0.55 : 1.1, slot < 4 ? 0.9 : 1.6);
+    }
+    // a backend with no first tokens of its own gets the fleet's fit unscaled
+    assertThat(s.describe(8)).containsEntry("speedFactor", 1.0);
+    assertThat(s.coefficients(8)).isEqualTo(s.coefficients(8)); // stable, no factor learnt
+    s.removeBackend(5);
+    assertThat(s.describe(5)).containsEntry("speedFactor", 1.0);
+  }
+
+  @Test
+  void speedShrinkageKeepsAFewObservationsNearTheFleet() {
+    EstimatedTtftScorer loose =
+        EstimatedTtftScorer.builder()
+            .calibrationScope(CalibrationScope.FLEET_SCALED)
+            .speedShrinkage(0)
+            .build();
+    EstimatedTtftScorer tight =
+        EstimatedTtftScorer.builder()
+            .calibrationScope(CalibrationScope.FLEET_SCALED)
+            .speedShrinkage(1_000)
+            .build();
+    feed(loose, 0, 3, 5, 11); // five first tokens three times slower than the priors
+    feed(tight, 0, 3, 5, 11);
+    assertThat(loose.describe(0).get("speedFactor")).isGreaterThan(2.4);
+    assertThat(tight.describe(0).get("speedFactor")).isBetween(1.0, 1.02);
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().speedShrinkage(-1))
+        .hasMessage("speedShrinkage must be in [0, 10000], was -1.0");
+  }
+
+  @Test
   void theAdvantageGateKeepsThePriorsWhileTheFitPredictsNoBetter() {
     TtftCoefficients p = TtftCoefficients.DEFAULTS;
     EstimatedTtftScorer gated =

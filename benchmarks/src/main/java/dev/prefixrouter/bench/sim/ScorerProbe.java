@@ -67,6 +67,15 @@ final class ScorerProbe {
                   .calibrateIntercept(false)
                   .build());
     }
+    for (double k : new double[] {0, 5, 100}) {
+      v.put(
+          "scaled-k" + (int) k,
+          () ->
+              EstimatedTtftScorer.builder()
+                  .calibrationScope(CalibrationScope.FLEET_SCALED)
+                  .speedShrinkage(k)
+                  .build());
+    }
     v.put("noalpha", () -> EstimatedTtftScorer.builder().calibrateIntercept(false).build());
     for (double band : new double[] {4, 8}) {
       v.put(
