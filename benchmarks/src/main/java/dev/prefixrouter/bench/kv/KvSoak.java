@@ -294,6 +294,7 @@ public final class KvSoak {
           }
         }
       }
+      dumpLags(sentAt, appliedAt, applyTook, applied, maxBatches, measureFrom);
       long[] sorted = Arrays.copyOf(lags, n);
       Arrays.sort(sorted);
       long[] applySorted = Arrays.copyOf(applyTimes, n);
@@ -544,22 +545,23 @@ public final class KvSoak {
       this.backends = backends;
       this.times = Files.createTempFile("kv-soak-times", ".bin");
       String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-      child =
-          new ProcessBuilder(
-                  javaBin,
-                  "-Xms256m",
-                  "-Xmx256m",
-                  "-cp",
-                  System.getProperty("java.class.path"),
-                  KvPublish.class.getName(),
-                  Double.toString(seconds),
-                  Integer.toString(rate),
-                  Integer.toString(backends),
-                  Double.toString(drop),
-                  Integer.toString(perBatch),
-                  times.toString())
-              .redirectError(ProcessBuilder.Redirect.INHERIT)
-              .start();
+      List<String> command = new ArrayList<>(List.of(javaBin, "-Xms256m", "-Xmx256m"));
+      String extra = System.getProperty("kvsoak.childJvmArgs", "").trim(); // e.g. a GC log
+      if (!extra.isEmpty()) {
+        command.addAll(List.of(extra.split("\\s+")));
+      }
+      command.addAll(
+          List.of(
+              "-cp",
+              System.getProperty("java.class.path"),
+              KvPublish.class.getName(),
+              Double.toString(seconds),
+              Integer.toString(rate),
+              Integer.toString(backends),
+              Double.toString(drop),
+              Integer.toString(perBatch),
+              times.toString()));
+      child = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
       out =
           new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
       in =
@@ -706,6 +708,43 @@ public final class KvSoak {
       return -1;
     }
     return -1;
+  }
+
+  /**
+   * With {@code -Dkvsoak.lags=FILE}: one line per measured batch, {@code backend seq sentWallNanos
+   * lagNanos applyNanos}, to line the tail up with a GC log ({@code -Xlog:gc:...:utctime}).
+   */
+  private static void dumpLags(
+      long[][] sentAt,
+      long[][] appliedAt,
+      long[][] applyTook,
+      long[] applied,
+      int maxBatches,
+      long measureFrom)
+      throws IOException {
+    String file = System.getProperty("kvsoak.lags");
+    if (file == null) {
+      return;
+    }
+    try (BufferedWriter w = Files.newBufferedWriter(Path.of(file), StandardCharsets.UTF_8)) {
+      for (int b = 0; b < sentAt.length; b++) {
+        for (int k = 0; k < maxBatches && k < applied[b]; k++) {
+          if (sentAt[b][k] >= measureFrom && appliedAt[b][k] != 0) {
+            w.write(
+                b
+                    + " "
+                    + k
+                    + " "
+                    + sentAt[b][k]
+                    + " "
+                    + (appliedAt[b][k] - sentAt[b][k])
+                    + " "
+                    + applyTook[b][k]
+                    + "\n");
+          }
+        }
+      }
+    }
   }
 
   /** Collections and their accumulated milliseconds, over every collector. */
