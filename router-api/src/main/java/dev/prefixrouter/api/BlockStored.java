@@ -95,6 +95,15 @@ public record BlockStored(
     return tokenIds.clone();
   }
 
+  /**
+   * The token ids as a prompt (for the block hasher), without copying them: the prompt shares this
+   * event's own array, which neither of them changes or hands out. Empty when the event carries no
+   * tokens.
+   */
+  public Prompt tokens() {
+    return Prompt.Tokens.sharing(tokenIds);
+  }
+
   /** Number of stored blocks. */
   public int blockCount() {
     return blockHashes.length;

@@ -42,8 +42,19 @@ public sealed interface Prompt permits Prompt.Tokens, Prompt.Text, Prompt.Chat {
     private final int[] ids;
 
     Tokens(int[] ids) {
-      Objects.requireNonNull(ids, "ids");
-      this.ids = ids.clone();
+      this(Objects.requireNonNull(ids, "ids"), true);
+    }
+
+    private Tokens(int[] ids, boolean copy) {
+      this.ids = copy ? ids.clone() : ids;
+    }
+
+    /**
+     * Over {@code ids} without copying them: only for an array that its owner never changes nor
+     * hands out (a {@link BlockStored}'s own copy); this prompt never exposes it either.
+     */
+    static Tokens sharing(int[] ids) {
+      return new Tokens(Objects.requireNonNull(ids, "ids"), false);
     }
 
     public int length() {

@@ -139,6 +139,23 @@ class ValueTypesTest {
   }
 
   @Test
+  void storedTokensAsAPromptAreTheEventsOwnCopy() {
+    int[] tokens = new int[32];
+    tokens[3] = 42;
+    BlockStored s = new BlockStored(new long[] {1L, -2L}, null, tokens, 16, "GPU");
+    tokens[3] = 7; // the caller's array: neither the event nor its prompt follows it
+    assertThat(s.tokens()).isEqualTo(Prompt.ofTokens(s.tokenIds()));
+    Prompt.Tokens p = (Prompt.Tokens) s.tokens();
+    assertThat(p.length()).isEqualTo(32);
+    assertThat(p.token(3)).isEqualTo(42);
+    p.toArray()[3] = 9; // a copy: the event keeps its ids
+    assertThat(s.tokenId(3)).isEqualTo(42);
+    assertThat(
+            new BlockStored(new long[] {1}, 5L, new int[0], 16, "CPU").tokens().estimatedTokens())
+        .isZero();
+  }
+
+  @Test
   void engineHashesKeepTheUnsignedBitPattern() {
     long h = EngineHashes.fromUnsignedString("15760518052499183552");
     assertThat(h).isEqualTo(-2686226021210368064L);

@@ -180,6 +180,10 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private Node[] path = new Node[16];
   private int[] pathStart = new int[16];
 
+  // the keys of the stored event being applied, eventKeys(...)'s reused buffer (lock held)
+  private long[] eventKeys = new long[64];
+  private int eventKeyCount;
+
   // resolve()'s answer (lock held)
   private Node resolvedNode;
   private int resolvedOffset;
@@ -1224,8 +1228,8 @@ public final class RadixPrefixIndex implements PrefixIndex {
       t.place(pm, resolvedNode, resolvedOffset);
       attach = endAt(resolvedNode, resolvedOffset);
     }
-    long[] routerKeys = BlockHasher.keysOf(hasher, Prompt.ofTokens(s.tokenIds()), parentKey);
-    int n = Math.min(routerKeys.length, s.blockCount());
+    long[] routerKeys = eventKeys(hasher, s, parentKey);
+    int n = Math.min(eventKeyCount, s.blockCount());
     if (n == 0) {
       cleanup(attach);
       return;
@@ -1240,6 +1244,28 @@ public final class RadixPrefixIndex implements PrefixIndex {
       }
     }
     stored.add(n);
+  }
+
+  /**
+   * The router keys of a stored event's token ids chained from {@code seed}, in a reused buffer
+   * (the first {@link #eventKeyCount}): a store allocates nothing for its keys (new nodes copy
+   * their runs from it). Lock held.
+   */
+  private long[] eventKeys(BlockHasher hasher, BlockStored s, long seed) {
+    Prompt tokens = s.tokens();
+    int n = hasher.keys(tokens, seed, eventKeys);
+    if (n > eventKeys.length) {
+      eventKeys = new long[Math.max(n, 2 * eventKeys.length)];
+      int again = hasher.keys(tokens, seed, eventKeys);
+      if (again != n) {
+        throw new IllegalStateException(
+            "hasher " + hasher + " returned " + n + " then " + again + " keys");
+      }
+    } else if (n < 0) {
+      throw new IllegalStateException("hasher " + hasher + " returned " + n + " keys");
+    }
+    eventKeyCount = n;
+    return eventKeys;
   }
 
   /**
@@ -1279,7 +1305,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       Long parent = s.parentBlockHash();
       Long parentKey = parent == null ? Long.valueOf(seed) : keyOf(t, lt, parent);
       if (parentKey != null) {
-        fromTokens = BlockHasher.keysOf(hasher, Prompt.ofTokens(s.tokenIds()), parentKey);
+        fromTokens = BlockHasher.keysOf(hasher, s.tokens(), parentKey);
       }
     }
     for (int i = 0; i < s.blockCount(); i++) {

@@ -265,6 +265,25 @@ class RadixPrefixIndexTest {
   }
 
   @Test
+  void storesLongerThanTheKeyBufferAreKeyedWholeAndLaterShortOnesToo() {
+    RadixPrefixIndex index = index(1_000);
+    int blocks = 100; // beyond the index's first key buffer (64)
+    long[] hashes = new long[blocks];
+    int[] tokens = new int[2 * blocks];
+    for (int i = 0; i < blocks; i++) {
+      hashes[i] = 1_000 + i;
+    }
+    for (int i = 0; i < tokens.length; i++) {
+      tokens[i] = i + 1;
+    }
+    index.apply(0, new BlockStored(hashes, null, tokens, 2, "GPU"), H, 1);
+    index.apply(0, new BlockStored(new long[] {5}, null, new int[] {9, 9}, 2, "GPU"), H, 2);
+    assertThat(match(index, keys(tokens), 0)).containsExactly(blocks);
+    assertThat(match(index, keys(9, 9), 0)).containsExactly(1);
+    assertThat(index.stats().confirmedBlocks()).isEqualTo(blocks + 1);
+  }
+
+  @Test
   void routedPredictionsAreConfirmedByMatchingEvents() {
     RadixPrefixIndex index = index(100);
     recordAll(index, keys(1, 2, 3, 4), 0, 1);
