@@ -22,12 +22,18 @@ import java.util.concurrent.locks.ReentrantLock;
  * same stamp, and the write touches them deepest first, so along a path ancestors are always more
  * recent than descendants.
  *
- * <p>Guarded by {@link #lock}: every read or change of an entry, a list or the stamps happens with
- * it held (the index's structure writer takes it for each mirror it touches and keeps it until the
- * end of its write; a held route's recency refresh takes only this lock). The totals ({@link
- * #size}, {@link #confirmedBlocks}) and the capacity change only under the index's structure lock
- * as well, so holders of that lock may read them without this one. {@link #lruAgeNanos} reads one
- * volatile field without any lock.
+ * <p>Guarded by the mirror's lock ({@link #lock()} / {@link #unlock()}): every read or change of an
+ * entry, a list or the stamps happens with it held (the index's structure writer takes it for each
+ * mirror it touches and keeps it until the end of its write). A held route's recency refresh
+ * usually takes no lock: it appends to the mirror's {@link TouchLog}, which {@link #lock()} applies
+ * before its caller reads or changes anything, so the entries, lists and stamps are always those
+ * the refreshes would have left had each taken the lock in log order. Every holder of the lock
+ * makes the mirror's <em>epoch</em> odd on taking it and even on releasing it, after publishing the
+ * LRU victim: a route that appended to the log checks the epoch did not move since before its walk
+ * (else it settles under the lock, see {@code RadixPrefixIndex}). The totals ({@link #size}, {@link
+ * #confirmedBlocks}) and the capacity change only under the index's structure lock as well, so
+ * holders of that lock may read them without this one. {@link #lruAgeNanos} and {@link
+ * #victimEntry} read the published victim without any lock.
  */
 final class LruMirror {
   private static final int NONE = IntLinks.NONE;
@@ -38,7 +44,15 @@ final class LruMirror {
   final int slot;
 
   /** Guards the entries, lists and stamps (see the class comment). */
-  final ReentrantLock lock = new ReentrantLock();
+  private final ReentrantLock lock = new ReentrantLock();
+
+  /** Held routes' deferred refreshes, applied by {@link #lock()}. */
+  private final TouchLog log = new TouchLog();
+
+  /** Element {@link #EPOCH}: odd while a thread holds {@link #lock}; alone in its cache line. */
+  private final long[] epoch = new long[2 * EPOCH + 1];
+
+  private static final int EPOCH = 8;
 
   /** Structure writer only: whether its current write holds {@link #lock}. */
   boolean ownedByWriter;
@@ -52,8 +66,11 @@ final class LruMirror {
   private long confirmedTotal;
   private long lastStamp = Long.MIN_VALUE;
 
-  /** Whether the backend has sent a KV event (its predictions then expire). */
-  boolean eventsSeen;
+  /**
+   * Whether the backend has sent a KV event (its predictions then expire). Volatile: a held route
+   * reads it without lock to choose between the log and a locked refresh.
+   */
+  volatile boolean eventsSeen;
 
   /**
    * Blocks on a slower tier than the GPU (stored minus removed, per the events' {@code medium}; at
@@ -63,13 +80,14 @@ final class LruMirror {
 
   /**
    * Element {@link #PUBLISHED} is the stamp of the next victim while the mirror is full, else
-   * {@link #ROOM}; read without lock (volatile). It sits alone in its cache line (the array is
-   * padded), so routing threads reading every backend's age do not share a line with the fields a
-   * write changes.
+   * {@link #ROOM}, element {@link #VICTIM} that victim's entry id (-1 with {@link #ROOM}); read
+   * without lock (volatile). They sit alone in their cache line (the array is padded), so routing
+   * threads reading every backend's age do not share a line with the fields a write changes.
    */
   private final long[] published = new long[2 * PUBLISHED + 1];
 
   private static final int PUBLISHED = 8;
+  private static final int VICTIM = PUBLISHED + 1;
   private static final VarHandle PUBLISHED_STAMP =
       MethodHandles.arrayElementVarHandle(long[].class);
 
@@ -89,6 +107,52 @@ final class LruMirror {
     this.capacity = capacity;
     this.configured = capacity;
     PUBLISHED_STAMP.setVolatile(published, PUBLISHED, ROOM);
+    PUBLISHED_STAMP.setVolatile(published, VICTIM, (long) NONE);
+  }
+
+  /**
+   * Takes the mirror's lock: the epoch turns odd, then the held routes' logged refreshes are
+   * applied in order ({@link TouchLog#drain}).
+   */
+  void lock() {
+    lock.lock();
+    PUBLISHED_STAMP.setVolatile(epoch, EPOCH, (long) epoch[EPOCH] + 1);
+    log.drain(this);
+  }
+
+  /** Publishes the LRU victim, turns the epoch even and releases the lock. */
+  void unlock() {
+    publishLru();
+    PUBLISHED_STAMP.setVolatile(epoch, EPOCH, (long) epoch[EPOCH] + 1);
+    lock.unlock();
+  }
+
+  /** The epoch (odd while a thread holds the lock). Lock-free: one volatile read. */
+  long epoch() {
+    return (long) PUBLISHED_STAMP.getVolatile(epoch, EPOCH);
+  }
+
+  /** The refresh log, for a held route to append to (lock-free). */
+  TouchLog log() {
+    return log;
+  }
+
+  /**
+   * Applies one logged refresh (from {@link TouchLog#drain}, lock held): if every entry is still
+   * this mirror's entry of its node holding the whole run, touches them with one stamp, deepest
+   * first, and returns true; else changes nothing.
+   */
+  boolean touchLogged(Node[] nodes, int from, long[] packed, int entriesFrom, int count, long now) {
+    for (int i = 0; i < count; i++) {
+      if (!holdsWhole(TouchLog.entry(packed, entriesFrom, i), nodes[from + i])) {
+        return false;
+      }
+    }
+    long s = nextStamp(now);
+    for (int i = count - 1; i >= 0; i--) {
+      touch(TouchLog.entry(packed, entriesFrom, i), s);
+    }
+    return true;
   }
 
   long capacity() {
@@ -285,10 +349,23 @@ final class LruMirror {
   /** Publishes the stamp of the next victim (end of every write); no store if unchanged. */
   void publishLru() {
     int tail = recency.tail();
-    long s = size >= capacity && tail != NONE ? stamp[tail] : ROOM;
+    boolean full = size >= capacity && tail != NONE;
+    long s = full ? stamp[tail] : ROOM;
+    long v = full ? tail : NONE;
+    if ((long) PUBLISHED_STAMP.getOpaque(published, VICTIM) != v) {
+      PUBLISHED_STAMP.setVolatile(published, VICTIM, v);
+    }
     if ((long) PUBLISHED_STAMP.getOpaque(published, PUBLISHED) != s) {
       PUBLISHED_STAMP.setVolatile(published, PUBLISHED, s);
     }
+  }
+
+  /**
+   * The entry an insert would evict next while the mirror is full, else -1. Lock-free: one volatile
+   * read (a held route that touches it settles under the lock, so the published age stays exact).
+   */
+  int victimEntry() {
+    return (int) (long) PUBLISHED_STAMP.getVolatile(published, VICTIM);
   }
 
   /**
@@ -334,6 +411,8 @@ final class LruMirror {
 
   long approximateBytes() {
     return 96L
+        + 8L * epoch.length
+        + log.approximateBytes()
         + node.length * (4L + 4 + 4 + 8 + 4)
         + recency.approximateBytes()
         + predicted.approximateBytes();

@@ -119,15 +119,26 @@ import org.jspecify.annotations.Nullable;
  * never runs user code.
  *
  * <p>A held route ({@link #recordRouted} of a path the backend holds in full, ending at a node
- * boundary, nothing due to expire) only refreshes recency, so it takes the backend's mirror lock
- * alone: it finds the path's nodes and its entries by a walk without locks (as {@code match} does),
- * then under the mirror lock checks that each entry is still that mirror's entry of the node found
- * and holds its whole run, and touches them. The check is sound because a node is split or
- * unlinked, and a backend's holding changed, only by a writer holding that backend's mirror lock;
- * if it fails (or the path is not held) the route takes the structure lock as any write. Routes on
- * different backends therefore never wait for each other, and a route on a backend waits only for
- * that backend's writes. The refresh never waits for anything while it holds the mirror lock, so it
- * cannot deadlock with a writer that holds the structure lock and waits for it.
+ * boundary, nothing due to expire) only refreshes recency, so it takes no structure lock: it finds
+ * the path's nodes and its entries by a walk without locks (as {@code match} does) and appends them
+ * to the backend's {@link TouchLog}, a bounded ring that the next holder of the backend's mirror
+ * lock applies in order before it reads or changes the mirror (each record checked as a locked
+ * refresh would check it: every entry still that mirror's entry of the node found, holding its
+ * whole run; sound because a node is split or unlinked, and a backend's holding changed, only by a
+ * writer holding that backend's mirror lock). Recency is therefore exactly what the same routes
+ * would leave refreshing under the lock in log order: the same stamps (each record keeps the
+ * route's clock reading) and the same eviction order. The route returns at once unless (a) the
+ * mirror's epoch moved between its walk and its append (a lock holder ran meanwhile and may have
+ * changed the path or missed the record), or (b) it touches the published LRU victim (the published
+ * age would be stale): then it settles by taking the mirror's lock (which applies the log) and
+ * reads its record's outcome; a record whose path was no longer held makes the route take the
+ * structure lock as any write. (If more than a ring's worth of records were applied between its
+ * append and its settling, the outcome is no longer known and the route is repeated under the
+ * structure lock: one extra refresh of a held path, never a lost one.) A backend whose predictions
+ * can expire, a path of more than {@link TouchLog#WIDTH} nodes and a full ring refresh under the
+ * mirror's lock, checking the same way. Routes on different backends therefore never wait for each
+ * other, and a held route waits for nothing but a full ring. A lock holder applying the log may
+ * wait for a record claimed but not yet written; its writer holds no lock, so this cannot deadlock.
  *
  * <p>Each backend slot has a version, odd while a write changes what that backend is believed to
  * hold (a seqlock); a write that only refreshes recency (a held route) and a split (which moves no
@@ -440,11 +451,11 @@ public final class RadixPrefixIndex implements PrefixIndex {
       if (m == null) {
         return true;
       }
-      m.lock.lock();
+      m.lock();
       try {
         return m.consistent();
       } finally {
-        m.lock.unlock();
+        m.unlock();
       }
     }
   }
@@ -727,14 +738,13 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   /**
    * The held route's fast path: if {@code slot} holds the whole path {@code keys[0, keyCount)} and
-   * the path ends at a node boundary, touches its entries (deepest first, one stamp) under the
-   * mirror's lock alone and returns true. The path is found by a walk without locks, as {@link
-   * #match} does; under the mirror's lock each entry is checked to still be the mirror's entry of
-   * the node found and to hold its whole run, which proves the nodes are still linked, unsplit and
-   * chained as walked (a node is split, unlinked or re-held only by a writer holding this lock).
-   * Returns false, having changed nothing, when the path is not held in full, ends inside a run, is
-   * longer than the capacity, or when predictions are due to expire: the caller then takes the
-   * structure lock.
+   * the path ends at a node boundary, refreshes its entries (deepest first, one stamp) without the
+   * structure lock and returns true. The path is found by a walk without locks, as {@link #match}
+   * does. Usually the refresh is appended to the mirror's {@link TouchLog} (no lock; see {@link
+   * #logTouch}); a backend whose predictions can expire, a path of more than {@link TouchLog#WIDTH}
+   * nodes or a full log take the mirror's lock instead ({@link #touchWhole}). Returns false, having
+   * changed nothing, when the path is not held in full, ends inside a run, is longer than the
+   * capacity, or when predictions are due to expire: the caller then takes the structure lock.
    */
   private boolean touchHeld(long[] keys, int keyCount, int slot, long now) {
     LruMirror m = inRange(slot) ? mirrors.get(slot) : null;
@@ -742,17 +752,60 @@ public final class RadixPrefixIndex implements PrefixIndex {
       return false;
     }
     Scratch s = SCRATCH.get();
+    long epoch = m.epoch();
     int count = s.heldPath(root, keys, keyCount, slot);
     try {
-      return count > 0 && touchWhole(m, s, count, keyCount, now);
+      if (count <= 0) {
+        return false;
+      }
+      boolean expiring = m.eventsSeen && ttlNanos > 0;
+      if (!expiring && (epoch & 1) == 0 && count <= TouchLog.WIDTH) {
+        long seq = m.log().claim();
+        if (seq >= 0) {
+          return logTouch(m, s, count, seq, epoch, now);
+        }
+      }
+      return touchWhole(m, s, count, keyCount, now);
     } finally {
       Arrays.fill(s.touchNodes, 0, Math.abs(count), null);
     }
   }
 
-  /** {@link #touchHeld}'s part under the mirror's lock. */
+  /**
+   * Appends a held route's refresh to the mirror's log as record {@code seq} (claimed). The next
+   * holder of the mirror's lock applies it, checking the entries as {@link #touchWhole} does; it
+   * passes that check if no thread took the lock between the walk and the append ({@code epoch}
+   * unchanged and even), because the nodes and holdings of a backend change only under its mirror
+   * lock. Two cases settle at once under the lock instead, so that the route has taken effect when
+   * it returns: the epoch moved (a lock holder may have changed the path, or applied the log before
+   * this record and published a victim this route touches), or the route touches the published LRU
+   * victim (the published age would be stale). Settling applies the log and reads this record's
+   * outcome: if the path was no longer held in full (or the outcome is no longer known: the ring
+   * position was reused meanwhile), returns false and the caller routes under the structure lock.
+   */
+  private boolean logTouch(LruMirror m, Scratch s, int count, long seq, long epoch, long now) {
+    m.log().write(seq, s.touchNodes, s.touchEntries, count, now);
+    boolean settle = false;
+    int victim = m.victimEntry();
+    if (victim >= 0) {
+      for (int i = 0; i < count; i++) {
+        settle |= s.touchEntries[i] == victim;
+      }
+    }
+    if (!settle && m.epoch() == epoch) {
+      return true;
+    }
+    m.lock();
+    try {
+      return m.log().outcome(seq) == 1;
+    } finally {
+      m.unlock();
+    }
+  }
+
+  /** {@link #touchHeld}'s refresh under the mirror's lock. */
   private boolean touchWhole(LruMirror m, Scratch s, int count, int keyCount, long now) {
-    m.lock.lock();
+    m.lock();
     try {
       if (mirrors.get(m.slot) != m || keyCount > m.capacity() || expiryDue(m, now)) {
         return false;
@@ -768,10 +821,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
       for (int i = count - 1; i >= 0; i--) {
         m.touch(entries[i], stamp);
       }
-      m.publishLru();
       return true;
     } finally {
-      m.lock.unlock();
+      m.unlock();
     }
   }
 
@@ -805,7 +857,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
    */
   private void own(LruMirror m) {
     if (!m.ownedByWriter) {
-      m.lock.lock();
+      m.lock();
       m.ownedByWriter = true;
       if (ownedCount == owned.length) {
         owned = Arrays.copyOf(owned, 2 * ownedCount);
@@ -820,7 +872,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       LruMirror m = owned[i];
       owned[i] = null;
       m.ownedByWriter = false;
-      m.lock.unlock();
+      m.unlock();
     }
     ownedCount = 0;
   }
