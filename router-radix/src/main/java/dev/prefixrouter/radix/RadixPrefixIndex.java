@@ -852,8 +852,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   /**
    * Takes {@code m}'s lock until the end of the current write ({@link #releaseMirrors}), once. Lock
-   * held. A structure writer may wait here for a held route's refresh of {@code m}, which never
-   * waits for anything while holding that lock, so the two orders cannot deadlock.
+   * held. Taking it applies {@code m}'s {@link TouchLog}. A structure writer may wait here for a
+   * held route refreshing or settling under {@code m}'s lock, which waits for nothing while holding
+   * it but a logged record's writer (who holds no lock), so the two orders cannot deadlock.
    */
   private void own(LruMirror m) {
     if (!m.ownedByWriter) {
