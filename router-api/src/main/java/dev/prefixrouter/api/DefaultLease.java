@@ -1,6 +1,5 @@
 package dev.prefixrouter.api;
 
-import dev.prefixrouter.api.spi.FirstTokenObservation;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
@@ -114,14 +113,13 @@ final class DefaultLease implements Lease {
         pipeline
             .scorer()
             .onFirstToken(
-                new FirstTokenObservation(
-                    entry.slot,
-                    ttft,
-                    r.promptTokens(),
-                    r.matchedTokens(),
-                    queuedBefore,
-                    decodesBefore,
-                    r.cost()));
+                entry.slot,
+                ttft,
+                r.promptTokens(),
+                r.matchedTokens(),
+                queuedBefore,
+                decodesBefore,
+                r.cost());
       } finally {
         entry.release();
       }

@@ -147,7 +147,8 @@ final class CostModel {
         o.runningDecodes());
   }
 
-  private synchronized void observe(
+  /** Fits one observation given as its fields (no observation object). */
+  synchronized void observe(
       long ttftNanos, int uncachedTokens, int matchedTokens, long queuedPrefill, int decodes) {
     double y = ttftNanos / 1e6;
     double u = Math.max(0, uncachedTokens);

@@ -484,33 +484,64 @@ public final class EstimatedTtftScorer implements Scorer {
   @Override
   public void onFirstToken(FirstTokenObservation observation) {
     Objects.requireNonNull(observation, "observation");
-    if (calibrate) {
-      CostModel f = fleetModel;
-      if (f != null) {
-        if (scope == CalibrationScope.FLEET_SCALED) {
-          observeSpeed(f, observation); // against the fleet's fit before it learns from this
-        }
-        f.observe(observation);
-        if (scope != CalibrationScope.BACKEND && scope != CalibrationScope.HIERARCHICAL) {
-          return;
-        }
+    onFirstToken(
+        observation.slot(),
+        observation.ttftNanos(),
+        observation.promptTokens(),
+        observation.matchedTokens(),
+        observation.queuedPrefillTokens(),
+        observation.runningDecodes(),
+        observation.estimatedCost());
+  }
+
+  /** As {@link #onFirstToken(FirstTokenObservation)}, allocating nothing. */
+  @Override
+  public void onFirstToken(
+      int slot,
+      long ttftNanos,
+      int promptTokens,
+      int matchedTokens,
+      long queuedPrefillTokens,
+      int runningDecodes,
+      double estimatedCost) {
+    if (!calibrate) {
+      return;
+    }
+    int uncached = promptTokens - matchedTokens;
+    CostModel f = fleetModel;
+    if (f != null) {
+      if (scope == CalibrationScope.FLEET_SCALED) {
+        // against the fleet's fit before it learns from this first token
+        observeSpeed(
+            f, slot, ttftNanos, uncached, matchedTokens, queuedPrefillTokens, runningDecodes);
       }
-      CostModel m = model(observation.slot(), true);
-      if (m != null) {
-        m.observe(observation);
+      f.observe(ttftNanos, uncached, matchedTokens, queuedPrefillTokens, runningDecodes);
+      if (scope != CalibrationScope.BACKEND && scope != CalibrationScope.HIERARCHICAL) {
+        return;
       }
+    }
+    CostModel m = model(slot, true);
+    if (m != null) {
+      m.observe(ttftNanos, uncached, matchedTokens, queuedPrefillTokens, runningDecodes);
     }
   }
 
-  private void observeSpeed(CostModel fleet, FirstTokenObservation o) {
+  private void observeSpeed(
+      CostModel fleet,
+      int slot,
+      long ttftNanos,
+      int uncachedTokens,
+      int matchedTokens,
+      long queuedPrefill,
+      int decodes) {
     double[] k = SPEED_SCRATCH.get();
     fleet.published().readInto(k, 0);
-    double u = Math.max(0, o.uncachedTokens());
+    double u = Math.max(0, uncachedTokens);
     double variable =
-        k[1] * (u + Math.max(0, o.queuedPrefillTokens()))
-            + k[2] * u * (u + Math.max(0, o.matchedTokens()))
-            + k[3] * Math.max(0, o.runningDecodes());
-    speed(o.slot()).observe(variable, o.ttftNanos() / 1e6 - k[0]);
+        k[1] * (u + Math.max(0, queuedPrefill))
+            + k[2] * u * (u + Math.max(0, matchedTokens))
+            + k[3] * Math.max(0, decodes);
+    speed(slot).observe(variable, ttftNanos / 1e6 - k[0]);
   }
 
   private static final ThreadLocal<double[]> SPEED_SCRATCH =

@@ -38,6 +38,31 @@ public interface Scorer extends SlotLifecycle {
   /** A lease reached its first token; feeds online calibration. */
   default void onFirstToken(FirstTokenObservation observation) {}
 
+  /**
+   * A lease reached its first token, as the fields of a {@link FirstTokenObservation}: what the
+   * engine calls, so that a scorer that overrides it allocates nothing per first token whatever the
+   * JIT inlines. The default builds the observation and calls {@link
+   * #onFirstToken(FirstTokenObservation)}; a scorer overrides one or the other.
+   */
+  default void onFirstToken(
+      int slot,
+      long ttftNanos,
+      int promptTokens,
+      int matchedTokens,
+      long queuedPrefillTokens,
+      int runningDecodes,
+      double estimatedCost) {
+    onFirstToken(
+        new FirstTokenObservation(
+            slot,
+            ttftNanos,
+            promptTokens,
+            matchedTokens,
+            queuedPrefillTokens,
+            runningDecodes,
+            estimatedCost));
+  }
+
   /** A lease on {@code slot} ended (completed or failed), whether or not it saw a first token. */
   default void onEnded(int slot) {}
 
