@@ -123,6 +123,14 @@ final class EventTranslator {
     return unref(key, 1);
   }
 
+  /**
+   * Whether {@link #release} of mapping {@code m} would return true (its copy is the last of any
+   * engine hash mapped to its router key); changes nothing.
+   */
+  boolean lastCopy(int m) {
+    return refs.getOrDefault(routerKey[m], 0) <= 1;
+  }
+
   /** Whether some live engine copy is mapped to router key {@code key}; changes nothing. */
   boolean holdsKey(long key) {
     return refs.containsKey(key);

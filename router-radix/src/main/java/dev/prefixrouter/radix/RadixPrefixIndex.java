@@ -1156,6 +1156,23 @@ public final class RadixPrefixIndex implements PrefixIndex {
    * making what is missing (held by no one: callers attach below it or clean it up). Lock held.
    */
   private void resolve(Node x, int offset) {
+    follow(x, offset);
+    x = resolvedNode;
+    offset = resolvedOffset;
+    if (!x.linked) {
+      Node parent = liveEnd(x.parent);
+      x = insertStructure(parent, x.keys, offset + 1);
+      offset = x.length() - 1;
+    }
+    resolvedNode = x;
+    resolvedOffset = offset;
+  }
+
+  /**
+   * Where block {@code offset} of {@code x} went through splits, into {@link #resolvedNode} and
+   * {@link #resolvedOffset} (a node never split, linked or not). Lock held.
+   */
+  private void follow(Node x, int offset) {
     while (x.splitHead != null) {
       if (offset < x.splitAt) {
         x = x.splitHead;
@@ -1163,11 +1180,6 @@ public final class RadixPrefixIndex implements PrefixIndex {
         offset -= x.splitAt;
         x = x.splitTail;
       }
-    }
-    if (!x.linked) {
-      Node parent = liveEnd(x.parent);
-      x = insertStructure(parent, x.keys, offset + 1);
-      offset = x.length() - 1;
     }
     resolvedNode = x;
     resolvedOffset = offset;
@@ -1391,8 +1403,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
       }
       return;
     }
-    for (int i = 0; i < r.blockCount(); i++) {
-      int mapping = t.find(r.blockHash(i));
+    int n = r.blockCount();
+    for (int i = 0; i < n; ) {
+      int mapping = t.find(r.blockHash(i++));
       if (mapping < 0) {
         unknownRemoval.increment();
         continue;
@@ -1412,11 +1425,40 @@ public final class RadixPrefixIndex implements PrefixIndex {
         cleanup(x); // a node made only to look
         continue;
       }
-      if (offset < held - 1) {
-        x = split(x, offset + 1); // keep the blocks after the gap
+      // the event's next blocks that are this node's next held blocks, each its key's last copy,
+      // go with this one: one shortening (and at most one split) for a head-first run, instead of
+      // a split per block whose forwarding pointers keep the dead parts' successors reachable
+      int end = offset;
+      while (end + 1 < held && i < n) {
+        int next = t.find(r.blockHash(i));
+        if (next < 0
+            || !t.lastCopy(next)
+            || !currentlyAt(t.node(next), t.offset(next), x, end + 1)) {
+          break; // the next turn takes it alone (finding it again: the translator is unchanged)
+        }
+        i++;
+        removed.increment();
+        t.release(next);
+        end++;
+      }
+      if (end < held - 1) {
+        x = split(x, end + 1); // keep the blocks after the gap
       }
       shorten(m, x.entry(m.slot), offset);
     }
+  }
+
+  /**
+   * Whether block {@code offset} of {@code x}, following splits, is block {@code at} of the current
+   * node {@code node}; changes nothing in the tree (unlike {@link #resolve}, never re-creates a
+   * path). Lock held.
+   */
+  private boolean currentlyAt(@Nullable Node x, int offset, Node node, int at) {
+    if (x == null) {
+      return false;
+    }
+    follow(x, offset);
+    return resolvedNode == node && resolvedOffset == at;
   }
 
   // ---------------------------------------------------------------- stats

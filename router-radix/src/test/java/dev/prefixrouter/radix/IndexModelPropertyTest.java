@@ -318,9 +318,18 @@ class IndexModelPropertyTest {
                   index.apply(slot, new BlockStored(engine, parent, stored, 2, "GPU"), H, now);
                   m.stored(engine, parent, stored);
                 } else if (kind < 80) {
-                  long engineHash = engineHash(op.a(), op.b(), (op.b() / 5) % 6);
-                  index.apply(slot, BlockRemoved.of(engineHash), H, now);
-                  m.removed(engineHash);
+                  // 1-4 consecutive blocks in one event, head first or (odd b / 30) tail first
+                  int first = (op.b() / 5) % 6;
+                  int count = Math.min(6 - first, 1 + (op.a() / 4) % 4);
+                  long[] engine = new long[count];
+                  for (int i = 0; i < count; i++) {
+                    int block = (op.b() / 30) % 2 == 0 ? first + i : first + count - 1 - i;
+                    engine[i] = engineHash(op.a(), op.b(), block);
+                  }
+                  index.apply(slot, new BlockRemoved(engine, "GPU"), H, now);
+                  for (long engineHash : engine) {
+                    m.removed(engineHash);
+                  }
                 } else if (kind < 83) {
                   index.apply(slot, AllBlocksCleared.INSTANCE, H, now);
                   ModelBackend fresh = new ModelBackend(m.capacity, parents);

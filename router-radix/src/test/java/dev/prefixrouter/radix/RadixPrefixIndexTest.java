@@ -294,6 +294,72 @@ class RadixPrefixIndexTest {
     assertThat(index.stats().confirmedBlocks()).isEqualTo(2);
   }
 
+  /** Slots 0 and 1 hold the 4-block run {@code 10..13}, slot 1 also its 1-block extension. */
+  private static RadixPrefixIndex twoHolders() {
+    RadixPrefixIndex index = index(100, 100);
+    int[] tokens = {1, 2, 3, 4, 5, 6, 7, 8};
+    index.apply(0, new BlockStored(new long[] {10, 11, 12, 13}, null, tokens, 2, "GPU"), H, 1);
+    index.apply(1, new BlockStored(new long[] {10, 11, 12, 13}, null, tokens, 2, "GPU"), H, 1);
+    index.apply(1, new BlockStored(new long[] {14}, 13L, new int[] {9, 9}, 2, "GPU"), H, 2);
+    return index;
+  }
+
+  /** What a test can see of an index: matches of every prefix, held blocks, LRU age, counts. */
+  private static String observable(RadixPrefixIndex index) {
+    StringBuilder b = new StringBuilder();
+    long[] path = keys(1, 2, 3, 4, 5, 6, 7, 8, 9, 9);
+    long[] suffix = java.util.Arrays.copyOfRange(path, 2, path.length);
+    for (long[] k : new long[][] {path, suffix}) {
+      for (int n = 1; n <= k.length; n++) {
+        b.append(java.util.Arrays.toString(match(index, java.util.Arrays.copyOf(k, n), 0, 1)));
+      }
+    }
+    for (int slot = 0; slot < 2; slot++) {
+      b.append(" held ").append(index.heldBlocks(slot));
+      b.append(" age ").append(index.signal(slot, IndexSignal.LRU_AGE_NANOS, 10));
+    }
+    IndexStats s = index.stats();
+    b.append(" confirmed ").append(s.confirmedBlocks()).append(" predicted ");
+    b.append(s.predictedBlocks()).append(' ').append(s.counters().get("kv.removed"));
+    return b.toString();
+  }
+
+  @Test
+  void aHeadFirstRemovalInOneEventShortensOnceWithoutASplitPerBlock() {
+    // a head-first removal of a whole run in one event: one shortening, no split (a split per
+    // block left the dead node forwarding to new nodes: GC nepotism once the dead one is tenured)
+    RadixPrefixIndex whole = twoHolders();
+    long splits = whole.stats().counters().get("splits");
+    whole.apply(0, new BlockRemoved(new long[] {10, 11, 12, 13}, "GPU"), H, 3);
+    assertThat(whole.stats().counters().get("splits")).isEqualTo(splits);
+    assertThat(whole.heldBlocks(0)).isZero();
+    assertThat(match(whole, keys(1, 2, 3, 4, 5, 6, 7, 8, 9, 9), 0, 1)).containsExactly(0, 5);
+
+    // the head of the run only: one split (after the last removed block), not one per block
+    RadixPrefixIndex head = twoHolders();
+    splits = head.stats().counters().get("splits");
+    head.apply(0, new BlockRemoved(new long[] {10, 11}, "GPU"), H, 3);
+    assertThat(head.stats().counters().get("splits")).isEqualTo(splits + 1);
+    assertThat(head.heldBlocks(0)).isEqualTo(2); // blocks 12, 13 stay, after the gap
+
+    // the same end state as the same removals one event per block, in every order tried
+    long[][] removals = {{10, 11, 12, 13}, {10, 11}, {11, 12}, {12, 13}, {13, 12}, {11, 13}};
+    for (long[] hashes : removals) {
+      RadixPrefixIndex together = twoHolders();
+      RadixPrefixIndex oneByOne = twoHolders();
+      together.apply(0, new BlockRemoved(hashes, "GPU"), H, 3);
+      for (long h : hashes) {
+        oneByOne.apply(0, BlockRemoved.of(h), H, 3);
+      }
+      assertThat(observable(together))
+          .as("removing %s", java.util.Arrays.toString(hashes))
+          .isEqualTo(observable(oneByOne));
+      assertThat(together.listsConsistent(0)).isTrue();
+      assertThat(together.listsConsistent(1)).isTrue();
+      assertThat(together.stats().nodes()).isLessThanOrEqualTo(oneByOne.stats().nodes());
+    }
+  }
+
   @Test
   void duplicatesNeedAsManyRemovals() {
     RadixPrefixIndex index = index(100);
