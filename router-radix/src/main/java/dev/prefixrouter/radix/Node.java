@@ -42,6 +42,12 @@ final class Node {
   /** The run of block keys; never empty except for the root, never changed. */
   final long[] keys;
 
+  /**
+   * {@code keys[0]} (0 for the root), kept in the node so that a child-table probe compares it
+   * without loading the run: a probe that passes a sibling reads one object, not two.
+   */
+  final long first;
+
   /** Writer only: the node whose run ends just before this one ({@code null} for the root). */
   @Nullable Node parent;
 
@@ -73,6 +79,7 @@ final class Node {
 
   Node(long[] keys, @Nullable Node parent) {
     this.keys = keys;
+    this.first = keys.length == 0 ? 0 : keys[0];
     this.parent = parent;
   }
 
@@ -99,7 +106,7 @@ final class Node {
       if (c == null) {
         return null;
       }
-      if (c != TOMBSTONE && c.keys[0] == key) {
+      if (c.first == key && c != TOMBSTONE) {
         return c;
       }
     }
@@ -125,7 +132,7 @@ final class Node {
       t = rebuild(t == null ? length : 2 * length);
     }
     int mask = t.length - 1;
-    int i = home(child.keys[0], mask);
+    int i = home(child.first, mask);
     while (t[i] != null && t[i] != TOMBSTONE) {
       i = (i + 1) & mask;
     }
@@ -140,7 +147,7 @@ final class Node {
   void replaceChild(Node old, Node replacement) {
     Node[] t = children;
     int mask = t.length - 1;
-    for (int i = home(old.keys[0], mask); ; i = (i + 1) & mask) {
+    for (int i = home(old.first, mask); ; i = (i + 1) & mask) {
       if (t[i] == old) {
         CELL.setRelease(t, i, replacement);
         return;
@@ -152,7 +159,7 @@ final class Node {
   void removeChild(Node child) {
     Node[] t = children;
     int mask = t.length - 1;
-    for (int i = home(child.keys[0], mask); ; i = (i + 1) & mask) {
+    for (int i = home(child.first, mask); ; i = (i + 1) & mask) {
       if (t[i] == child) {
         CELL.setRelease(t, i, TOMBSTONE);
         break;
@@ -188,7 +195,7 @@ final class Node {
     if (t != null) {
       for (Node c : t) {
         if (c != null && c != TOMBSTONE) {
-          int i = home(c.keys[0], mask);
+          int i = home(c.first, mask);
           while (fresh[i] != null) {
             i = (i + 1) & mask;
           }
@@ -328,7 +335,7 @@ final class Node {
   /** Approximate heap bytes of this node alone (header, run, holder and child arrays). */
   long approximateBytes() {
     Node[] t = children;
-    return 56L
+    return 64L
         + 16
         + 8L * keys.length
         + 16

@@ -560,13 +560,8 @@ public final class RadixPrefixIndex implements PrefixIndex {
         }
         long[] run = x.keys;
         int len = run.length;
-        if (len > n - d) {
+        if (len > n - d || (len > 1 && Arrays.mismatch(run, 1, len, keys, d + 1, d + len) >= 0)) {
           return -count;
-        }
-        for (int i = 1; i < len; i++) {
-          if (run[i] != keys[d + i]) {
-            return -count;
-          }
         }
         int e = x.wholeEntryRacy(slot);
         if (e < 0) {
@@ -638,11 +633,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       }
       long[] run = x.keys;
       int len = run.length;
-      int limit = Math.min(len, n - depth);
-      int common = 1;
-      while (common < limit && run[common] == keys[depth + common]) {
-        common++;
-      }
+      int common = commonPrefix(run, keys, depth, n);
       int[] holders = x.holders;
       if (holders == null) {
         return;
@@ -1047,14 +1038,17 @@ public final class RadixPrefixIndex implements PrefixIndex {
     pathStart[i] = start;
   }
 
-  /** Length of the common prefix of {@code run} and {@code keys[from, to)} (at least 1 assumed). */
+  /**
+   * Length of the common prefix of {@code run} and {@code keys[from, to)}, the first keys assumed
+   * equal (at least 1). {@link Arrays#mismatch} compares several keys per instruction.
+   */
   private static int commonPrefix(long[] run, long[] keys, int from, int to) {
     int limit = Math.min(run.length, to - from);
-    int i = 1;
-    while (i < limit && run[i] == keys[from + i]) {
-      i++;
+    if (limit <= 1) {
+      return 1;
     }
-    return i;
+    int m = Arrays.mismatch(run, 1, limit, keys, from + 1, from + limit);
+    return m < 0 ? limit : m + 1;
   }
 
   private Node newNode(Node parent, long[] run) {
