@@ -11,9 +11,15 @@ import org.jspecify.annotations.Nullable;
  * The per-route {@link ScoringContext}: arrays over the eligible entries. Single-threaded; reused
  * by one thread for its routes ({@link #reset} before, {@link #clear} after), so a decision
  * allocates no candidate arrays once the thread has seen the fleet's size.
+ *
+ * <p>A candidate is kept as its position in the decision's entry table (the membership's array),
+ * not as a reference: the arrays are long-lived, and every reference stored into one costs the
+ * collector's card-marking write barrier (a fence on G1), 16 of them per route on a 16-backend
+ * fleet.
  */
 final class Candidates implements ScoringContext {
   private static final long[] NO_KEYS = new long[0];
+  private static final BackendEntry[] NO_ENTRIES = new BackendEntry[0];
 
   private @Nullable RouteRequest request;
   private @Nullable PrefixIndex index;
@@ -21,7 +27,8 @@ final class Candidates implements ScoringContext {
   private int promptTokens;
   private int tokensPerBlock;
   private long now;
-  BackendEntry[] entries;
+  private BackendEntry[] table = NO_ENTRIES; // the decision's entries, candidates index into it
+  private int[] at; // per candidate: its position in table
   int[] slots;
   int[] matched;
   private int[] offloaded;
@@ -40,7 +47,7 @@ final class Candidates implements ScoringContext {
   }
 
   private void allocate(int max) {
-    this.entries = new BackendEntry[max];
+    this.at = new int[max];
     this.slots = new int[max];
     this.matched = new int[max];
     this.offloaded = new int[max];
@@ -49,18 +56,22 @@ final class Candidates implements ScoringContext {
     this.seen = new boolean[max];
   }
 
-  /** Starts a decision for up to {@code max} candidates. */
+  /**
+   * Starts a decision whose candidates are taken from {@code table} ({@link #add(int)}, at most its
+   * length); the table must not change during the decision.
+   */
   Candidates reset(
       RouteRequest request,
       String model,
       int promptTokens,
       int tokensPerBlock,
       long now,
-      int max,
+      BackendEntry[] table,
       @Nullable PrefixIndex index) {
-    if (entries.length < max) {
-      allocate(max);
+    if (at.length < table.length) {
+      allocate(table.length);
     }
+    this.table = table;
     this.request = request;
     this.index = index;
     this.model = model;
@@ -77,7 +88,7 @@ final class Candidates implements ScoringContext {
 
   /** Drops every reference the decision held (request, entries, keys) once it is over. */
   void clear() {
-    Arrays.fill(entries, 0, size, null);
+    table = NO_ENTRIES;
     request = null;
     index = null;
     model = null;
@@ -87,8 +98,15 @@ final class Candidates implements ScoringContext {
     size = 0;
   }
 
-  void add(BackendEntry e) {
-    entries[size] = e;
+  /** The decision's entry table. */
+  BackendEntry[] table() {
+    return table;
+  }
+
+  /** Adds {@code table()[i]} as the next candidate. */
+  void add(int i) {
+    BackendEntry e = table[i];
+    at[size] = i;
     slots[size] = e.slot;
     order[size] = size;
     costs[size] = 0;
@@ -244,9 +262,10 @@ final class Candidates implements ScoringContext {
     this.reason = reason;
   }
 
-  private BackendEntry entry(int candidate) {
+  /** The entry of a candidate. */
+  BackendEntry entry(int candidate) {
     check(candidate);
-    return entries[candidate];
+    return table[at[candidate]];
   }
 
   private void check(int candidate) {

@@ -287,7 +287,7 @@ final class RoutePipeline {
             promptTokens,
             hasher.tokensPerBlock(),
             now,
-            membership.entries().length,
+            membership.entries(),
             index);
     Rejected none = eligible(request, model, excluded, now, c);
     if (none != null) {
@@ -320,13 +320,15 @@ final class RoutePipeline {
         request.requiredCapabilities().isEmpty()
             && request.requiredLabels().isEmpty()
             && excluded.isEmpty();
-    for (BackendEntry e : membership.entries()) {
+    BackendEntry[] all = c.table();
+    for (int i = 0; i < all.length; i++) {
+      BackendEntry e = all[i];
       EligibilityFilter failed =
           fleetOnly
               ? EligibilityFilter.firstFleetFilter(e, model, health, now)
               : firstRejecting(e, model, request, excluded, now);
       if (failed == null) {
-        c.add(e);
+        c.add(i);
       } else if (furthest == null || failed.compareTo(furthest) > 0) {
         furthest = failed;
       }
@@ -445,7 +447,7 @@ final class RoutePipeline {
     EligibilityFilter emptiedBy = EligibilityFilter.REMOVED;
     for (int rank = 0; rank < c.size; rank++) {
       int cand = order[rank];
-      BackendEntry e = c.entries[cand];
+      BackendEntry e = c.entry(cand);
       if (!e.claim()) {
         continue; // removed while we scored
       }
@@ -535,7 +537,7 @@ final class RoutePipeline {
   }
 
   private static String id(Candidates c, int[] order, int rank) {
-    return c.entries[order[rank]].backend.id();
+    return c.entry(order[rank]).backend.id();
   }
 
   private static @Nullable String echo(@Nullable String s) {

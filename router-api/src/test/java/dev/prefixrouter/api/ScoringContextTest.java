@@ -8,12 +8,25 @@ import org.junit.jupiter.api.Test;
 
 class ScoringContextTest {
 
+  /** A table of entries on slots {@code slots[i]}, named {@code prefix + slot}. */
+  private static BackendEntry[] table(String prefix, String model, int... slots) {
+    BackendEntry[] t = new BackendEntry[slots.length];
+    for (int i = 0; i < slots.length; i++) {
+      t[i] = new BackendEntry(slots[i], Backend.of(prefix + slots[i], model));
+    }
+    return t;
+  }
+
   private static Candidates candidates(double... costs) {
+    BackendEntry[] t = new BackendEntry[costs.length];
+    for (int i = 0; i < costs.length; i++) {
+      t[i] = new BackendEntry(i, Backend.of("b" + i, "m"));
+    }
     Candidates c =
         new Candidates(costs.length)
-            .reset(RouteRequest.builder("t", "m").build(), "m", 0, 16, 0, costs.length, null);
+            .reset(RouteRequest.builder("t", "m").build(), "m", 0, 16, 0, t, null);
     for (int i = 0; i < costs.length; i++) {
-      c.add(new BackendEntry(i, Backend.of("b" + i, "m")));
+      c.add(i);
     }
     for (int i = 0; i < costs.length; i++) {
       c.setCost(i, costs[i]);
@@ -33,9 +46,16 @@ class ScoringContextTest {
     assertThat(c.keyCount()).isZero();
     assertThatThrownBy(c::request).isInstanceOf(NullPointerException.class);
 
-    c.reset(RouteRequest.builder("u", "m2").build(), "m2", 10, 16, 1, 5, null);
+    c.reset(
+        RouteRequest.builder("u", "m2").build(),
+        "m2",
+        10,
+        16,
+        1,
+        table("c", "m2", 0, 1, 2, 3, 4),
+        null);
     for (int i = 0; i < 5; i++) {
-      c.add(new BackendEntry(i, Backend.of("c" + i, "m2")));
+      c.add(i);
     }
     assertThat(c.request().tenant()).isEqualTo("u");
     assertThat(c.size()).isEqualTo(5);
@@ -60,17 +80,25 @@ class ScoringContextTest {
           }
         };
     Candidates c =
-        new Candidates(4).reset(RouteRequest.builder("t", "m").build(), "m", 0, 16, 7, 4, index);
-    c.add(new BackendEntry(3, Backend.of("b3", "m")));
-    c.add(new BackendEntry(1, Backend.of("b1", "m")));
+        new Candidates(4)
+            .reset(
+                RouteRequest.builder("t", "m").build(),
+                "m",
+                0,
+                16,
+                7,
+                table("b", "m", 3, 1),
+                index);
+    c.add(0);
+    c.add(1);
     assertThat(c.signal(0, IndexSignal.LRU_AGE_NANOS)).isEqualTo(3_007);
     assertThat(c.signal(1, IndexSignal.LRU_AGE_NANOS)).isEqualTo(1_007);
     assertThat(c.signal(1, IndexSignal.HELD_BLOCKS)).isEqualTo(IndexSignal.ABSENT);
     assertThatThrownBy(() -> c.signal(2, IndexSignal.LRU_AGE_NANOS))
         .isInstanceOf(IndexOutOfBoundsException.class);
     c.clear();
-    c.reset(RouteRequest.builder("t", "m").build(), "m", 0, 16, 7, 4, null);
-    c.add(new BackendEntry(3, Backend.of("b3", "m")));
+    c.reset(RouteRequest.builder("t", "m").build(), "m", 0, 16, 7, table("b", "m", 3), null);
+    c.add(0);
     assertThat(c.signal(0, IndexSignal.LRU_AGE_NANOS))
         .as("no index: no information")
         .isEqualTo(IndexSignal.ABSENT);
