@@ -158,6 +158,23 @@ final class FleetSimulator {
     return this;
   }
 
+  /** Told of every arrival before it is routed, of the backend it went to and its first token. */
+  interface DecisionTap {
+    void beforeRoute(int request, SimRequest r, long[] keys, SimBackend[] backends, long now);
+
+    void routed(int request, int backend);
+
+    void firstToken(int request, double ttftMs);
+  }
+
+  private @Nullable DecisionTap tap;
+
+  /** Taps the decisions of the next runs ({@code null}: none). */
+  FleetSimulator tap(@Nullable DecisionTap t) {
+    this.tap = t;
+    return this;
+  }
+
   /** Routes an arrival on a run's engine in place of {@code engine.route} (a router over it). */
   @FunctionalInterface
   interface ArrivalRouter {
@@ -419,6 +436,9 @@ final class FleetSimulator {
         rb.media("img-" + r.media());
       }
       ArrivalRouter router = arrivalRouters[replica];
+      if (tap != null) {
+        tap.beforeRoute(i, r, keys[i], backends, now);
+      }
       RouteDecision d = router == null ? engine.route(rb.build()) : router.route(rb.build(), r);
       if (d instanceof Rejected) {
         rejected++;
@@ -443,6 +463,9 @@ final class FleetSimulator {
         return;
       }
       routed[b]++;
+      if (tap != null) {
+        tap.routed(i, b);
+      }
       SimBackend.Seq s = new SimBackend.Seq(requests.get(i), r, keys[i], now);
       s.attempt = i; // request index
       backend.enqueue(s);
@@ -457,6 +480,7 @@ final class FleetSimulator {
       long d = backend.planStep();
       if (d > 0) {
         backend.stepping = true;
+        backend.stepEndsAt = now + d;
         schedule(now + d, Type.STEP_END, b, d);
       }
     }
@@ -527,6 +551,9 @@ final class FleetSimulator {
     public void onFirstToken(SimBackend.Seq s, long t) {
       ((Routed) s.lease).lease().firstToken();
       ttft[ttftCount++] = (t - s.request.arrivalNanos()) / 1e6;
+      if (tap != null) {
+        tap.firstToken(s.attempt, (t - s.request.arrivalNanos()) / 1e6);
+      }
     }
 
     @Override

@@ -85,6 +85,31 @@ final class ScorerProbe {
     return v;
   }
 
+  /** The requests of an issue #18 workload at a rate and seed. */
+  static List<SimRequest> requests(String workload, double rate, long seed) {
+    return switch (workload) {
+      case "agentic" -> Workloads.agentic(rate, seed, 300);
+      case "high-cache", "hetero" -> Workloads.highCache(rate, seed, 16);
+      case "long-chat" -> Workloads.longChat(1200, rate, seed);
+      case "rl-rollout" -> Workloads.rlRollout(32, rate, seed);
+      case "varying-load" -> Workloads.varyingLoad(rate, seed, 16);
+      default -> throw new IllegalArgumentException("workload " + workload);
+    };
+  }
+
+  /** The fleet of an issue #18 workload: 8 H100 backends, half of them 2x slow for hetero. */
+  static SimConfig config(String workload) {
+    SimConfig config = SimConfig.defaults(8, 29_205);
+    if (workload.equals("hetero")) {
+      List<SimConfig.Fault> slow = new ArrayList<>();
+      for (int b = 0; b < 4; b++) {
+        slow.add(new SimConfig.Fault(SimConfig.Fault.Kind.SLOW_2X, b, 0.0));
+      }
+      config = config.withFaults(slow);
+    }
+    return config;
+  }
+
   public static void main(String[] args) {
     String workload = args[0];
     List<Long> seeds = new ArrayList<>();
@@ -104,23 +129,8 @@ final class ScorerProbe {
     }
     for (long seed : seeds) {
       for (double rate : rates) {
-        List<SimRequest> reqs =
-            switch (workload) {
-              case "agentic" -> Workloads.agentic(rate, seed, 300);
-              case "high-cache", "hetero" -> Workloads.highCache(rate, seed, 16);
-              case "long-chat" -> Workloads.longChat(1200, rate, seed);
-              case "rl-rollout" -> Workloads.rlRollout(32, rate, seed);
-              case "varying-load" -> Workloads.varyingLoad(rate, seed, 16);
-              default -> throw new IllegalArgumentException("workload " + workload);
-            };
-        SimConfig config = SimConfig.defaults(8, 29_205);
-        if (workload.equals("hetero")) {
-          List<SimConfig.Fault> slow = new ArrayList<>();
-          for (int b = 0; b < 4; b++) {
-            slow.add(new SimConfig.Fault(SimConfig.Fault.Kind.SLOW_2X, b, 0.0));
-          }
-          config = config.withFaults(slow);
-        }
+        List<SimRequest> reqs = requests(workload, rate, seed);
+        SimConfig config = config(workload);
         FleetSimulator sim = new FleetSimulator(workload, config, reqs, null).scorers(v);
         StringBuilder line =
             new StringBuilder(String.format(Locale.ROOT, "seed %d rate %.0fx", seed, rate));

@@ -84,6 +84,7 @@ final class SimBackend {
   final ArrayDeque<Seq> waiting = new ArrayDeque<>();
   final List<Seq> running = new ArrayList<>();
   boolean stepping;
+  long stepEndsAt; // while stepping: when the planned step ends (the shadow's starting point)
   long busyNanos;
   long prefillTokens;
   long decodeTokens;
@@ -243,6 +244,127 @@ final class SimBackend {
 
   private int plannedDecodes;
   private int plannedPrefill;
+
+  /**
+   * Research oracle (issue #18 diagnosis): the time to first token, in ms, that a request with full
+   * prompt blocks {@code keys} and {@code promptLength} tokens would see if it were enqueued here
+   * at {@code now} and nothing else arrived. Replays this backend's scheduler (the step in
+   * progress, then decodes first, running prefills in order, FCFS admission within the token budget
+   * and {@code maxSeqs}) on copies of its sequences; a sequence's hit at admission counts the
+   * blocks cached now plus those that sequences ahead finish prefilling in the replay (a prefix
+   * being prefilled becomes a hit for whoever is admitted after it completes). Ignores KV capacity
+   * (no admission stall, eviction or preemption) and encode time. Changes nothing.
+   */
+  double shadowTtftMs(long[] newKeys, int promptLength, long now) {
+    int n = running.size() + waiting.size() + 1;
+    long[][] ks = new long[n][];
+    int[] len = new int[n];
+    int[] done = new int[n]; // prefilled tokens
+    int[] gen = new int[n];
+    int[] out = new int[n];
+    int[] chunk = new int[n];
+    boolean[] in = new boolean[n]; // admitted (running)
+    boolean[] gone = new boolean[n];
+    int m = 0;
+    for (Seq s : running) {
+      ks[m] = s.keys;
+      len[m] = s.promptLength();
+      done[m] = s.prefilled;
+      gen[m] = s.generated;
+      out[m] = s.request.outputTokens();
+      chunk[m] = stepping ? s.plannedChunk : 0;
+      in[m] = true;
+      m++;
+    }
+    for (Seq s : waiting) {
+      ks[m] = s.keys;
+      len[m] = s.promptLength();
+      done[m] = s.prefilled;
+      gen[m] = s.generated;
+      out[m] = s.request.outputTokens();
+      m++;
+    }
+    int me = m;
+    ks[me] = newKeys;
+    len[me] = promptLength;
+    out[me] = 1;
+    java.util.Set<Long> fresh = new java.util.HashSet<>(); // blocks prefilled in the replay
+    long t = stepping ? stepEndsAt : now;
+    boolean decodesPlanned = stepping;
+    int runningCount = running.size();
+    for (int iter = 0; iter < 1_000_000; iter++) {
+      if (decodesPlanned) { // apply the step planned (in progress, or just planned below)
+        for (int i = 0; i < n; i++) {
+          if (!in[i] || gone[i]) {
+            continue;
+          }
+          if (done[i] >= len[i] && chunk[i] == 0) {
+            if (++gen[i] >= out[i]) {
+              gone[i] = true;
+              runningCount--;
+            }
+          } else if (chunk[i] > 0) {
+            done[i] += chunk[i];
+            chunk[i] = 0;
+            if (done[i] >= len[i]) {
+              if (i == me) {
+                return (t - now) / 1e6;
+              }
+              for (long k : ks[i]) {
+                fresh.add(k);
+              }
+              gen[i] = Math.max(gen[i], 1);
+              if (gen[i] >= out[i]) {
+                gone[i] = true;
+                runningCount--;
+              }
+            }
+          }
+        }
+      }
+      // plan the next step
+      int budget = profile.tokenBudget();
+      int decodes = 0;
+      for (int i = 0; i < n; i++) {
+        if (in[i] && !gone[i] && done[i] >= len[i]) {
+          decodes++;
+        }
+      }
+      budget -= decodes;
+      int prefill = 0;
+      for (int i = 0; i < n && budget > 0; i++) {
+        if (in[i] && !gone[i] && done[i] < len[i]) {
+          chunk[i] = Math.min(budget, len[i] - done[i]);
+          prefill += chunk[i];
+          budget -= chunk[i];
+        }
+      }
+      for (int i = 0; i < n && budget > 0 && runningCount < profile.maxSeqs(); i++) {
+        if (in[i] || gone[i]) {
+          continue;
+        }
+        in[i] = true;
+        runningCount++;
+        if (done[i] == 0) {
+          int cap = Math.min(Math.max(0, (len[i] - 1) / BackendProfile.BLOCK), ks[i].length);
+          int hit = 0;
+          while (hit < cap && (refs.containsKey(ks[i][hit]) || fresh.contains(ks[i][hit]))) {
+            hit++;
+          }
+          done[i] = hit * BackendProfile.BLOCK;
+        }
+        chunk[i] = Math.min(budget, len[i] - done[i]);
+        prefill += chunk[i];
+        budget -= chunk[i];
+      }
+      if (decodes == 0 && prefill == 0) {
+        return Double.NaN; // cannot happen with the new request waiting; defensive
+      }
+      t += profile.stepNanos(prefill, decodes, slowdown);
+      decodesPlanned = true;
+    }
+    return Double.NaN;
+  }
 
   /** Applies the planned step at its end time. */
   void finishStep(long now, long duration) {
