@@ -13,12 +13,17 @@ import dev.prefixrouter.radix.BlockHashers;
 import dev.prefixrouter.radix.RadixPrefixIndex;
 import dev.prefixrouter.scoring.EstimatedTtftScorer;
 import dev.prefixrouter.scoring.Policies;
+import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Workload (a): the published gateway's hit-rate simulation ({@code bench/sim.py} in the
@@ -38,12 +43,22 @@ final class GatewayHitRateSim {
    * generator seeds 1..SEEDS and prints the mean and worst hit rate, the worst load deviation and
    * how many seeds meet the target (≥ 99.3 %, ±5 %); {@code seeds} prints, for our default, our
    * rule without balance and two anchors, every seed's hit rate / load deviation over seeds 1–10;
-   * {@code no-signal} compares est-ttft with calibration off and on when the observed TTFT carries
-   * no prefix signal (see {@link FirstTokens}), seeds 1–3.
+   * {@code seeds FROM TO} does that for est-ttft alone over seeds FROM..TO; {@code trace
+   * uniform|skewed SEED} lists every request of est-ttft on that seed that lost its cache hit, and
+   * why (see {@link Tracer}); {@code no-signal} compares est-ttft with calibration off and on when
+   * the observed TTFT carries no prefix signal (see {@link FirstTokens}), seeds 1–3.
    */
   public static void main(String[] args) {
     if (args.length == 1 && args[0].equals("seeds")) {
       perSeed();
+      return;
+    }
+    if (args.length == 3 && args[0].equals("seeds")) {
+      seedRange(Integer.parseInt(args[1]), Integer.parseInt(args[2]));
+      return;
+    }
+    if (args.length == 3 && args[0].equals("trace")) {
+      trace(args[1].equals("skewed"), Integer.parseInt(args[2]));
       return;
     }
     if (args.length == 1 && args[0].equals("no-signal")) {
@@ -89,11 +104,7 @@ final class GatewayHitRateSim {
         Result r = run(balanced(tol, ms, half), "x", skewed);
         System.out.printf(
             "tol=%.2f ms=%.1f %-8s %6.2f%% %s%n",
-            tol,
-            ms,
-            r.distribution(),
-            100 * r.hitRate(),
-            java.util.Arrays.toString(r.perBackend()));
+            tol, ms, r.distribution(), 100 * r.hitRate(), Arrays.toString(r.perBackend()));
       }
       return;
     }
@@ -102,7 +113,7 @@ final class GatewayHitRateSim {
         Result r = run(p, skewed);
         System.out.printf(
             "%-20s %-8s %6.2f%% %s%n",
-            p, r.distribution(), 100 * r.hitRate(), java.util.Arrays.toString(r.perBackend()));
+            p, r.distribution(), 100 * r.hitRate(), Arrays.toString(r.perBackend()));
       }
     }
   }
@@ -125,6 +136,35 @@ final class GatewayHitRateSim {
         }
         System.out.printf("%s  mean %5.2f%%, %d/10 meet the target%n", line, 10 * sum, pass);
       }
+    }
+  }
+
+  /**
+   * est-ttft over generator seeds {@code from..to} (e.g. 11–30, seeds no setting was tuned on):
+   * every seed's hit % / deviation, a star on those missing the target, and how many meet it.
+   */
+  private static void seedRange(int from, int to) {
+    if (from < 1 || to < from) {
+      throw new IllegalArgumentException(
+          "seeds FROM TO needs 1 <= FROM <= TO, was " + from + ", " + to);
+    }
+    for (boolean skewed : new boolean[] {false, true}) {
+      StringBuilder line = new StringBuilder(skewed ? "skewed " : "uniform");
+      double sum = 0;
+      int pass = 0;
+      for (int seed = from; seed <= to; seed++) {
+        Result r = run(scorer("est-ttft"), "est-ttft", skewed, seed);
+        sum += r.hitRate();
+        boolean met = meetsTarget(r);
+        pass += met ? 1 : 0;
+        line.append(
+            String.format(
+                " %s%5.2f/%4.1f",
+                met ? "" : "*", 100 * r.hitRate(), 100 * r.maxDeviationFromMean()));
+      }
+      int n = to - from + 1;
+      System.out.printf(
+          "%s%n  mean %5.2f%%, %d/%d meet the target%n", line, 100 * sum / n, pass, n);
     }
   }
 
@@ -246,8 +286,93 @@ final class GatewayHitRateSim {
     return run(scorer, policy, skewed, seed, FirstTokens.INSTANT);
   }
 
+  /**
+   * est-ttft on one seed: prints every request that found less than its whole prompt in its
+   * backend's cache (which backend, the router's reason and believed match, how many blocks each
+   * backend really held, the request counts so far), then how many lost their hit for each cause.
+   */
+  private static void trace(boolean skewed, int seed) {
+    Tracer t = new Tracer(System.out);
+    Result r = run(scorer("est-ttft"), "est-ttft", skewed, seed, FirstTokens.INSTANT, t);
+    System.out.printf(
+        "%s seed %d: %.2f%% %s, deviation %.1f%%; new %d, moved off a holder %d, reloaded %d%n",
+        r.distribution(),
+        seed,
+        100 * r.hitRate(),
+        Arrays.toString(r.perBackend()),
+        100 * r.maxDeviationFromMean(),
+        t.fresh,
+        t.moved,
+        t.reloaded);
+  }
+
+  /**
+   * Classifies each request that misses part of its prompt: {@code new} (its document's first
+   * request), {@code moved} (another backend held the whole prompt: balance, pacing or the tie band
+   * sent it elsewhere) or {@code reloaded} (no backend held it any more: evicted everywhere).
+   */
+  static final class Tracer {
+    private final PrintStream out;
+    private final Set<String> seen = new HashSet<>();
+    int fresh;
+    int moved;
+    int reloaded;
+
+    Tracer(PrintStream out) {
+      this.out = out;
+    }
+
+    void request(
+        int k,
+        String text,
+        Routed r,
+        int b,
+        long[] keys,
+        LinkedHashMap<Long, Boolean>[] truth,
+        int[] perBackend) {
+      String doc = text.substring(128, 135);
+      boolean first = seen.add(doc);
+      StringBuilder held = new StringBuilder();
+      boolean whole = false;
+      boolean elsewhere = false;
+      for (int x = 0; x < truth.length; x++) {
+        int hit = 0;
+        while (hit < keys.length && truth[x].containsKey(keys[hit])) {
+          hit++;
+        }
+        held.append(x == 0 ? "" : ",").append(hit);
+        whole |= x == b && hit == keys.length;
+        elsewhere |= x != b && hit == keys.length;
+      }
+      if (whole) {
+        return;
+      }
+      String kind = first ? "new" : elsewhere ? "moved" : "reloaded";
+      if (first) {
+        fresh++;
+      } else if (elsewhere) {
+        moved++;
+      } else {
+        reloaded++;
+      }
+      out.printf(
+          "%5d %s %-8s -> b%d (%s) matched %d tokens; blocks held [%s]; counts %s%n",
+          k, doc, kind, b, r.reason(), r.matchedTokens(), held, Arrays.toString(perBackend));
+    }
+  }
+
   static Result run(
       Scorer scorer, String policy, boolean skewed, int seed, FirstTokens firstTokens) {
+    return run(scorer, policy, skewed, seed, firstTokens, null);
+  }
+
+  static Result run(
+      Scorer scorer,
+      String policy,
+      boolean skewed,
+      int seed,
+      FirstTokens firstTokens,
+      @Nullable Tracer trace) {
     java.util.SplittableRandom delays = new java.util.SplittableRandom(seed);
     @SuppressWarnings("unchecked")
     List<Routed>[] due = new List[REQUESTS + WINDOW];
@@ -287,6 +412,9 @@ final class GatewayHitRateSim {
       int b = Integer.parseInt(r.backendId().substring(1));
       perBackend[b]++;
       long[] keys = BlockHasher.keysOf(hasher, prompt, 0);
+      if (trace != null) {
+        trace.request(k, text, r, b, keys, truth, perBackend);
+      }
       hits += process(truth[b], keys);
       blocks += keys.length;
       int at = switch (firstTokens) { // no clock: prefill is instant next to the 48-request window
