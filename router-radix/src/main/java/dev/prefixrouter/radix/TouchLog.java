@@ -91,21 +91,33 @@ final class TouchLog {
     return (i & 1) == 0 ? (int) p : (int) (p >>> 32);
   }
 
-  /** Applies every record appended so far, in order. The mirror's lock held. */
+  /**
+   * Applies every record appended so far, in order, then frees their positions with one store of
+   * the head (a store per record made each one a round trip for the head's cache line, which
+   * appending threads on other cores read at every claim). Until then a claim sees the positions
+   * taken: it takes one of the others, or finds the ring full and waits for the lock. The mirror's
+   * lock held.
+   */
   void drain(LruMirror m) {
     long h = (long) LONGS.getOpaque(ends, HEAD);
     long t = (long) LONGS.getVolatile(ends, TAIL);
-    for (; h < t; h++) {
-      int r = (int) (h & (RECORDS - 1));
-      int b = r * STRIDE;
-      while ((long) LONGS.getVolatile(records, b + READY) != h + 1) {
-        Thread.onSpinWait(); // claimed, not yet published: its writer is between two stores
+    if (h == t) {
+      return;
+    }
+    try {
+      for (; h < t; h++) {
+        int r = (int) (h & (RECORDS - 1));
+        int b = r * STRIDE;
+        while ((long) LONGS.getVolatile(records, b + READY) != h + 1) {
+          Thread.onSpinWait(); // claimed, not yet published: its writer is between two stores
+        }
+        int count = (int) records[b + COUNT];
+        boolean ok = m.touchLogged(nodes, r * WIDTH, records, b + ENTRIES, count, records[b + NOW]);
+        records[b + OUTCOME] = ok ? h + 1 : -(h + 1);
+        java.util.Arrays.fill(nodes, r * WIDTH, r * WIDTH + count, null);
       }
-      int count = (int) records[b + COUNT];
-      boolean ok = m.touchLogged(nodes, r * WIDTH, records, b + ENTRIES, count, records[b + NOW]);
-      records[b + OUTCOME] = ok ? h + 1 : -(h + 1);
-      java.util.Arrays.fill(nodes, r * WIDTH, r * WIDTH + count, null);
-      LONGS.setVolatile(ends, HEAD, h + 1); // frees the position for the next claim
+    } finally {
+      LONGS.setVolatile(ends, HEAD, h); // frees the applied positions for the next claims
     }
   }
 
