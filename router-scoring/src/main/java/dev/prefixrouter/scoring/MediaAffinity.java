@@ -188,6 +188,26 @@ public final class MediaAffinity implements Scorer {
     delegate.onFirstToken(observation);
   }
 
+  /** Forwarded as primitives, so a delegate that overrides this variant allocates nothing. */
+  @Override
+  public void onFirstToken(
+      int slot,
+      long ttftNanos,
+      int promptTokens,
+      int matchedTokens,
+      long queuedPrefillTokens,
+      int runningDecodes,
+      double estimatedCost) {
+    delegate.onFirstToken(
+        slot,
+        ttftNanos,
+        promptTokens,
+        matchedTokens,
+        queuedPrefillTokens,
+        runningDecodes,
+        estimatedCost);
+  }
+
   @Override
   public void onEnded(int slot) {
     delegate.onEnded(slot);
