@@ -17,5 +17,14 @@ public enum CalibrationScope {
    * EstimatedTtftScorer.Builder#speedShrinkage}): a mixed fleet learns one number per backend
    * instead of four, so a fleet of equal GPUs gets the fleet's fit and a slower GPU its speed.
    */
-  FLEET_SCALED
+  FLEET_SCALED,
+  /**
+   * The fleet's fit moved toward a backend's own fit by the evidence behind it: {@code fleet + w ·
+   * (own − fleet)} with {@code w = n / (n + k)}, where {@code n} counts the backend's own first
+   * tokens, each decaying by the forgetting factor at every first token of the fleet (so a backend
+   * that gets no traffic drifts back to the fleet's fit instead of keeping a stale fit that starves
+   * it) and {@code k} is {@code EstimatedTtftScorer.Builder#backendShrinkage}. A backend's own fit
+   * counts only while published (enough observations, a prefix signal).
+   */
+  SHRUNK
 }

@@ -74,6 +74,10 @@ final class CostModel {
   private boolean better;
   private final @Nullable PublishedCoefficients reference;
   private final double[] refScratch = new double[5];
+  // scope SHRUNK: this backend's forgotten count of first tokens as of the fleet's count
+  // evidenceAt; written under the lock, read without it (a torn pair misweighs one decision)
+  private volatile double evidence;
+  private volatile long evidenceAt;
 
   CostModel(TtftCoefficients defaults, double forgetting, int minObservations, double band) {
     this(defaults, forgetting, minObservations, band, Double.NaN, true, null);
@@ -226,6 +230,25 @@ final class CostModel {
           defaults.waitingMs());
       fitted = false;
     }
+  }
+
+  /**
+   * Counts one of this backend's first tokens as evidence, {@code fleetCount} being the fleet's
+   * count of first tokens including it: the earlier evidence first decays by the forgetting factor
+   * per fleet first token since it was last counted.
+   */
+  synchronized void addEvidence(long fleetCount) {
+    evidence = evidence(fleetCount) + 1;
+    evidenceAt = fleetCount;
+  }
+
+  /**
+   * This backend's evidence (see {@link #addEvidence}) when the fleet has seen {@code fleetCount}.
+   */
+  double evidence(long fleetCount) {
+    double n = evidence;
+    long gap = fleetCount - evidenceAt;
+    return gap <= 0 ? n : n * Math.pow(lambda, gap);
   }
 
   private double fitAlpha() {

@@ -119,6 +119,9 @@ public final class EstimatedTtftScorer implements Scorer {
   private volatile CostModel[] models = new CostModel[64];
   private final double speedShrinkage;
   private volatile SpeedFactor[] speeds = new SpeedFactor[0]; // scope FLEET_SCALED only
+  private final double backendShrinkage; // scope SHRUNK
+  private final java.util.concurrent.atomic.AtomicLong fleetFirstTokens =
+      new java.util.concurrent.atomic.AtomicLong(); // scope SHRUNK
 
   private EstimatedTtftScorer(Builder b) {
     this.name = b.name;
@@ -131,6 +134,7 @@ public final class EstimatedTtftScorer implements Scorer {
     this.calibrateIntercept = b.calibrateIntercept;
     this.scope = b.scope;
     this.speedShrinkage = b.speedShrinkage;
+    this.backendShrinkage = b.backendShrinkage;
     this.fleetModel =
         b.scope == CalibrationScope.BACKEND
             ? null
@@ -183,7 +187,10 @@ public final class EstimatedTtftScorer implements Scorer {
             ? b.pins
             : b.maxSessions == 0 ? null : InProcessSessionPins.create(b.sessionTtl, b.maxSessions);
     SessionAffinityRule session =
-        pins == null ? null : new SessionAffinityRule(b.affinityRatio, b.affinityMarginMs, pins);
+        pins == null
+            ? null
+            : new SessionAffinityRule(
+                b.affinityRatio, b.affinityMarginMs, pins, !b.balanceMovesSessions);
     if (session != null) {
       rs.add(session);
     }
@@ -267,6 +274,11 @@ public final class EstimatedTtftScorer implements Scorer {
 
   /** The coefficients in use for a slot (fitted, or the defaults). */
   public TtftCoefficients coefficients(int slot) {
+    if (scope == CalibrationScope.SHRUNK) {
+      double[] v = new double[5];
+      readCoefficients(slot, v, 0);
+      return new TtftCoefficients(v[0], v[1], v[2], v[3], v[4]);
+    }
     CostModel m = effectiveModel(slot);
     TtftCoefficients k = m == null ? defaults : m.current();
     double s = speedFactor(slot);
@@ -321,6 +333,10 @@ public final class EstimatedTtftScorer implements Scorer {
    * decode, waiting) without allocating.
    */
   void readCoefficients(int slot, double[] out, int at) {
+    if (scope == CalibrationScope.SHRUNK) {
+      readShrunk(slot, out, at);
+      return;
+    }
     CostModel m = effectiveModel(slot);
     if (m == null) {
       TtftCoefficients k = defaults;
@@ -340,6 +356,33 @@ public final class EstimatedTtftScorer implements Scorer {
       out[at + 4] *= s;
     }
   }
+
+  /** Scope SHRUNK: the fleet's fit moved toward the slot's own published fit by its weight. */
+  private void readShrunk(int slot, double[] out, int at) {
+    CostModel f = Objects.requireNonNull(fleetModel);
+    f.published().readInto(out, at);
+    double w = ownWeight(slot);
+    if (w > 0) {
+      double[] own = SHRINK_SCRATCH.get();
+      Objects.requireNonNull(model(slot, false)).published().readInto(own, 0);
+      for (int j = 0; j < 5; j++) {
+        out[at + j] += w * (own[j] - out[at + j]);
+      }
+    }
+  }
+
+  /** Scope SHRUNK: the weight of the slot's own fit, {@code n / (n + backendShrinkage)}. */
+  private double ownWeight(int slot) {
+    CostModel own = model(slot, false);
+    if (own == null || !own.fitted()) {
+      return 0;
+    }
+    double n = own.evidence(fleetFirstTokens.get());
+    return n + backendShrinkage > 0 ? n / (n + backendShrinkage) : 0;
+  }
+
+  private static final ThreadLocal<double[]> SHRINK_SCRATCH =
+      ThreadLocal.withInitial(() -> new double[5]);
 
   private @Nullable CostModel model(int slot, boolean create) {
     CostModel[] ms = models;
@@ -361,13 +404,18 @@ public final class EstimatedTtftScorer implements Scorer {
                 forgetting,
                 minObservations,
                 calibrationBand,
-                fleetModel == null ? calibrationAdvantage : fleetAdvantage(),
+                ownAgainstFleet() ? fleetAdvantage() : calibrationAdvantage,
                 calibrateIntercept,
-                fleetModel == null ? null : fleetModel.published());
+                ownAgainstFleet() ? Objects.requireNonNull(fleetModel).published() : null);
       }
       models = ms;
       return ms[slot];
     }
+  }
+
+  /** Whether a backend's own fit is judged against the fleet's (hierarchical scope). */
+  private boolean ownAgainstFleet() {
+    return fleetModel != null && scope != CalibrationScope.SHRUNK;
   }
 
   /** The margin a backend's own fit must beat the fleet's by (hierarchical scope). */
@@ -516,13 +564,16 @@ public final class EstimatedTtftScorer implements Scorer {
             f, slot, ttftNanos, uncached, matchedTokens, queuedPrefillTokens, runningDecodes);
       }
       f.observe(ttftNanos, uncached, matchedTokens, queuedPrefillTokens, runningDecodes);
-      if (scope != CalibrationScope.BACKEND && scope != CalibrationScope.HIERARCHICAL) {
+      if (scope == CalibrationScope.FLEET || scope == CalibrationScope.FLEET_SCALED) {
         return;
       }
     }
     CostModel m = model(slot, true);
     if (m != null) {
       m.observe(ttftNanos, uncached, matchedTokens, queuedPrefillTokens, runningDecodes);
+      if (scope == CalibrationScope.SHRUNK) {
+        m.addEvidence(fleetFirstTokens.incrementAndGet());
+      }
     }
   }
 
@@ -600,6 +651,9 @@ public final class EstimatedTtftScorer implements Scorer {
     if (scope == CalibrationScope.FLEET_SCALED) {
       out.put("speedFactor", speedFactor(slot));
     }
+    if (scope == CalibrationScope.SHRUNK) {
+      out.put("ownWeight", ownWeight(slot));
+    }
     return out;
   }
 
@@ -629,6 +683,7 @@ public final class EstimatedTtftScorer implements Scorer {
     private double forgetting = 0.995;
     private int minObservations = 30;
     private double speedShrinkage = 20;
+    private double backendShrinkage = 20;
     private double calibrationBand = 8;
     private double calibrationAdvantage = Double.NaN;
     private boolean calibrateIntercept = true;
@@ -641,6 +696,7 @@ public final class EstimatedTtftScorer implements Scorer {
     private double saturationKvUsage = 0.98;
     private double affinityRatio = 1.5;
     private double affinityMarginMs = 50;
+    private boolean balanceMovesSessions = true;
     private double prefixAffinityRatio = 1.5;
     private int prefixAffinityMaxWaiting = 1;
     private double balanceTolerance = 0.03;
@@ -787,6 +843,19 @@ public final class EstimatedTtftScorer implements Scorer {
       return this;
     }
 
+    /**
+     * With {@link CalibrationScope#SHRUNK}: how many decaying first tokens of its own a backend
+     * needs for its fit to weigh as much as the fleet's, in [0, 10,000] (default 20): the weight of
+     * its own fit is {@code n / (n + k)}.
+     */
+    public Builder backendShrinkage(double k) {
+      if (!(k >= 0 && k <= 10_000)) {
+        throw new IllegalArgumentException("backendShrinkage must be in [0, 10000], was " + k);
+      }
+      this.backendShrinkage = k;
+      return this;
+    }
+
     /** Whose observations a fit learns from; see {@link CalibrationScope}. */
     public Builder calibrationScope(CalibrationScope scope) {
       this.scope = Objects.requireNonNull(scope, "scope");
@@ -888,6 +957,17 @@ public final class EstimatedTtftScorer implements Scorer {
       }
       this.affinityRatio = ratio;
       this.affinityMarginMs = marginMs;
+      return this;
+    }
+
+    /**
+     * Whether the balance term may move a pinned session (default true). With {@code false}, a
+     * session's pin yields only to time and saturation: {@link #affinityMargin}'s comparison uses
+     * the costs without the balance term, so balance places new sessions and sessionless requests
+     * but never re-prefills a session's history elsewhere for the fleet's shares.
+     */
+    public Builder balanceMovesSessions(boolean moves) {
+      this.balanceMovesSessions = moves;
       return this;
     }
 

@@ -10,9 +10,11 @@ import org.jspecify.annotations.Nullable;
  * Session affinity: a request with a session id prefers the backend its session was last routed to
  * (a {@link SessionPins} store keyed by backend id). The pin yields — and moves — when that backend
  * is not a candidate (unhealthy, draining, removed), is saturated, or its cost exceeds {@code best
- * × ratio + marginMs}. Reason {@code "session affinity"} whenever the pinned backend wins. Tuning:
- * {@link EstimatedTtftScorer.Builder#affinityMargin}, {@link EstimatedTtftScorer.Builder#sessions},
- * {@link EstimatedTtftScorer.Builder#sessionPins}.
+ * × ratio + marginMs}. With {@code holdAgainstSteering}, that comparison uses the costs without the
+ * {@link CostTerm#steering steering} terms ({@link Candidates#plainCost}): the balance term then
+ * never moves a pinned session, only time (or saturation) does. Reason {@code "session affinity"}
+ * whenever the pinned backend wins. Tuning: {@link EstimatedTtftScorer.Builder#affinityMargin},
+ * {@link EstimatedTtftScorer.Builder#sessions}, {@link EstimatedTtftScorer.Builder#sessionPins}.
  */
 final class SessionAffinityRule implements RankRule {
   static final String NAME = "session-affinity";
@@ -20,14 +22,17 @@ final class SessionAffinityRule implements RankRule {
   private final double ratio;
   private final double marginMs;
   private final SessionPins pins;
+  private final boolean holdAgainstSteering;
 
   /** Backend id per slot, to forget a removed backend's pins. */
   private volatile AtomicReferenceArray<String> ids = new AtomicReferenceArray<>(64);
 
-  SessionAffinityRule(double ratio, double marginMs, SessionPins pins) {
+  SessionAffinityRule(
+      double ratio, double marginMs, SessionPins pins, boolean holdAgainstSteering) {
     this.ratio = ratio;
     this.marginMs = marginMs;
     this.pins = pins;
+    this.holdAgainstSteering = holdAgainstSteering;
   }
 
   SessionPins pins() {
@@ -58,7 +63,7 @@ final class SessionAffinityRule implements RankRule {
           return "session affinity";
         }
         int p = order[r];
-        if (!c.saturated(p) && c.cost(p) <= c.best() * ratio + marginMs) {
+        if (!c.saturated(p) && withinMargin(c, p)) {
           c.promote(r);
           return "session affinity";
         }
@@ -66,6 +71,18 @@ final class SessionAffinityRule implements RankRule {
       }
     }
     return null;
+  }
+
+  /** Whether the pinned candidate's cost is within {@code best × ratio + marginMs}. */
+  private boolean withinMargin(Candidates c, int p) {
+    if (!holdAgainstSteering) {
+      return c.cost(p) <= c.best() * ratio + marginMs;
+    }
+    double best = Double.POSITIVE_INFINITY;
+    for (int i = 0, n = c.size(); i < n; i++) {
+      best = Math.min(best, c.plainCost(i));
+    }
+    return c.plainCost(p) <= best * ratio + marginMs;
   }
 
   @Override

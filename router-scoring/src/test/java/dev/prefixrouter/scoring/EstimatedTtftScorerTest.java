@@ -290,6 +290,49 @@ class EstimatedTtftScorerTest {
   }
 
   @Test
+  void balanceMovesAPinnedSessionOnlyWhenAllowedTo() {
+    assertThat(sessionAfterBalancePressure(EstimatedTtftScorer.builder().calibrate(false)))
+        .as("default: the balance penalty on its overloaded holder moves the session")
+        .isEqualTo(1);
+    assertThat(
+            sessionAfterBalancePressure(
+                EstimatedTtftScorer.builder().calibrate(false).balanceMovesSessions(false)))
+        .as("balanceMovesSessions(false): only time moves it, and b0 is the faster by far")
+        .isEqualTo(0);
+    // a pin that is much slower in time still yields with balanceMovesSessions(false)
+    EstimatedTtftScorer s =
+        EstimatedTtftScorer.builder().calibrate(false).balanceMovesSessions(false).build();
+    FakeContext ctx = heldOnB0(s);
+    ctx.pending[0] = 1_000_000; // a long prefill queue on the holder
+    s.score(ctx);
+    assertThat(ctx.best()).isEqualTo(1);
+  }
+
+  /**
+   * b0 holds a session's whole prompt and took 2,000 decisions of its prefix group (twice its fair
+   * share); where does the pinned session's next request go?
+   */
+  private static int sessionAfterBalancePressure(EstimatedTtftScorer.Builder builder) {
+    EstimatedTtftScorer s = builder.build();
+    FakeContext ctx = heldOnB0(s);
+    s.score(ctx);
+    return ctx.best();
+  }
+
+  private static FakeContext heldOnB0(EstimatedTtftScorer s) {
+    FakeContext ctx = new FakeContext(2);
+    ctx.keys = new long[64];
+    java.util.Arrays.fill(ctx.keys, 7L);
+    ctx.matchedBlocks[0] = 64;
+    for (int i = 0; i < 2_000; i++) {
+      s.onRouted(ctx, 0); // decisions recorded without scoring: no balance replica made yet
+    }
+    ctx.request = RouteRequest.builder("t", "m").session("chat-1").build();
+    s.onRouted(ctx, 0); // the session's earlier request went to b0
+    return ctx;
+  }
+
+  @Test
   void aHotPrefixThatOverloadsItsHolderIsReplicatedButAColdOneIsNot() {
     EstimatedTtftScorer s = EstimatedTtftScorer.builder().calibrate(false).build();
     FakeContext hot = new FakeContext(2);
@@ -511,20 +554,25 @@ class EstimatedTtftScorerTest {
     }
   }
 
-  @Test
-  void fleetScaledScopeLearnsOneSpeedPerBackendOverTheFleetsShape() {
-    TtftCoefficients p = TtftCoefficients.DEFAULTS;
+  /**
+   * A scorer of {@code scope} fed 1,500 rounds of first tokens: slots 0-3 at the priors' speed, 4-7
+   * twice as slow (10 % noise), interleaved as in a fleet.
+   */
+  private static EstimatedTtftScorer halfTwiceAsSlow(CalibrationScope scope) {
     EstimatedTtftScorer s =
-        EstimatedTtftScorer.builder()
-            .minObservations(20)
-            .calibrationScope(CalibrationScope.FLEET_SCALED)
-            .build();
-    // slots 0-3 at the priors' speed, 4-7 twice as slow (10 % noise), interleaved
+        EstimatedTtftScorer.builder().minObservations(20).calibrationScope(scope).build();
     for (int round = 0; round < 1_500; round++) {
       for (int slot = 0; slot < 8; slot++) {
         feed(s, slot, slot < 4 ? 1 : 2, 1, 100L * round + slot);
       }
     }
+    return s;
+  }
+
+  @Test
+  void fleetScaledScopeLearnsOneSpeedPerBackendOverTheFleetsShape() {
+    TtftCoefficients p = TtftCoefficients.DEFAULTS;
+    EstimatedTtftScorer s = halfTwiceAsSlow(CalibrationScope.FLEET_SCALED);
     for (int slot = 0; slot < 8; slot++) {
       double speed = s.describe(slot).get("speedFactor");
       double beta = s.coefficients(slot).betaMsPerToken();
@@ -538,6 +586,44 @@ class EstimatedTtftScorerTest {
     assertThat(s.coefficients(8)).isEqualTo(s.coefficients(8)); // stable, no factor learnt
     s.removeBackend(5);
     assertThat(s.describe(5)).containsEntry("speedFactor", 1.0);
+  }
+
+  @Test
+  void shrunkScopeWeighsEachBackendsOwnFitByItsDecayingEvidence() {
+    TtftCoefficients p = TtftCoefficients.DEFAULTS;
+    EstimatedTtftScorer s = halfTwiceAsSlow(CalibrationScope.SHRUNK);
+    double fleet = s.coefficients(8).betaMsPerToken(); // no first tokens of its own
+    assertThat(fleet).isBetween(1.2 * p.betaMsPerToken(), 1.8 * p.betaMsPerToken());
+    for (int slot = 0; slot < 8; slot++) {
+      // one first token in eight, forgotten at 0.995 per fleet first token: n = 25, w = 25/45
+      double w = s.describe(slot).get("ownWeight");
+      assertThat(w).isCloseTo(25.0 / 45, within(0.02));
+      double own = (slot < 4 ? 1 : 2) * p.betaMsPerToken();
+      assertThat(s.coefficients(slot).betaMsPerToken())
+          .isCloseTo(fleet + w * (own - fleet), within(0.1 * own));
+    }
+    // slot 0 gets no more traffic: its own fit fades out and it is priced with the fleet's fit
+    for (int round = 0; round < 300; round++) {
+      for (int slot = 1; slot < 8; slot++) {
+        feed(s, slot, slot < 4 ? 1 : 2, 1, 7_000L * round + slot);
+      }
+    }
+    assertThat(s.describe(0).get("ownWeight")).isLessThan(0.001);
+    assertThat(s.coefficients(0).betaMsPerToken())
+        .isCloseTo(s.coefficients(8).betaMsPerToken(), within(1e-3 * fleet));
+    assertThat(s.describe(8)).containsEntry("ownWeight", 0.0);
+    EstimatedTtftScorer own =
+        EstimatedTtftScorer.builder()
+            .minObservations(20)
+            .calibrationScope(CalibrationScope.SHRUNK)
+            .backendShrinkage(0)
+            .build();
+    feed(own, 0, 1, 500, 3);
+    feed(own, 1, 2, 500, 4);
+    assertThat(own.coefficients(1).betaMsPerToken())
+        .isCloseTo(2 * p.betaMsPerToken(), within(0.15 * 2 * p.betaMsPerToken()));
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().backendShrinkage(-1))
+        .hasMessage("backendShrinkage must be in [0, 10000], was -1.0");
   }
 
   @Test

@@ -76,6 +76,32 @@ final class ScorerProbe {
                   .speedShrinkage(k)
                   .build());
     }
+    // balance places new work but never moves a pinned session (issue #18, session 14)
+    v.put("pinhold", () -> EstimatedTtftScorer.builder().balanceMovesSessions(false).build());
+    v.put(
+        "pinhold-nocal",
+        () -> EstimatedTtftScorer.builder().balanceMovesSessions(false).calibrate(false).build());
+    for (CalibrationScope scope : CalibrationScope.values()) {
+      v.put(
+          "pinhold-" + scope.name().toLowerCase(Locale.ROOT),
+          () ->
+              EstimatedTtftScorer.builder()
+                  .balanceMovesSessions(false)
+                  .calibrationScope(scope)
+                  .build());
+    }
+    for (double k : new double[] {5, 50, 200}) {
+      for (boolean hold : new boolean[] {false, true}) {
+        v.put(
+            (hold ? "pinhold-" : "") + "shrunk-k" + (int) k,
+            () ->
+                EstimatedTtftScorer.builder()
+                    .balanceMovesSessions(!hold)
+                    .calibrationScope(CalibrationScope.SHRUNK)
+                    .backendShrinkage(k)
+                    .build());
+      }
+    }
     v.put("noalpha", () -> EstimatedTtftScorer.builder().calibrateIntercept(false).build());
     for (double band : new double[] {4, 8}) {
       v.put(

@@ -39,6 +39,7 @@ final class TtftDiagnosis {
     Map<String, Supplier<EstimatedTtftScorer.Builder>> v = new LinkedHashMap<>();
     v.put("est-ttft", EstimatedTtftScorer::builder);
     v.put("sticky", () -> EstimatedTtftScorer.builder().balance(0, 0, 1));
+    v.put("pinhold", () -> EstimatedTtftScorer.builder().balanceMovesSessions(false));
     v.put("nocal", () -> EstimatedTtftScorer.builder().calibrate(false));
     v.put("nocal-sticky", () -> EstimatedTtftScorer.builder().calibrate(false).balance(0, 0, 1));
     v.put("fleet", () -> EstimatedTtftScorer.builder().calibrationScope(CalibrationScope.FLEET));
