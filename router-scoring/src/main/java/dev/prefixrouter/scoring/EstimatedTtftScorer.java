@@ -361,19 +361,19 @@ public final class EstimatedTtftScorer implements Scorer {
   private void readShrunk(int slot, double[] out, int at) {
     CostModel f = Objects.requireNonNull(fleetModel);
     f.published().readInto(out, at);
-    double w = ownWeight(slot);
-    if (w > 0) {
-      double[] own = SHRINK_SCRATCH.get();
-      Objects.requireNonNull(model(slot, false)).published().readInto(own, 0);
+    CostModel own = model(slot, false);
+    double w = ownWeight(own);
+    if (own != null && w > 0) {
+      double[] k = SHRINK_SCRATCH.get();
+      own.published().readInto(k, 0);
       for (int j = 0; j < 5; j++) {
-        out[at + j] += w * (own[j] - out[at + j]);
+        out[at + j] += w * (k[j] - out[at + j]);
       }
     }
   }
 
-  /** Scope SHRUNK: the weight of the slot's own fit, {@code n / (n + backendShrinkage)}. */
-  private double ownWeight(int slot) {
-    CostModel own = model(slot, false);
+  /** Scope SHRUNK: the weight of a slot's own fit, {@code n / (n + backendShrinkage)}. */
+  private double ownWeight(@Nullable CostModel own) {
     if (own == null || !own.fitted()) {
       return 0;
     }
@@ -652,7 +652,7 @@ public final class EstimatedTtftScorer implements Scorer {
       out.put("speedFactor", speedFactor(slot));
     }
     if (scope == CalibrationScope.SHRUNK) {
-      out.put("ownWeight", ownWeight(slot));
+      out.put("ownWeight", ownWeight(model(slot, false)));
     }
     return out;
   }
