@@ -43,8 +43,9 @@ final class DefaultLease implements Lease {
   private final long startNanos;
   private final long queuedBefore;
   private final int decodesBefore;
-  // plain fields behind VarHandles: two atomics would double the lease
-  private volatile int state = OPEN;
+  // plain fields behind VarHandles: two atomics would double the lease. No initializer: OPEN is 0,
+  // the default, and an initializer would be a volatile store, a full fence on every route
+  private volatile int state;
   private volatile boolean failoverTaken;
   private @Nullable Routed routed;
 

@@ -44,7 +44,7 @@ final class DefaultPairLease implements PairLease {
   private final long reserved;
   private final List<BackendEntry> decodeExcluded;
   private final int attempt;
-  private volatile int state = OPEN;
+  private volatile int state; // OPEN (0): an initializer would be a volatile store, a fence
   private volatile boolean failoverTaken;
 
   DefaultPairLease(

@@ -48,6 +48,13 @@ final class Node {
    */
   final long first;
 
+  /**
+   * {@code keys.length}, kept in the node so that checking an entry against its node ({@link
+   * LruMirror#holdsWhole}, applied from a held route's log long after the route's walk) does not
+   * load the run's header, a second miss; the field fills the object's alignment gap.
+   */
+  final int length;
+
   /** Writer only: the node whose run ends just before this one ({@code null} for the root). */
   @Nullable Node parent;
 
@@ -80,11 +87,12 @@ final class Node {
   Node(long[] keys, @Nullable Node parent) {
     this.keys = keys;
     this.first = keys.length == 0 ? 0 : keys[0];
+    this.length = keys.length;
     this.parent = parent;
   }
 
   int length() {
-    return keys.length;
+    return length;
   }
 
   // ------------------------------------------------------------------ children (reader and writer)

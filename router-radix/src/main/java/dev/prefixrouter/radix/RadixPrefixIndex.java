@@ -773,6 +773,12 @@ public final class RadixPrefixIndex implements PrefixIndex {
    * victim (the published age would be stale). Settling applies the log and reads this record's
    * outcome: if the path was no longer held in full (or the outcome is no longer known: the ring
    * position was reused meanwhile), returns false and the caller routes under the structure lock.
+   *
+   * <p>Ordering: a lock holder turns the epoch odd and then reads the log's tail. Either that read
+   * sees this record's claim (the holder waits for the record and applies it), or the claim's
+   * compare-and-set comes after it, and then this thread's epoch read, which follows the
+   * compare-and-set, sees the moved epoch and settles. So the record itself is published with a
+   * release store, not a fence.
    */
   private boolean logTouch(LruMirror m, Scratch s, int count, long seq, long epoch, long now) {
     m.log().write(seq, s.touchNodes, s.touchEntries, count, now);

@@ -23,8 +23,11 @@ import java.lang.invoke.VarHandle;
  * ({@link #outcome}).
  *
  * <p>Record layout: {@value #STRIDE} longs per record in one array (ready, clock, count, the entry
- * ids packed two per long, outcome), the nodes in a parallel array, so a route writes two or three
- * cache lines.
+ * ids packed two per long, outcome, then padding), the nodes in a parallel array padded the same
+ * way ({@value #NODE_STRIDE} cells per record), so a route writes one record's cache lines and no
+ * line of a neighbouring record: 64 bytes at an array offset that is not a line boundary straddle
+ * two lines, and with records 128 bytes apart those lines are the record's alone (two threads
+ * appending adjacent records do not write each other's lines).
  */
 final class TouchLog {
   /** Records in the ring (a power of two). */
@@ -33,7 +36,8 @@ final class TouchLog {
   /** Nodes per record: a longer path is refreshed under the lock. */
   static final int WIDTH = 6;
 
-  private static final int STRIDE = 8;
+  private static final int STRIDE = 16; // 8 used, 8 padding: 128 bytes
+  private static final int NODE_STRIDE = 32; // WIDTH used: 128 bytes of compressed references
   private static final int READY = 0; // sequence + 1 once published
   private static final int NOW = 1;
   private static final int COUNT = 2;
@@ -48,7 +52,7 @@ final class TouchLog {
   private final long[] ends = new long[33];
 
   private final long[] records = new long[RECORDS * STRIDE];
-  private final Node[] nodes = new Node[RECORDS * WIDTH];
+  private final Node[] nodes = new Node[RECORDS * NODE_STRIDE];
 
   /**
    * The next sequence number, or -1 when the ring is full (the caller refreshes under the lock,
@@ -81,8 +85,11 @@ final class TouchLog {
       long hi = i + 1 < count ? (long) entries[i + 1] << 32 : 0;
       records[b + ENTRIES + i / 2] = hi | lo;
     }
-    System.arraycopy(path, 0, nodes, r * WIDTH, count);
-    LONGS.setVolatile(records, b + READY, seq + 1); // publishes the record
+    System.arraycopy(path, 0, nodes, r * NODE_STRIDE, count);
+    // publishes the record (release: the drainer reads it with acquire). No fence is needed for the
+    // route's epoch check after it: that needs the claim's compare-and-set ordered before the
+    // epoch read, and the compare-and-set is a volatile write (see RadixPrefixIndex.logTouch)
+    LONGS.setRelease(records, b + READY, seq + 1);
   }
 
   /** Entry {@code i} of a record's packed entries starting at {@code from}. */
@@ -112,9 +119,10 @@ final class TouchLog {
           Thread.onSpinWait(); // claimed, not yet published: its writer is between two stores
         }
         int count = (int) records[b + COUNT];
-        boolean ok = m.touchLogged(nodes, r * WIDTH, records, b + ENTRIES, count, records[b + NOW]);
+        boolean ok =
+            m.touchLogged(nodes, r * NODE_STRIDE, records, b + ENTRIES, count, records[b + NOW]);
         records[b + OUTCOME] = ok ? h + 1 : -(h + 1);
-        java.util.Arrays.fill(nodes, r * WIDTH, r * WIDTH + count, null);
+        java.util.Arrays.fill(nodes, r * NODE_STRIDE, r * NODE_STRIDE + count, null);
       }
     } finally {
       LONGS.setVolatile(ends, HEAD, h); // frees the applied positions for the next claims
