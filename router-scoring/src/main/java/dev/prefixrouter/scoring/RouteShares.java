@@ -5,24 +5,44 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Each slot's share of recent routing decisions: a count decayed by {@code 2^(-1/halfLife)} per
- * decision (lazily, from the global decision sequence), so no clock is needed. A recorded decision
- * is one increment of the sequence and one short write on its slot's count (plus one on its prefix
- * group's), each count a (value, sequence) pair updated in place under a per-entry sequence lock:
- * no allocation per decision. Readers never block writers; they retry while an entry is being
- * written (a few stores). Two writers of the same entry wait for each other (spinning for those few
- * stores); an update is never lost.
+ * decision fleet-wide (lazily, from the decision sequence), so no clock is needed. No allocation
+ * per decision.
  *
- * <p>Prefix groups live in a fixed two-way set-associative table of {@link #GROUP_ENTRIES} counts:
- * a new group takes the empty or the smaller (decayed) of its set's two entries, so a cold group
- * never displaces a hot one from its set, and an evicted group starts again at zero. Memory is
- * fixed: 64 bytes per set of two groups (2 MB), 64 bytes per slot.
+ * <p><b>Stripes.</b> The counts live in stripes, each with its own decision count, slot counts and
+ * prefix-group table; a count is the sum over the stripes, the decision sequence the sum of their
+ * decision counts. A decision is recorded in the recording thread's stripe only: one uncontended
+ * compare-and-set on the stripe's lock (a cache line no reader touches) and a few plain stores
+ * under the stripe's sequence lock, so threads on different stripes never write a line another
+ * writes. Every thread starts on the first stripe and moves to another (made on first use, at most
+ * {@link #MAX_STRIPES}) when it finds its stripe locked, or last written by another thread on
+ * {@value #MOVE_AFTER} of its records in a row. A single thread therefore uses one stripe and reads
+ * exactly what one shared count would hold. With several stripes a read sums per-stripe values
+ * (rounding aside, the same decayed sums), and a decision's sequence number is the sum of the
+ * stripes' counts as its recorder read them, so a count recorded while another stripe's decisions
+ * were in flight may be decayed from a sequence a few decisions early or late. Readers never block
+ * writers; they retry while a stripe is being written (a few stores). No update is ever lost.
+ *
+ * <p>Prefix groups live in each stripe's fixed two-way set-associative table of {@link
+ * #GROUP_ENTRIES} counts: a new group takes the empty or the smaller (decayed) of its set's two
+ * entries, so a cold group never displaces a hot one from its set, and an evicted group starts
+ * again at zero in that stripe. Memory: 2 MB of group sets and 16 bytes per slot per stripe.
  */
 final class RouteShares {
-  /** Prefix-group counts kept (two per set). */
+  /** Prefix-group counts kept per stripe (two per set). */
   static final int GROUP_ENTRIES = 65_536;
+
+  /**
+   * Most stripes: the processors rounded up to a power of two, at most 8 (each stripe's group table
+   * is 2 MB, and a read sums every stripe).
+   */
+  static final int MAX_STRIPES =
+      Math.min(
+          8,
+          Integer.highestOneBit(Math.max(1, Runtime.getRuntime().availableProcessors()) * 2 - 1));
 
   private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
 
@@ -32,19 +52,39 @@ final class RouteShares {
    */
   private static final int SET_STRIDE = 8;
 
-  /** Longs per slot: version, value bits, sequence; padded so that slots do not share a line. */
-  private static final int SLOT_STRIDE = 8;
+  /** A stripe's counts start with its version and its decision count. */
+  private static final int HEAD = 2;
 
-  /** A slot version that marks a table copied into a larger one: writers move on to that one. */
+  /** Longs per slot in a stripe's counts: value bits, sequence. */
+  private static final int SLOT_STRIDE = 2;
+
+  /** A counts version that marks an array replaced by a larger one: read the stripe's new one. */
   private static final long MOVED = -1;
 
+  /** Index of the lock in {@link Stripe#lock}: 64 bytes of the array on either side of it. */
+  private static final int LOCK = 8;
+
+  /** Ages with a precomputed decay factor: a decision reads ~n + 2 counts, each once a pow. */
+  private static final int DECAY_TABLE = 4096;
+
+  private static final AtomicLong TOKENS = new AtomicLong();
+
+  /**
+   * Per thread: its probe (hashed into the stripes; 0 at first), its token (unique, not 0) and how
+   * many of its records in a row found their stripe last written by another thread.
+   */
+  private static final ThreadLocal<long[]> PROBE =
+      ThreadLocal.withInitial(() -> new long[] {0, TOKENS.incrementAndGet(), 0});
+
+  /** Per thread: the slot counts of one decision ({@link #sharesAndHotness}). */
+  private static final ThreadLocal<double[]> SLOT_COUNTS =
+      ThreadLocal.withInitial(() -> new double[64]);
+
   private final double decayPerRoute;
-  private final AtomicLong seq = new AtomicLong();
+  private final double[] decayByAge = new double[DECAY_TABLE];
 
-  private final long[] groups = new long[GROUP_ENTRIES / 2 * SET_STRIDE];
-
-  /** Per slot: version, value bits, sequence ({@link #SLOT_STRIDE} longs each). */
-  private volatile long[] counts = emptyCounts(64);
+  /** A power of two in length, at most {@link #MAX_STRIPES}; grows by copying. */
+  private volatile Stripe[] stripes;
 
   private final Object growLock = new Object();
 
@@ -54,132 +94,266 @@ final class RouteShares {
    */
   private volatile int slotsUsed;
 
+  /** Per slot: decision sequence of its last paced replica, plus the interval (0 = never). */
+  private volatile AtomicLongArray lastReplica = new AtomicLongArray(64);
+
+  /** One stripe: written under its lock, read under its sequence lock. */
+  private static final class Stripe {
+    /**
+     * The writers' lock at {@link #LOCK} (0 free, 1 held) and the token of its last holder after
+     * it, on a cache line of their own.
+     */
+    final long[] lock = new long[2 * LOCK + 2];
+
+    /**
+     * Version (even when stable, odd while written, {@link #MOVED} once replaced), decisions
+     * recorded here, then per slot its value bits and sequence. Replaced only under the lock.
+     */
+    volatile long[] counts;
+
+    final long[] groups = new long[GROUP_ENTRIES / 2 * SET_STRIDE];
+
+    Stripe(int slots) {
+      counts = emptyCounts(slots);
+    }
+  }
+
   RouteShares(int halfLifeRoutes) {
     this.decayPerRoute = Math.pow(0.5, 1.0 / halfLifeRoutes);
     for (int age = 0; age < DECAY_TABLE; age++) {
       decayByAge[age] = Math.pow(decayPerRoute, age);
     }
+    stripes = new Stripe[] {new Stripe(64)};
   }
 
-  /** Ages with a precomputed decay factor: a decision reads ~n + 2 counts, each once a pow. */
-  private static final int DECAY_TABLE = 4096;
-
-  private final double[] decayByAge = new double[DECAY_TABLE];
-
   private static long[] emptyCounts(int slots) {
-    long[] a = new long[slots * SLOT_STRIDE];
+    long[] a = new long[HEAD + slots * SLOT_STRIDE];
     for (int i = 0; i < slots; i++) {
-      a[i * SLOT_STRIDE + 2] = Long.MIN_VALUE; // never counted: the first record sets its sequence
+      a[HEAD + i * SLOT_STRIDE + 1] = Long.MIN_VALUE; // never counted: the first record sets it
     }
     return a;
   }
 
   /** Records a decision for {@code slot} and, when {@code prefix != 0}, for that prefix group. */
   void record(int slot, long prefix) {
-    record(slot, prefix, draw());
+    raiseSlotsUsed(slot);
+    Stripe s = lock();
+    try {
+      long[] cs = counts(s, slot);
+      long decisions = cs[1] + 1;
+      long now = decisions + othersDecisions(s);
+      if (prefix != 0) {
+        recordGroup(s.groups, prefix, now);
+      }
+      long v = beginWrite(cs);
+      cs[1] = decisions;
+      count(cs, slot, now);
+      LONGS.setRelease(cs, 0, v + 2);
+    } finally {
+      unlock(s);
+    }
   }
 
   /** The next decision's sequence number (tests draw it to interleave two recorders by hand). */
   long draw() {
-    return seq.incrementAndGet();
+    Stripe s = lock();
+    try {
+      long[] cs = s.counts;
+      long v = beginWrite(cs);
+      long decisions = cs[1] + 1;
+      cs[1] = decisions;
+      LONGS.setRelease(cs, 0, v + 2);
+      return decisions + othersDecisions(s);
+    } finally {
+      unlock(s);
+    }
   }
 
   /**
-   * Records decision {@code now}. Another thread may have drawn a later number and stored its count
-   * first; the count then keeps that later sequence, so a late writer never moves it back in time
-   * (which would decay it again by the difference on every later read).
+   * Records decision {@code now}, drawn before. Another thread may have drawn a later number and
+   * stored its count first; the count then keeps that later sequence, so a late writer never moves
+   * it back in time (which would decay it again by the difference on every later read).
    */
   void record(int slot, long prefix, long now) {
-    if (prefix != 0) {
-      recordGroup(prefix, now);
-    }
-    if (slot >= slotsUsed) {
-      raiseSlotsUsed(slot + 1);
-    }
-    while (true) {
-      long[] cs = array(slot);
-      int at = slot * SLOT_STRIDE;
-      long v = lock(cs, at);
-      if (v == MOVED) {
-        continue; // copied into a larger table meanwhile: write there
-      }
-      double value = Double.longBitsToDouble(cs[at + 1]);
-      long last = cs[at + 2];
-      double d = decayed(value, last, now); // 0 when never counted
-      cs[at + 1] = Double.doubleToRawLongBits(d + 1);
-      cs[at + 2] = Math.max(now, last);
-      unlock(cs, at, v);
-      return;
-    }
-  }
-
-  private void raiseSlotsUsed(int used) {
-    synchronized (growLock) {
-      if (used > slotsUsed) {
-        slotsUsed = used;
-      }
-    }
-  }
-
-  private void recordGroup(long prefix, long now) {
-    long[] g = groups;
-    int set = setOf(prefix) / 2 * SET_STRIDE;
-    long v = lock(g, set);
+    raiseSlotsUsed(slot);
+    Stripe s = lock();
     try {
-      long p0 = g[set + 1];
-      long p1 = g[set + 4];
-      int at;
-      double value;
-      long kept = now;
-      if (p0 == prefix) {
-        at = set + 1;
-        value = decayed(Double.longBitsToDouble(g[at + 1]), g[at + 2], now);
-        kept = Math.max(now, g[at + 2]);
-      } else if (p1 == prefix) {
-        at = set + 4;
-        value = decayed(Double.longBitsToDouble(g[at + 1]), g[at + 2], now);
-        kept = Math.max(now, g[at + 2]);
-      } else {
-        // a new group takes the empty entry, else the colder one
-        boolean second =
-            p0 != 0
-                && (p1 == 0
-                    || decayed(Double.longBitsToDouble(g[set + 5]), g[set + 6], now)
-                        < decayed(Double.longBitsToDouble(g[set + 2]), g[set + 3], now));
-        at = second ? set + 4 : set + 1;
-        value = 0;
+      long[] cs = counts(s, slot);
+      if (prefix != 0) {
+        recordGroup(s.groups, prefix, now);
       }
-      g[at] = prefix;
-      g[at + 1] = Double.doubleToRawLongBits(value + 1);
-      g[at + 2] = kept;
+      long v = beginWrite(cs);
+      count(cs, slot, now);
+      LONGS.setRelease(cs, 0, v + 2);
     } finally {
-      unlock(g, set, v);
+      unlock(s);
+    }
+  }
+
+  /** Adds one decision at {@code now} to {@code slot}'s count; inside a write of {@code cs}. */
+  private void count(long[] cs, int slot, long now) {
+    int at = HEAD + slot * SLOT_STRIDE;
+    double value = Double.longBitsToDouble(cs[at]);
+    long last = cs[at + 1];
+    double d = decayed(value, last, now); // 0 when never counted
+    cs[at] = Double.doubleToRawLongBits(d + 1);
+    cs[at + 1] = Math.max(now, last);
+  }
+
+  private void raiseSlotsUsed(int slot) {
+    if (slot >= slotsUsed) {
+      synchronized (growLock) {
+        if (slot >= slotsUsed) {
+          slotsUsed = slot + 1;
+        }
+      }
     }
   }
 
   /**
-   * Takes the sequence lock of the entry whose version is at {@code a[at]}: its even version, now
-   * odd in the array; or {@link #MOVED} (nothing taken) when the table was replaced.
+   * The calling thread's stripe, locked. A thread moves to another stripe (adding stripes up to
+   * {@link #MAX_STRIPES}) when it finds its stripe locked, or last written by another thread on
+   * {@link #MOVE_AFTER} of its records in a row: threads that record in turn end up on stripes of
+   * their own, while a thread that records alone never moves.
    */
-  private static long lock(long[] a, int at) {
+  private Stripe lock() {
+    long[] me = PROBE.get();
+    Stripe[] ss = stripes;
     for (int spins = 0; ; spins++) {
-      long v = (long) LONGS.getVolatile(a, at);
-      if (v == MOVED) {
-        return MOVED;
+      Stripe s = ss[(int) me[0] & (ss.length - 1)];
+      long[] l = s.lock;
+      if (LONGS.compareAndSet(l, LOCK, 0L, 1L)) {
+        long last = l[LOCK + 1];
+        if (last == me[1]) {
+          me[2] = 0;
+        } else {
+          l[LOCK + 1] = me[1];
+          if (last != 0 && ++me[2] >= MOVE_AFTER) {
+            me[2] = 0;
+            moveOn(me, ss); // this record stays here, the next goes elsewhere
+          }
+        }
+        return s;
       }
-      if ((v & 1) == 0 && LONGS.compareAndSet(a, at, v, v + 1)) {
-        return v;
-      }
-      if (spins < 64) {
-        Thread.onSpinWait();
-      } else {
+      ss = moveOn(me, ss);
+      if (spins >= 64) {
         Thread.yield(); // the holder was descheduled mid-write
+      } else {
+        Thread.onSpinWait();
       }
     }
   }
 
-  private static void unlock(long[] a, int at, long v) {
-    LONGS.setRelease(a, at, v + 2);
+  /** Records in a row on a stripe last written by another thread before a thread moves on. */
+  private static final int MOVE_AFTER = 4;
+
+  /** Points the thread's probe at another stripe (likely), adding stripes first if allowed. */
+  private Stripe[] moveOn(long[] me, Stripe[] seen) {
+    Stripe[] ss = seen.length < MAX_STRIPES ? moreStripes(seen) : seen;
+    // mixed with the thread's token, so that two threads that meet do not move in step
+    me[0] = ((me[0] + me[1]) * 0x9E3779B97F4A7C15L) >>> 40;
+    return ss;
+  }
+
+  private static void unlock(Stripe s) {
+    LONGS.setRelease(s.lock, LOCK, 0L);
+  }
+
+  /** The stripes, doubled if they are still {@code seen} (else as another thread grew them). */
+  private Stripe[] moreStripes(Stripe[] seen) {
+    synchronized (growLock) {
+      Stripe[] ss = stripes;
+      if (ss == seen) {
+        int slots = (ss[0].counts.length - HEAD) / SLOT_STRIDE;
+        Stripe[] more = new Stripe[ss.length * 2];
+        System.arraycopy(ss, 0, more, 0, ss.length);
+        for (int i = ss.length; i < more.length; i++) {
+          more[i] = new Stripe(slots);
+        }
+        stripes = more;
+        ss = more;
+      }
+      return ss;
+    }
+  }
+
+  /** Starts a write of a stripe's counts (under its lock): the version, now odd, was {@code v}. */
+  private static long beginWrite(long[] cs) {
+    long v = cs[0];
+    LONGS.setOpaque(cs, 0, v + 1);
+    VarHandle.storeStoreFence(); // the odd version is visible before any new value
+    return v;
+  }
+
+  /** The decisions recorded in every stripe but {@code own}, as last written. */
+  private long othersDecisions(Stripe own) {
+    Stripe[] ss = stripes;
+    long n = 0;
+    for (Stripe s : ss) {
+      if (s != own) {
+        n += (long) LONGS.getOpaque(s.counts, 1);
+      }
+    }
+    return n;
+  }
+
+  /** The fleet-wide decision sequence: the sum of the stripes' decision counts. */
+  private long sequence() {
+    return sequence(stripes);
+  }
+
+  /** The stripe's counts, grown first if they have no entry for {@code slot}; under its lock. */
+  private static long[] counts(Stripe s, int slot) {
+    long[] cs = s.counts;
+    int slots = (cs.length - HEAD) / SLOT_STRIDE;
+    if (slot < slots) {
+      return cs;
+    }
+    long[] bigger = emptyCounts(Math.max(slot + 1, slots * 2));
+    System.arraycopy(cs, 0, bigger, 0, cs.length);
+    s.counts = bigger;
+    LONGS.setRelease(cs, 0, MOVED); // readers of the old array move on to the new one
+    return bigger;
+  }
+
+  private void recordGroup(long[] g, long prefix, long now) {
+    int set = setOf(prefix) / 2 * SET_STRIDE;
+    long v = beginWrite(g, set);
+    long p0 = g[set + 1];
+    long p1 = g[set + 4];
+    int at;
+    double value;
+    long kept = now;
+    if (p0 == prefix) {
+      at = set + 1;
+      value = decayed(Double.longBitsToDouble(g[at + 1]), g[at + 2], now);
+      kept = Math.max(now, g[at + 2]);
+    } else if (p1 == prefix) {
+      at = set + 4;
+      value = decayed(Double.longBitsToDouble(g[at + 1]), g[at + 2], now);
+      kept = Math.max(now, g[at + 2]);
+    } else {
+      // a new group takes the empty entry, else the colder one
+      boolean second =
+          p0 != 0
+              && (p1 == 0
+                  || decayed(Double.longBitsToDouble(g[set + 5]), g[set + 6], now)
+                      < decayed(Double.longBitsToDouble(g[set + 2]), g[set + 3], now));
+      at = second ? set + 4 : set + 1;
+      value = 0;
+    }
+    g[at] = prefix;
+    g[at + 1] = Double.doubleToRawLongBits(value + 1);
+    g[at + 2] = kept;
+    LONGS.setRelease(g, set, v + 2);
+  }
+
+  /** Starts a write of the entry whose version is at {@code a[at]} (under the stripe's lock). */
+  private static long beginWrite(long[] a, int at) {
+    long v = a[at];
+    LONGS.setOpaque(a, at, v + 1);
+    VarHandle.storeStoreFence();
+    return v;
   }
 
   /** The entry's version once it is stable (even, or {@link #MOVED}), for an optimistic read. */
@@ -205,43 +379,30 @@ final class RouteShares {
     return (int) (h >>> (64 - Integer.numberOfTrailingZeros(GROUP_ENTRIES / 2))) << 1;
   }
 
-  /** A slot's decayed count at {@code now}, read consistently (0 if never counted). */
-  private double slotCount(long[] cs, int slot, long now) {
-    int at = slot * SLOT_STRIDE;
-    while (true) {
-      long v = stable(cs, at);
-      double value = Double.longBitsToDouble((long) LONGS.getOpaque(cs, at + 1));
-      long last = (long) LONGS.getOpaque(cs, at + 2);
-      if (v == MOVED || validate(cs, at, v)) {
-        // a moved table's entries are frozen at their last values, which the copy holds too
-        return decayed(value, last, now);
-      }
-    }
-  }
-
   /**
    * One decision's view, every used slot's count read once at one sequence number: each candidate's
    * decayed count over its fair share by weight (1.0 = exactly fair) into {@code out[0..size)}, and
    * as the result the request's prefix group's {@link #hotness} over those same counts; NaN (and
    * {@code out} unspecified) while the candidates have seen fewer than 100 decisions each (too
-   * little evidence). Reads {@code slotsUsed} counts and the group's set once; allocates nothing
-   * once the thread's buffer has the fleet's size.
+   * little evidence). Reads {@code slotsUsed} counts and the group's set once per stripe; allocates
+   * nothing once the thread's buffer has the fleet's size.
    */
   double sharesAndHotness(ScoringContext ctx, long prefix, double[] out) {
-    long now = seq.get();
     double[] slotCounts = SLOT_COUNTS.get();
     int used = slotsUsed;
     if (slotCounts.length < used) {
       slotCounts = new double[Math.max(used, 2 * slotCounts.length)];
       SLOT_COUNTS.set(slotCounts);
     }
-    int read = readSlots(now, slotCounts);
+    Stripe[] ss = stripes;
+    long now = sequence(ss);
+    readSlots(ss, now, slotCounts, used);
     int n = ctx.size();
     double total = 0;
     double weights = 0;
     for (int i = 0; i < n; i++) {
       int slot = ctx.slot(i);
-      out[i] = slot < read ? slotCounts[slot] : 0; // never-counted slots hold 0
+      out[i] = slot < used ? slotCounts[slot] : 0; // never-counted slots hold 0
       total += out[i];
       weights += ctx.backend(i).weight();
     }
@@ -259,28 +420,81 @@ final class RouteShares {
       out[i] = out[i] / fair;
     }
     double all = 0;
-    for (int slot = 0; slot < read; slot++) {
+    for (int slot = 0; slot < used; slot++) {
       all += slotCounts[slot];
     }
-    return hotness(prefix, n, now, all);
+    return hotness(ss, prefix, n, now, all);
   }
 
-  /** Per thread: the slot counts of one decision ({@link #sharesAndHotness}). */
-  private static final ThreadLocal<double[]> SLOT_COUNTS =
-      ThreadLocal.withInitial(() -> new double[64]);
+  private static long sequence(Stripe[] ss) {
+    long n = (long) LONGS.getOpaque(ss[0].counts, 1);
+    for (int i = 1; i < ss.length; i++) {
+      n += (long) LONGS.getOpaque(ss[i].counts, 1);
+    }
+    return n;
+  }
 
   /**
-   * Reads the decayed counts at {@code now} of the slots ever recorded into {@code into} (which has
-   * room for {@code slotsUsed} as read before); returns how many were read.
+   * The decayed counts at {@code now} of slots {@code [0, used)} into {@code into}, summed over the
+   * stripes (0 for a slot no stripe counted).
    */
-  private int readSlots(long now, double[] into) {
-    long[] cs = counts;
-    int slots = Math.min(Math.min(slotsUsed, into.length), cs.length / SLOT_STRIDE);
-    for (int slot = 0; slot < slots; slot++) {
-      into[slot] = slotCount(cs, slot, now);
+  private void readSlots(Stripe[] ss, long now, double[] into, int used) {
+    readStripe(ss[0], now, into, null, used);
+    if (ss.length > 1) {
+      double[] part = PART.get();
+      if (part.length < used) {
+        part = new double[Math.max(used, 2 * part.length)];
+        PART.set(part);
+      }
+      for (int i = 1; i < ss.length; i++) {
+        readStripe(ss[i], now, into, part, used);
+      }
     }
-    return slots;
   }
+
+  /**
+   * One stripe's decayed counts at {@code now} of slots {@code [0, used)}, read consistently,
+   * stored into {@code into} or, given a buffer {@code part} for them, added to it.
+   */
+  private void readStripe(Stripe s, long now, double[] into, double @Nullable [] part, int used) {
+    while (true) {
+      long[] cs = s.counts;
+      long v = stable(cs, 0);
+      if (v == MOVED) {
+        continue; // replaced by a larger array, already published
+      }
+      int slots = Math.min(used, (cs.length - HEAD) / SLOT_STRIDE);
+      // with a buffer, copy first and add once consistent: a retry must not add twice
+      decayedSlots(cs, slots, now, part == null ? into : part);
+      if (validate(cs, 0, v)) {
+        if (part == null) {
+          for (int slot = slots; slot < used; slot++) {
+            into[slot] = 0;
+          }
+        } else {
+          for (int slot = 0; slot < slots; slot++) {
+            into[slot] += part[slot];
+          }
+        }
+        return;
+      }
+    }
+  }
+
+  /**
+   * The decayed counts at {@code now} of slots {@code [0, slots)} of {@code cs} into {@code out}.
+   */
+  private void decayedSlots(long[] cs, int slots, long now, double[] out) {
+    for (int slot = 0; slot < slots; slot++) {
+      int at = HEAD + slot * SLOT_STRIDE;
+      double value = Double.longBitsToDouble((long) LONGS.getOpaque(cs, at));
+      long last = (long) LONGS.getOpaque(cs, at + 1);
+      out[slot] = decayed(value, last, now);
+    }
+  }
+
+  /** Per thread: one stripe's counts before they are added ({@link #readStripe}). */
+  private static final ThreadLocal<double[]> PART = ThreadLocal.withInitial(() -> new double[64]);
 
   /**
    * A prefix group's share of recent decisions relative to one backend's fair share ({@code n}
@@ -289,43 +503,57 @@ final class RouteShares {
    * decisions stop counting.
    */
   double hotness(long prefix, int n) {
-    long now = seq.get();
-    double[] slotCounts = new double[slotsUsed]; // tests only: the hot path reads them once
-    int read = readSlots(now, slotCounts);
+    Stripe[] ss = stripes;
+    long now = sequence(ss);
+    int used = slotsUsed;
+    double[] slotCounts = new double[used]; // tests only: the hot path reads them once
+    readSlots(ss, now, slotCounts, used);
     double all = 0;
-    for (int slot = 0; slot < read; slot++) {
+    for (int slot = 0; slot < used; slot++) {
       all += slotCounts[slot];
     }
-    return hotness(prefix, n, now, all);
+    return hotness(ss, prefix, n, now, all);
   }
 
   /** {@link #hotness} given the sum of the slots' counts at {@code now}. */
-  private double hotness(long prefix, int n, long now, double all) {
+  private double hotness(Stripe[] ss, long prefix, int n, long now, double all) {
     if (prefix == 0) {
       return 1.0;
     }
-    double group = groupCount(prefix, now);
+    double group = groupCount(ss, prefix, now);
     if (Double.isNaN(group)) {
       return 0.0;
     }
     return all <= 0 ? 0.0 : group * n / all;
   }
 
-  /** Groups currently counted (for tests; walks the table). */
+  /** Groups currently counted, over all stripes (for tests; walks the tables). */
   int groupCount() {
     int n = 0;
-    for (int set = 0; set < groups.length; set += SET_STRIDE) {
-      long v = lock(groups, set);
-      n += (groups[set + 1] != 0 ? 1 : 0) + (groups[set + 4] != 0 ? 1 : 0);
-      unlock(groups, set, v);
+    for (Stripe s : stripes) {
+      long[] g = s.groups;
+      for (int set = 0; set < g.length; set += SET_STRIDE) {
+        n += (g[set + 1] != 0 ? 1 : 0) + (g[set + 4] != 0 ? 1 : 0);
+      }
     }
     return n;
   }
 
-  /** {@code prefix}'s decayed count at {@code now} if its set holds it, else NaN. */
-  private double groupCount(long prefix, long now) {
-    long[] g = groups;
+  /** {@code prefix}'s decayed count at {@code now} summed over the stripes holding it, else NaN. */
+  private double groupCount(Stripe[] ss, long prefix, long now) {
     int set = setOf(prefix) / 2 * SET_STRIDE;
+    double sum = groupCount(ss[0].groups, set, prefix, now);
+    for (int i = 1; i < ss.length; i++) {
+      double c = groupCount(ss[i].groups, set, prefix, now);
+      if (!Double.isNaN(c)) {
+        sum = Double.isNaN(sum) ? c : sum + c;
+      }
+    }
+    return sum;
+  }
+
+  /** {@code prefix}'s decayed count at {@code now} in one stripe's table, else NaN. */
+  private double groupCount(long[] g, int set, long prefix, long now) {
     while (true) {
       long v = stable(g, set);
       double found = Double.NaN;
@@ -345,46 +573,77 @@ final class RouteShares {
 
   /** A group's decayed count now, 0 if not counted (for tests). */
   double groupDecisions(long prefix) {
-    double c = groupCount(prefix, seq.get());
+    Stripe[] ss = stripes;
+    double c = groupCount(ss, prefix, sequence(ss));
     return Double.isNaN(c) ? 0 : c;
   }
 
   /** A slot's decayed count now (for tests). */
   double slotDecisions(int slot) {
-    long[] cs = counts;
-    return slot < cs.length / SLOT_STRIDE ? slotCount(cs, slot, seq.get()) : 0;
+    Stripe[] ss = stripes;
+    int used = slotsUsed;
+    if (slot >= used) {
+      return 0;
+    }
+    double[] counts = new double[used];
+    readSlots(ss, sequence(ss), counts, used);
+    return counts[slot];
   }
 
-  /** Per slot: decision sequence of its last paced replica, plus the interval (0 = never). */
-  private volatile AtomicLongArray lastReplica = new AtomicLongArray(64);
+  /** Stripes in use (for tests). */
+  int stripeCount() {
+    return stripes.length;
+  }
 
   /**
    * Claims a balance-driven replica onto {@code slot} if that slot received none in the last {@code
    * interval} decisions.
    */
   boolean tryReplica(int slot, int interval) {
-    array(slot); // grows lastReplica together with the counts
-    AtomicLongArray a = lastReplica;
-    long now = seq.get() + interval; // shifted so that the initial 0 reads as "long ago"
+    AtomicLongArray a = replicas(slot);
+    long now = sequence() + interval; // shifted so that the initial 0 reads as "long ago"
     long last = a.get(slot);
     return now - last >= interval && a.compareAndSet(slot, last, now);
   }
 
+  /** The replica claims, grown first if they have no entry for {@code slot}. */
+  private AtomicLongArray replicas(int slot) {
+    AtomicLongArray a = lastReplica;
+    if (slot < a.length()) {
+      return a;
+    }
+    synchronized (growLock) {
+      a = lastReplica;
+      if (slot >= a.length()) {
+        AtomicLongArray bigger = new AtomicLongArray(Math.max(slot + 1, a.length() * 2));
+        for (int i = 0; i < a.length(); i++) {
+          bigger.set(i, a.get(i));
+        }
+        lastReplica = bigger;
+        a = bigger;
+      }
+      return a;
+    }
+  }
+
+  /** Forgets {@code slot}'s count in every stripe and its replica pacing. */
   void forget(int slot) {
-    while (true) {
-      long[] cs = counts;
-      if (slot >= cs.length / SLOT_STRIDE) {
-        break;
+    for (Stripe s : stripes) {
+      while (!LONGS.compareAndSet(s.lock, LOCK, 0L, 1L)) {
+        Thread.onSpinWait();
       }
-      int at = slot * SLOT_STRIDE;
-      long v = lock(cs, at);
-      if (v == MOVED) {
-        continue;
+      try {
+        long[] cs = s.counts;
+        int at = HEAD + slot * SLOT_STRIDE;
+        if (at < cs.length) {
+          long v = beginWrite(cs);
+          cs[at] = 0; // the bits of 0.0
+          cs[at + 1] = Long.MIN_VALUE;
+          LONGS.setRelease(cs, 0, v + 2);
+        }
+      } finally {
+        unlock(s);
       }
-      cs[at + 1] = 0; // the bits of 0.0
-      cs[at + 2] = Long.MIN_VALUE;
-      unlock(cs, at, v);
-      break;
     }
     AtomicLongArray r = lastReplica;
     if (slot < r.length()) {
@@ -399,40 +658,5 @@ final class RouteShares {
       return value;
     }
     return value * (age < DECAY_TABLE ? decayByAge[(int) age] : Math.pow(decayPerRoute, age));
-  }
-
-  /** The counts table, grown first if it has no entry for {@code slot}. */
-  private long[] array(int slot) {
-    long[] cs = counts;
-    if (slot < cs.length / SLOT_STRIDE) {
-      return cs;
-    }
-    synchronized (growLock) {
-      cs = counts;
-      int slots = cs.length / SLOT_STRIDE;
-      if (slot >= slots) {
-        long[] bigger = emptyCounts(Math.max(slot + 1, slots * 2));
-        // hold every entry of the old table while copying (writers wait), then publish the new
-        // table and mark the old entries moved, which sends waiting writers to the new one
-        long[] held = new long[slots];
-        for (int i = 0; i < slots; i++) {
-          int at = i * SLOT_STRIDE;
-          held[i] = lock(cs, at);
-          bigger[at + 1] = cs[at + 1];
-          bigger[at + 2] = cs[at + 2];
-        }
-        AtomicLongArray replicas = new AtomicLongArray(bigger.length / SLOT_STRIDE);
-        for (int i = 0; i < lastReplica.length(); i++) {
-          replicas.set(i, lastReplica.get(i));
-        }
-        lastReplica = replicas; // published before the counts: whoever sees the new counts sees it
-        counts = bigger;
-        for (int i = 0; i < slots; i++) {
-          LONGS.setRelease(cs, i * SLOT_STRIDE, MOVED);
-        }
-        cs = bigger;
-      }
-      return cs;
-    }
   }
 }

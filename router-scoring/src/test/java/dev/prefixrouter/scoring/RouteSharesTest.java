@@ -169,4 +169,100 @@ class RouteSharesTest {
     assertThat(shares.groupDecisions(42)).isEqualTo(2.0 * perThread);
     assertThat(shares.slotDecisions(64 + 199)).isEqualTo(1.0);
   }
+
+  @Test
+  void oneThreadReadsExactlyTheCountsOfOneSharedTable() {
+    // the reference: one (value, sequence) pair per slot and group, decayed as the class does it
+    RouteShares shares = new RouteShares(50);
+    double decay = Math.pow(0.5, 1.0 / 50);
+    double[] value = new double[5];
+    long[] last = new long[5];
+    java.util.SplittableRandom rnd = new java.util.SplittableRandom(3);
+    for (long now = 1; now <= 3000; now++) {
+      int slot = rnd.nextInt(5);
+      shares.record(slot, 1 + rnd.nextInt(3));
+      value[slot] = value[slot] * Math.pow(decay, now - last[slot]) + 1;
+      last[slot] = now;
+      if (now % 97 == 0) {
+        for (int s = 0; s < 5; s++) {
+          double expected = value[s] * (s == slot ? 1 : Math.pow(decay, now - last[s]));
+          assertThat(shares.slotDecisions(s)).as("slot %d at %d", s, now).isEqualTo(expected);
+        }
+      }
+    }
+    assertThat(shares.stripeCount()).as("one thread never contends").isEqualTo(1);
+  }
+
+  @Test
+  @Timeout(30)
+  void threadsThatRecordAtOnceGetStripesAndLoseNothing() throws InterruptedException {
+    RouteShares shares = undecayed();
+    int perThread = 20_000;
+    CountDownLatch start = new CountDownLatch(1);
+    Thread[] threads = new Thread[2];
+    for (int t = 0; t < threads.length; t++) {
+      int slot = t;
+      threads[t] =
+          new Thread(
+              () -> {
+                try {
+                  start.await();
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                  return;
+                }
+                for (int i = 0; i < perThread; i++) {
+                  shares.record(slot, 42);
+                }
+              });
+      threads[t].start();
+    }
+    start.countDown();
+    for (Thread t : threads) {
+      t.join();
+    }
+    assertThat(shares.stripeCount()).isBetween(1, RouteShares.MAX_STRIPES);
+    // decay over these 40k decisions is < 0.3 in total: a lost decision would show
+    assertThat(shares.slotDecisions(0)).isBetween(perThread - 0.5, (double) perThread);
+    assertThat(shares.slotDecisions(1)).isBetween(perThread - 0.5, (double) perThread);
+    assertThat(shares.groupDecisions(42)).isBetween(2 * perThread - 0.5, 2.0 * perThread);
+    assertThat(shares.hotness(42, 2)).isCloseTo(2.0, within(1e-4));
+  }
+
+  @Test
+  @Timeout(30)
+  void threadsThatRecordInTurnMoveToStripesOfTheirOwn() throws InterruptedException {
+    org.junit.jupiter.api.Assumptions.assumeTrue(RouteShares.MAX_STRIPES > 1, "one processor");
+    RouteShares shares = new RouteShares(100);
+    java.util.concurrent.Semaphore[] turn = {
+      new java.util.concurrent.Semaphore(1), new java.util.concurrent.Semaphore(0)
+    };
+    int rounds = 1000;
+    Thread[] threads = new Thread[2];
+    for (int t = 0; t < 2; t++) {
+      int me = t;
+      threads[t] =
+          new Thread(
+              () -> {
+                for (int i = 0; i < rounds; i++) {
+                  turn[me].acquireUninterruptibly();
+                  shares.record(me, 42 + me);
+                  turn[1 - me].release();
+                }
+              });
+      threads[t].start();
+    }
+    for (Thread t : threads) {
+      t.join();
+    }
+    assertThat(shares.stripeCount()).isGreaterThan(1);
+    // each thread's last decision is one of the two latest: strictly alternating counts, each
+    // decayed by two decisions per round, whatever stripe holds them
+    double perRound = Math.pow(0.5, 2.0 / 100);
+    double latest = (1 - Math.pow(perRound, rounds)) / (1 - perRound);
+    assertThat(shares.slotDecisions(1)).isCloseTo(latest, within(1e-6));
+    assertThat(shares.slotDecisions(0)).isCloseTo(latest * Math.pow(0.5, 1.0 / 100), within(1e-6));
+    assertThat(shares.hotness(43, 2))
+        .isCloseTo(2 * latest / (latest * (1 + Math.pow(0.5, 1.0 / 100))), within(1e-6));
+  }
 }
