@@ -47,10 +47,13 @@ final class CostModel {
   private final TtftCoefficients defaults;
   private final double lambda;
   private final int minObservations;
-  private final double[] theta = new double[N]; // in scaled units
-  private final double[][] p = new double[N][N];
-  private final double[] xScratch = new double[N];
-  private final double[] pxScratch = new double[N];
+  // the fit's vectors in one array, so that an observation writes few cache lines (on several
+  // threads they move between cores): theta (scaled units), P row-major, then x and P·x scratch
+  private static final int THETA = 0;
+  private static final int P = THETA + N;
+  private static final int X = P + N * N;
+  private static final int PX = X + N;
+  private final double[] fit = new double[PX + N];
   private double residualScale; // robust scale of |residual|, ms
   private long observations;
   private final double band;
@@ -99,13 +102,14 @@ final class CostModel {
     this.lambda = forgetting;
     this.minObservations = minObservations;
     this.published = new PublishedCoefficients(defaults);
-    theta[0] = defaults.alphaMs();
-    theta[1] = defaults.betaMsPerToken() / SCALE[1];
-    theta[2] = defaults.gammaMsPerToken2() / SCALE[2];
-    theta[3] = defaults.decodeMsPerRunning();
+    double[] f = fit;
+    f[THETA] = defaults.alphaMs();
+    f[THETA + 1] = defaults.betaMsPerToken() / SCALE[1];
+    f[THETA + 2] = defaults.gammaMsPerToken2() / SCALE[2];
+    f[THETA + 3] = defaults.decodeMsPerRunning();
     double[] prior = {1e4, 1e4, 1e4, 1e2};
     for (int i = 0; i < N; i++) {
-      p[i][i] = prior[i];
+      f[P + i * N + i] = prior[i];
     }
     residualScale = 0;
   }
@@ -157,15 +161,15 @@ final class CostModel {
     double y = ttftNanos / 1e6;
     double u = Math.max(0, uncachedTokens);
     double c = Math.max(0, matchedTokens);
-    double[] x = xScratch; // guarded by this (synchronized): no per-observation arrays
-    x[0] = 1.0;
-    x[1] = (u + queuedPrefill) * SCALE[1];
-    x[2] = u * (u + c) * SCALE[2];
-    x[3] = decodes;
+    double[] f = fit; // guarded by this (synchronized): no per-observation arrays
+    f[X] = 1.0;
+    f[X + 1] = (u + queuedPrefill) * SCALE[1];
+    f[X + 2] = u * (u + c) * SCALE[2];
+    f[X + 3] = decodes;
     if (!Double.isFinite(y) || y < 0) {
       return;
     }
-    double predicted = dot(theta, x); // without an intercept fit theta[0] stays the prior's
+    double predicted = dot(f, THETA, X); // without an intercept fit theta[0] stays the prior's
     double residual = y - predicted;
     // Huber weight against the running scale; the scale itself learns from clipped residuals
     double weight = 1.0;
@@ -177,7 +181,7 @@ final class CostModel {
     }
     trackSignal(u, c, queuedPrefill, decodes, y, weight);
     if (!Double.isNaN(advantage)) {
-      compareWithPriors(x, y, weight);
+      compareWithPriors(f, y, weight);
     }
     double clipped =
         Math.min(Math.abs(residual), residualScale > 0 ? 5 * residualScale : Math.abs(residual));
@@ -185,34 +189,33 @@ final class CostModel {
 
     // weighted RLS with forgetting: gain g = P x / (lambda/w + x' P x); without an intercept the
     // constant feature is 0, so its row of P stays 0 and theta[0] is never moved
-    x[0] = fitIntercept ? 1.0 : 0.0;
-    double[] px = pxScratch;
+    f[X] = fitIntercept ? 1.0 : 0.0;
     for (int i = 0; i < N; i++) {
       double s = 0;
       for (int j = 0; j < N; j++) {
-        s += p[i][j] * x[j];
+        s += f[P + i * N + j] * f[X + j];
       }
-      px[i] = s;
+      f[PX + i] = s;
     }
-    double denom = lambda / weight + dot(x, px);
+    double denom = lambda / weight + dot(f, X, PX);
     if (!(denom > 0) || !Double.isFinite(denom)) {
       return;
     }
     for (int i = 0; i < N; i++) {
-      theta[i] += px[i] * residual / denom;
+      f[THETA + i] += f[PX + i] * residual / denom;
     }
     for (int i = 0; i < N; i++) {
       for (int j = 0; j < N; j++) {
-        p[i][j] = (p[i][j] - px[i] * px[j] / denom) / lambda;
+        f[P + i * N + j] = (f[P + i * N + j] - f[PX + i] * f[PX + j] / denom) / lambda;
       }
     }
     // keep P bounded (no wind-up when a feature never varies)
     for (int i = 0; i < N; i++) {
-      if (p[i][i] > 1e6) {
-        double f = 1e6 / p[i][i];
+      if (f[P + i * N + i] > 1e6) {
+        double g = 1e6 / f[P + i * N + i];
         for (int j = 0; j < N; j++) {
-          p[i][j] *= Math.sqrt(f);
-          p[j][i] *= Math.sqrt(f);
+          f[P + i * N + j] *= Math.sqrt(g);
+          f[P + j * N + i] *= Math.sqrt(g);
         }
       }
     }
@@ -252,22 +255,22 @@ final class CostModel {
   }
 
   private double fitAlpha() {
-    return fitIntercept ? clamp(theta[0], 0, 10_000) : defaults.alphaMs();
+    return fitIntercept ? clamp(fit[THETA], 0, 10_000) : defaults.alphaMs();
   }
 
   private double fitBeta() {
     return clamp(
-        theta[1] * SCALE[1],
+        fit[THETA + 1] * SCALE[1],
         Math.max(1e-6, defaults.betaMsPerToken() / band),
         Math.min(10, defaults.betaMsPerToken() * band));
   }
 
   private double fitGamma() {
-    return clamp(theta[2] * SCALE[2], 0, Math.min(1e-3, defaults.gammaMsPerToken2() * band));
+    return clamp(fit[THETA + 2] * SCALE[2], 0, Math.min(1e-3, defaults.gammaMsPerToken2() * band));
   }
 
   private double fitDecode() {
-    return clamp(theta[3], 0, Math.min(1000, defaults.decodeMsPerRunning() * band));
+    return clamp(fit[THETA + 3], 0, Math.min(1000, defaults.decodeMsPerRunning() * band));
   }
 
   /**
@@ -276,7 +279,7 @@ final class CostModel {
    * its forgotten absolute error is at most {@code (1 - advantage)} times the priors' (off again
    * when it is no longer below the priors' error at all: hysteresis).
    */
-  private void compareWithPriors(double[] x, double y, double weight) {
+  private void compareWithPriors(double[] f, double y, double weight) {
     double[] r = refScratch;
     if (reference != null) {
       reference.readInto(r, 0);
@@ -286,14 +289,14 @@ final class CostModel {
       r[2] = defaults.gammaMsPerToken2();
       r[3] = defaults.decodeMsPerRunning();
     }
-    double prior = r[0] + r[1] * x[1] / SCALE[1] + r[2] * x[2] / SCALE[2] + r[3] * x[3];
-    double fit =
+    double prior = r[0] + r[1] * f[X + 1] / SCALE[1] + r[2] * f[X + 2] / SCALE[2] + r[3] * f[X + 3];
+    double fitted =
         fitAlpha()
-            + fitBeta() * x[1] / SCALE[1]
-            + fitGamma() * x[2] / SCALE[2]
-            + fitDecode() * x[3];
+            + fitBeta() * f[X + 1] / SCALE[1]
+            + fitGamma() * f[X + 2] / SCALE[2]
+            + fitDecode() * f[X + 3];
     priorError = lambda * priorError + weight * Math.abs(y - prior);
-    fitError = lambda * fitError + weight * Math.abs(y - fit);
+    fitError = lambda * fitError + weight * Math.abs(y - fitted);
     better = better ? fitError < priorError : fitError <= (1 - advantage) * priorError;
   }
 
@@ -334,10 +337,11 @@ final class CostModel {
     signalT = r >= 1 ? Double.MAX_VALUE : r * Math.sqrt((n - 2) / (1 - r * r));
   }
 
-  private static double dot(double[] a, double[] b) {
+  /** The dot product of {@code f[a..a+N)} and {@code f[b..b+N)}, summed in index order. */
+  private static double dot(double[] f, int a, int b) {
     double s = 0;
-    for (int i = 0; i < a.length; i++) {
-      s += a[i] * b[i];
+    for (int i = 0; i < N; i++) {
+      s += f[a + i] * f[b + i];
     }
     return s;
   }

@@ -117,6 +117,17 @@ public final class EstimatedTtftScorer implements Scorer {
 
   private final CalibrationScope scope;
   private volatile CostModel[] models = new CostModel[64];
+
+  /**
+   * Per slot: its model's published coefficients (null while it has no model), beside the models so
+   * that a decision reads them without touching the model, whose fields every observation writes.
+   * Written with {@link #models}, under {@link #modelsLock}.
+   */
+  private volatile PublishedCoefficients[] ownPublished = new PublishedCoefficients[64];
+
+  /** The fleet model's published coefficients, or null. */
+  private final @Nullable PublishedCoefficients fleetPublished;
+
   private final double speedShrinkage;
   private volatile SpeedFactor[] speeds = new SpeedFactor[0]; // scope FLEET_SCALED only
   private final double backendShrinkage; // scope SHRUNK
@@ -146,6 +157,7 @@ public final class EstimatedTtftScorer implements Scorer {
                 b.calibrationAdvantage,
                 b.calibrateIntercept,
                 null);
+    this.fleetPublished = fleetModel == null ? null : fleetModel.published();
     this.bandMs = b.bandMs;
     this.bandFraction = b.bandFraction;
     this.staleAfterNanos = b.staleAfter.toNanos();
@@ -337,7 +349,7 @@ public final class EstimatedTtftScorer implements Scorer {
       readShrunk(slot, out, at);
       return;
     }
-    CostModel m = effectiveModel(slot);
+    PublishedCoefficients m = published(slot);
     if (m == null) {
       TtftCoefficients k = defaults;
       out[at] = k.alphaMs();
@@ -346,7 +358,7 @@ public final class EstimatedTtftScorer implements Scorer {
       out[at + 3] = k.decodeMsPerRunning();
       out[at + 4] = k.waitingMs();
     } else {
-      m.published().readInto(out, at);
+      m.readInto(out, at);
     }
     if (scope == CalibrationScope.FLEET_SCALED) {
       double s = speedFactor(slot);
@@ -384,6 +396,19 @@ public final class EstimatedTtftScorer implements Scorer {
   private static final ThreadLocal<double[]> SHRINK_SCRATCH =
       ThreadLocal.withInitial(() -> new double[5]);
 
+  /** The published coefficients of {@link #effectiveModel} (null: the defaults). */
+  private @Nullable PublishedCoefficients published(int slot) {
+    if (scope == CalibrationScope.BACKEND) {
+      PublishedCoefficients[] ps = ownPublished;
+      return slot < ps.length ? ps[slot] : null;
+    }
+    if (scope == CalibrationScope.HIERARCHICAL) {
+      CostModel m = effectiveModel(slot);
+      return m == null ? null : m.published();
+    }
+    return fleetPublished;
+  }
+
   private @Nullable CostModel model(int slot, boolean create) {
     CostModel[] ms = models;
     if (slot < ms.length && ms[slot] != null) {
@@ -407,6 +432,10 @@ public final class EstimatedTtftScorer implements Scorer {
                 ownAgainstFleet() ? fleetAdvantage() : calibrationAdvantage,
                 calibrateIntercept,
                 ownAgainstFleet() ? Objects.requireNonNull(fleetModel).published() : null);
+        PublishedCoefficients[] ps = ownPublished;
+        ps = Arrays.copyOf(ps, Math.max(ps.length, ms.length));
+        ps[slot] = ms[slot].published();
+        ownPublished = ps;
       }
       models = ms;
       return ms[slot];
@@ -613,6 +642,9 @@ public final class EstimatedTtftScorer implements Scorer {
         CostModel[] copy = ms.clone();
         copy[slot] = null;
         models = copy;
+        PublishedCoefficients[] ps = ownPublished.clone();
+        ps[slot] = null;
+        ownPublished = ps;
       }
       SpeedFactor[] ss = speeds;
       if (slot < ss.length && ss[slot] != null) {
