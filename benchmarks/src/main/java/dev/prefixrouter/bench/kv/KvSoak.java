@@ -28,11 +28,13 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import org.jspecify.annotations.Nullable;
 
 /**
  * KV events at a fixed rate through the real wire: {@code backends} {@link WirePublisher}s on
@@ -60,11 +62,14 @@ import java.util.concurrent.locks.LockSupport;
  * warm-up (the index and the replay buffers are full by then) and after the run; loss (every
  * published batch applied once, in order, checked by its first block hash) and the subscriber's
  * counters; the sink's own time, this process's collections and CPU time, a scheduling probe and
- * the host's CPU pressure during the measured part.
+ * the host's CPU pressure during the measured part. The harness keeps its own load off the two
+ * cores it measures on: the publisher sleeps until each batch is due and sends it from its ring
+ * without a copy, its JVM runs Serial GC on a pre-touched heap, and this JVM's main thread blocks
+ * on the child's output (the probe wakes 100 times a second).
  *
  * <pre>
  * java -jar benchmarks/target/benchmarks.jar kv-soak [seconds] [events/s] [backends] [drop]
- *     [events/batch] [queue|io] [apply|noapply] [process|inproc]
+ *     [events/batch] [queue|io|bare] [apply|noapply] [process|inproc]
  * </pre>
  */
 public final class KvSoak {
@@ -94,13 +99,14 @@ public final class KvSoak {
    * @param heapStartMiB used heap after GC at the end of the warm-up
    * @param heapEndMiB used heap after GC after the run
    * @param cpuSeconds CPU time of the whole process during the run (publishers included)
-   * @param stats the subscriber's counters at the end
+   * @param stats the subscriber's counters at the end (null in {@link Mode#BARE})
    * @param applyP99Millis of the lag, the sink's own time ({@code applyKvEvents}), 99th percentile
    * @param gcCount garbage collections during the measured part
    * @param gcMillis their accumulated time, ms
-   * @param applyOnIoThread whether the subscriber applied on its I/O thread
+   * @param mode how the batches were received: the subscriber with its apply thread, applying on
+   *     its I/O thread, or the bare wire ({@link BareReceiver}: no subscriber, no decode, no index)
    * @param probeP99Millis the host's scheduling delay meanwhile: how much later than asked a thread
-   *     of this process woke from 1 ms sleeps, 99th percentile
+   *     of this process woke from 10 ms sleeps, 99th percentile
    * @param probeMaxMillis the same, maximum
    * @param cpuPressure share of the run during which some task of the host waited for a CPU ({@code
    *     /proc/pressure/cpu} "some"), or NaN where not available
@@ -121,11 +127,11 @@ public final class KvSoak {
       double heapStartMiB,
       double heapEndMiB,
       double cpuSeconds,
-      KvEventStats.Snapshot stats,
+      KvEventStats.@Nullable Snapshot stats,
       double applyP99Millis,
       long gcCount,
       double gcMillis,
-      boolean applyOnIoThread,
+      Mode mode,
       double probeP99Millis,
       double probeMaxMillis,
       double cpuPressure,
@@ -133,14 +139,28 @@ public final class KvSoak {
       long measuredBatches,
       double publisherCpuSeconds) {}
 
+  /** What receives the batches in the measured JVM. */
+  public enum Mode {
+    /** {@link KvEventSubscriber} with its apply thread (the default). */
+    QUEUE,
+    /** {@link KvEventSubscriber} applying on its I/O thread ({@code applyOnIoThread}). */
+    IO,
+    /**
+     * No subscriber: {@link BareReceiver}'s bare JeroMQ SUB sockets and one polling thread that
+     * only reads each message's seq: the floor of the wire on this host. Batches the publisher
+     * drops are never received and not measured; "applied" counts the batches received.
+     */
+    BARE
+  }
+
   private KvSoak() {}
 
   /**
-   * Command line: {@code [seconds] [events/s] [backends] [drop] [events/batch] [queue|io]
+   * Command line: {@code [seconds] [events/s] [backends] [drop] [events/batch] [queue|io|bare]
    * [apply|noapply] [process|inproc]}, defaults 20, 100000, 4, 0.002, 100, queue ({@code io}:
-   * {@code KvEventSubscriber.Builder.applyOnIoThread}), apply ({@code noapply}: the sink does not
-   * touch the index, to measure the wire, decode and hand-off alone), process (the publishers in a
-   * child JVM; {@code inproc}: in this one).
+   * {@code KvEventSubscriber.Builder.applyOnIoThread}; {@code bare}: {@link Mode#BARE}, the wire
+   * alone), apply ({@code noapply}: the sink does not touch the index, to measure the wire, decode
+   * and hand-off alone), process (the publishers in a child JVM; {@code inproc}: in this one).
    */
   public static void main(String[] args) throws Exception {
     double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 20;
@@ -148,10 +168,10 @@ public final class KvSoak {
     int backends = args.length > 2 ? Integer.parseInt(args[2]) : 4;
     double drop = args.length > 3 ? Double.parseDouble(args[3]) : 0.002;
     int perBatch = args.length > 4 ? Integer.parseInt(args[4]) : 100;
-    boolean io = args.length > 5 && args[5].equals("io");
+    Mode mode = args.length > 5 ? Mode.valueOf(args[5].toUpperCase(Locale.ROOT)) : Mode.QUEUE;
     boolean apply = !(args.length > 6 && args[6].equals("noapply"));
     boolean separate = !(args.length > 7 && args[7].equals("inproc"));
-    Result r = run(seconds, rate, backends, drop, perBatch, io, apply, separate, System.out);
+    Result r = run(seconds, rate, backends, drop, perBatch, mode, apply, separate, System.out);
     System.out.println(r);
   }
 
@@ -173,7 +193,7 @@ public final class KvSoak {
         backendCount,
         dropRate,
         eventsPerBatch,
-        false,
+        Mode.QUEUE,
         true,
         false,
         progress);
@@ -191,7 +211,7 @@ public final class KvSoak {
       int backendCount,
       double dropRate,
       int eventsPerBatch,
-      boolean applyOnIoThread,
+      Mode mode,
       boolean apply,
       boolean separatePublisher,
       PrintStream progress)
@@ -242,19 +262,13 @@ public final class KvSoak {
           return ok;
         };
     Probe probe = new Probe(seconds);
-    try (KvEventSubscriber sub =
-            KvEventSubscriber.builder(sink)
-                .idleReconnect(Duration.ofMinutes(10))
-                .applyOnIoThread(applyOnIoThread)
-                .build();
+    try (Receiver sub = receiver(mode, sink, appliedAt);
         Publishers pubs =
             separatePublisher
                 ? new ChildPublishers(seconds, eventsPerSecond, backendCount, dropRate, perBatch)
                 : new LocalPublishers(seconds, eventsPerSecond, backendCount, dropRate, perBatch)) {
       String[][] endpoints = pubs.endpoints();
-      for (int b = 0; b < backendCount; b++) {
-        sub.subscribe("b" + b, endpoints[b][0], endpoints[b][1]);
-      }
+      sub.subscribe(endpoints);
       long start = pubs.start(); // wall ns; publishing from now on for `seconds`
       sleepUntilWall(start + WARMUP_NANOS);
       double heapStart = heapAfterGc();
@@ -268,7 +282,7 @@ public final class KvSoak {
         if (progress != null && wallNanos() >= nextReport) {
           nextReport += 5_000_000_000L;
           progress.printf(
-              "  %.0f s: applied %d%n", (wallNanos() - start) / 1e9, appliedTotal.get());
+              "  %.0f s: applied %d%n", (wallNanos() - start) / 1e9, sub.applied(appliedTotal));
         }
       }
       long end = wallNanos();
@@ -278,8 +292,17 @@ public final class KvSoak {
       long pressureEnd = cpuPressureMicros();
       long total = pubs.published(sentAt);
       long waitUntil = System.nanoTime() + 20_000_000_000L;
-      while (appliedTotal.get() < total && System.nanoTime() < waitUntil) {
+      long seen = -1;
+      long progressAt = System.nanoTime();
+      while (sub.applied(appliedTotal) < total && System.nanoTime() < waitUntil) {
         Thread.sleep(10);
+        long now = sub.applied(appliedTotal);
+        if (now != seen) {
+          seen = now;
+          progressAt = System.nanoTime();
+        } else if (mode == Mode.BARE && System.nanoTime() - progressAt > 1_000_000_000L) {
+          break; // the dropped batches never come
+        }
       }
       Thread.sleep(200); // anything extra (a duplicate, a clear) would show now
       double heapEnd = heapAfterGc();
@@ -287,14 +310,14 @@ public final class KvSoak {
       long[] applyTimes = new long[(int) total];
       int n = 0;
       for (int b = 0; b < backendCount; b++) {
-        for (int k = 0; k < maxBatches && k < applied[b]; k++) {
+        for (int k = 0; k < maxBatches && (mode == Mode.BARE || k < applied[b]); k++) {
           if (sentAt[b][k] >= measureFrom && appliedAt[b][k] != 0 && n < lags.length) {
             lags[n] = appliedAt[b][k] - sentAt[b][k];
             applyTimes[n++] = applyTook[b][k];
           }
         }
       }
-      dumpLags(sentAt, appliedAt, applyTook, applied, maxBatches, measureFrom);
+      dumpLags(sentAt, appliedAt, applyTook, maxBatches, measureFrom);
       long[] sorted = Arrays.copyOf(lags, n);
       Arrays.sort(sorted);
       long[] applySorted = Arrays.copyOf(applyTimes, n);
@@ -306,8 +329,8 @@ public final class KvSoak {
           measuredSeconds,
           perBatch,
           total,
-          appliedTotal.get(),
-          outOfOrder.get(),
+          sub.applied(appliedTotal),
+          sub.outOfOrder(outOfOrder),
           total * perBatch / measuredSeconds,
           percentile(sorted, 0.50),
           percentile(sorted, 0.99),
@@ -319,7 +342,7 @@ public final class KvSoak {
           percentile(applySorted, 0.99),
           gcEnd[0] - gcStart[0],
           (gcEnd[1] - gcStart[1]) / 1.0,
-          applyOnIoThread,
+          mode,
           percentile(late, 0.99),
           late.length == 0 ? Double.NaN : late[late.length - 1] / 1e6,
           pressureStart < 0 || pressureEnd < 0
@@ -350,10 +373,10 @@ public final class KvSoak {
 
   /**
    * Publishes for {@code seconds} from now at {@code eventsPerSecond} (batches round-robin over the
-   * publishers, paced every 0.5 ms), stamping each batch's wall time ({@link #wallNanos}) just
-   * before it is sent (or dropped: kept for replay only) into {@code sentAt[backend][seq]}; the
-   * batch's {@code ts} carries the same time, in seconds. Returns the batches published per
-   * backend.
+   * publishers, each sent when it is due: the thread sleeps until then), stamping each batch's wall
+   * time ({@link #wallNanos}) just before it is sent (or dropped: kept for replay only) into {@code
+   * sentAt[backend][seq]}; the batch's {@code ts} carries the same time, in seconds. Returns the
+   * batches published per backend.
    */
   static long[] publish(
       List<WirePublisher> pubs,
@@ -379,7 +402,9 @@ public final class KvSoak {
       while (total < due) {
         int b = (int) (total % backends);
         int k = (int) seqs[b]++;
-        byte[] payload = payloads[b][k % RING].clone();
+        // in place, no copy: the slot is reused RING batches later, when the replay buffer
+        // (PUBLISHER_BUFFER < RING) and the socket have long let go of it
+        byte[] payload = payloads[b][k % RING];
         long wall = wallNanos();
         ByteBuffer.wrap(payload, 2, 8).putDouble(wall / 1e9);
         if (k < sentAt[b].length) {
@@ -392,7 +417,10 @@ public final class KvSoak {
         }
         total++;
       }
-      LockSupport.parkNanos(500_000);
+      // until the next batch is due (one wake-up per batch, like an engine's step); a late
+      // wake-up sends what is due at once, each stamped when it is sent
+      long nextAt = start + (long) Math.ceil((total + 1) / batchesPerSecond * 1e9);
+      LockSupport.parkNanos(Math.max(1_000, nextAt - System.nanoTime()));
     }
   }
 
@@ -429,6 +457,93 @@ public final class KvSoak {
     if (left > 0) {
       Thread.sleep(left / 1_000_000, (int) (left % 1_000_000));
     }
+  }
+
+  /** What receives the batches in this process. */
+  private interface Receiver extends AutoCloseable {
+    /** Subscribes backend {@code b} to {@code endpoints[b]} (PUB, replay ROUTER). */
+    void subscribe(String[][] endpoints);
+
+    /** Batches applied (or received) so far; {@code sinkCount} is what the sink counted. */
+    long applied(AtomicLong sinkCount);
+
+    /** Batches applied (or received) out of order; {@code sinkCount} is what the sink counted. */
+    long outOfOrder(AtomicLong sinkCount);
+
+    KvEventStats.@Nullable Snapshot stats();
+
+    @Override
+    void close() throws Exception;
+  }
+
+  private static Receiver receiver(Mode mode, KvEventSubscriber.Sink sink, long[][] receivedAt) {
+    if (mode == Mode.BARE) {
+      return new Receiver() {
+        private @Nullable BareReceiver bare;
+
+        @Override
+        public void subscribe(String[][] endpoints) {
+          bare =
+              new BareReceiver(
+                  Arrays.stream(endpoints).map(e -> e[0]).toArray(String[]::new), receivedAt);
+        }
+
+        @Override
+        public long applied(AtomicLong sinkCount) {
+          return bare == null ? 0 : bare.received();
+        }
+
+        @Override
+        public long outOfOrder(AtomicLong sinkCount) {
+          return bare == null ? 0 : bare.outOfOrder();
+        }
+
+        @Override
+        public KvEventStats.@Nullable Snapshot stats() {
+          return null;
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+          if (bare != null) {
+            bare.close();
+          }
+        }
+      };
+    }
+    KvEventSubscriber sub =
+        KvEventSubscriber.builder(sink)
+            .idleReconnect(Duration.ofMinutes(10))
+            .applyOnIoThread(mode == Mode.IO)
+            .build();
+    return new Receiver() {
+      @Override
+      public void subscribe(String[][] endpoints) {
+        for (int b = 0; b < endpoints.length; b++) {
+          sub.subscribe("b" + b, endpoints[b][0], endpoints[b][1]);
+        }
+      }
+
+      @Override
+      public long applied(AtomicLong sinkCount) {
+        return sinkCount.get();
+      }
+
+      @Override
+      public long outOfOrder(AtomicLong sinkCount) {
+        return sinkCount.get();
+      }
+
+      @Override
+      public KvEventStats.Snapshot stats() {
+        return sub.stats();
+      }
+
+      @Override
+      public void close() {
+        sub.close();
+      }
+    };
   }
 
   /** Where the batches come from: publishers in this process or in a child JVM. */
@@ -545,7 +660,11 @@ public final class KvSoak {
       this.backends = backends;
       this.times = Files.createTempFile("kv-soak-times", ".bin");
       String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-      List<String> command = new ArrayList<>(List.of(javaBin, "-Xms256m", "-Xmx256m"));
+      // Serial: no GC worker threads to compete for the host's cores; pre-touched: no page faults
+      // in a collection's copy (a pause between a batch's stamp and its send counts as lag)
+      List<String> command =
+          new ArrayList<>(
+              List.of(javaBin, "-Xms256m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:+AlwaysPreTouch"));
       String extra = System.getProperty("kvsoak.childJvmArgs", "").trim(); // e.g. a GC log
       if (!extra.isEmpty()) {
         command.addAll(List.of(extra.split("\\s+")));
@@ -593,21 +712,33 @@ public final class KvSoak {
       return Long.parseLong(expect("START").split(" ")[1]);
     }
 
-    private boolean done;
+    private @Nullable Thread doneReader;
+    private volatile @Nullable IOException doneFailed;
 
     @Override
-    public boolean awaitDone(long millis) throws IOException {
-      if (!done) {
-        long until = System.nanoTime() + millis * 1_000_000;
-        while (!out.ready() && System.nanoTime() < until) {
-          LockSupport.parkNanos(1_000_000);
-        }
-        if (out.ready()) {
-          expect("DONE");
-          done = true;
-        }
+    public boolean awaitDone(long millis) throws IOException, InterruptedException {
+      if (doneReader == null) {
+        // blocks on the child's output instead of polling it: no wake-ups in the measured JVM
+        Thread t =
+            new Thread(
+                () -> {
+                  try {
+                    expect("DONE");
+                  } catch (IOException | RuntimeException e) {
+                    doneFailed = e instanceof IOException io ? io : new IOException(e);
+                  }
+                },
+                "kv-soak-await-publishers");
+        t.setDaemon(true);
+        t.start();
+        doneReader = t;
       }
-      return done;
+      doneReader.join(millis);
+      IOException failed = doneFailed;
+      if (failed != null) {
+        throw failed;
+      }
+      return !doneReader.isAlive();
     }
 
     @Override
@@ -650,17 +781,19 @@ public final class KvSoak {
   }
 
   /**
-   * The host's scheduling delay: a thread of this process sleeping 1 ms over and over, recording
+   * The host's scheduling delay: a thread of this process sleeping 10 ms over and over, recording
    * how much later than asked it wakes while measuring.
    */
   private static final class Probe {
+    // 100 wake-ups/s: enough samples for a p99, little load on the cores the lag is measured on
+    private static final long PROBE_SLEEP_NANOS = 10_000_000;
     private final long[] oversleep;
     private final AtomicLong probes = new AtomicLong();
     private final AtomicBoolean measuring = new AtomicBoolean();
     private final Thread thread;
 
     Probe(double seconds) {
-      oversleep = new long[(int) Math.min(Integer.MAX_VALUE - 8, (long) (seconds * 1100))];
+      oversleep = new long[(int) Math.min(Integer.MAX_VALUE - 8, (long) (seconds * 110))];
       thread = new Thread(this::loop, "kv-soak-scheduling-probe");
       thread.setDaemon(true);
       thread.start();
@@ -669,8 +802,8 @@ public final class KvSoak {
     private void loop() {
       while (!Thread.currentThread().isInterrupted()) {
         long t0 = System.nanoTime();
-        LockSupport.parkNanos(1_000_000);
-        long late = System.nanoTime() - t0 - 1_000_000;
+        LockSupport.parkNanos(PROBE_SLEEP_NANOS);
+        long late = System.nanoTime() - t0 - PROBE_SLEEP_NANOS;
         if (measuring.get()) {
           long at = probes.getAndIncrement();
           if (at < oversleep.length) {
@@ -715,12 +848,7 @@ public final class KvSoak {
    * lagNanos applyNanos}, to line the tail up with a GC log ({@code -Xlog:gc:...:utctime}).
    */
   private static void dumpLags(
-      long[][] sentAt,
-      long[][] appliedAt,
-      long[][] applyTook,
-      long[] applied,
-      int maxBatches,
-      long measureFrom)
+      long[][] sentAt, long[][] appliedAt, long[][] applyTook, int maxBatches, long measureFrom)
       throws IOException {
     String file = System.getProperty("kvsoak.lags");
     if (file == null) {
@@ -728,7 +856,7 @@ public final class KvSoak {
     }
     try (BufferedWriter w = Files.newBufferedWriter(Path.of(file), StandardCharsets.UTF_8)) {
       for (int b = 0; b < sentAt.length; b++) {
-        for (int k = 0; k < maxBatches && k < applied[b]; k++) {
+        for (int k = 0; k < maxBatches; k++) {
           if (sentAt[b][k] >= measureFrom && appliedAt[b][k] != 0) {
             w.write(
                 b
