@@ -84,6 +84,7 @@ public class KvEventsAutoConfiguration {
         prefix + ".idle-reconnect", () -> b.idleReconnect(k.getIdleReconnect()));
     PrefixRouterPropertyException.naming(
         prefix + ".queue-capacity", () -> b.queueCapacity(k.getQueueCapacity()));
+    b.applyOnIoThread(k.isApplyOnIoThread());
     for (int i = 0; i < p.getBackends().size(); i++) {
       if (p.getBackends().get(i).getUrl() == null) {
         throw new PrefixRouterPropertyException(

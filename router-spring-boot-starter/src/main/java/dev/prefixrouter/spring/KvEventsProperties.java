@@ -18,6 +18,7 @@ public class KvEventsProperties {
   private Duration replayTimeout = Duration.ofSeconds(2);
   private Duration idleReconnect = Duration.ofSeconds(30);
   private int queueCapacity = 4096;
+  private boolean applyOnIoThread = true;
   private int dataParallelSize = 1;
 
   /** Subscribe to the engines' KV events (vLLM {@code --kv-events-config}); default false. */
@@ -99,5 +100,17 @@ public class KvEventsProperties {
 
   public void setQueueCapacity(int queueCapacity) {
     this.queueCapacity = queueCapacity;
+  }
+
+  /**
+   * Apply each batch on the subscriber's I/O thread (default true; false: on a second thread fed by
+   * a hand-off queue), see {@link dev.prefixrouter.vllm.KvEventSubscriber.Builder#applyOnIoThread}.
+   */
+  public boolean isApplyOnIoThread() {
+    return applyOnIoThread;
+  }
+
+  public void setApplyOnIoThread(boolean applyOnIoThread) {
+    this.applyOnIoThread = applyOnIoThread;
   }
 }

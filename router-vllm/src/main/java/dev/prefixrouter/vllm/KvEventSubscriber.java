@@ -50,29 +50,33 @@ import org.zeromq.ZMQ;
  * cache is empty and its hash seed may be new): cleared the same way.
  *
  * <p><b>Threads and bounds.</b> One I/O thread polls every socket (replays run on it, each bounded
- * by the replay timeout, during which other endpoints wait and buffer in ZMQ); one apply thread
- * drains a bounded hand-off queue of batches into the sink. When the queue is full the I/O thread
- * waits: the backlog then stays in ZMQ (up to its high-water mark, beyond which the engine drops
- * messages, which shows as a gap and is replayed), so nothing is dropped silently and memory stays
- * bounded. Payloads above {@code maxMessageBytes} are refused by ZMQ. Reconnection is ZMQ's, with
- * exponential backoff between the builder's two intervals.
+ * by the replay timeout, during which other endpoints wait and buffer in ZMQ), decodes each batch
+ * and applies it to the sink itself (the default, {@link Builder#applyOnIoThread}). Each endpoint's
+ * backlog then waits in its own SUB socket, bounded at {@link Builder#queueCapacity} messages (the
+ * socket's receive high-water mark); beyond it JeroMQ stops reading the connection and the engine
+ * drops messages at its own high-water mark, which shows as a gap and is replayed, so nothing is
+ * dropped silently and memory stays bounded. With {@code applyOnIoThread(false)} a second thread
+ * applies, from one hand-off queue of at most {@code queueCapacity} batches; when it is full the
+ * I/O thread waits and the backlog stays in ZMQ as above. Payloads above {@code maxMessageBytes}
+ * are refused by ZMQ. Reconnection is ZMQ's, with exponential backoff between the builder's two
+ * intervals.
  *
  * <p><b>Lag</b> (an engine's send to the sink's return for that batch). On the subscriber's side a
- * batch costs JeroMQ's receive (its I/O thread, then this I/O thread through the poller), the
- * decode (allocating the events and little else, see {@link KvEventDecoder}), one hand-off to the
- * apply thread (none with {@link Builder#applyOnIoThread}) and the sink. Batches of one endpoint
- * are applied in order, so a gap's replay round trip delays the batches behind it. Nothing bounds
- * the lag when the host gives these threads less CPU than the stream needs: batches then wait in
- * ZMQ and in the queue (bounded as above) and drain later. {@link
- * KvEventStats.Snapshot#lastLagMillis} reports the age of the last applied batch from the engine's
- * {@code ts} (across hosts, as good as their clocks' sync). Measured figures: {@code
- * benchmarks/README.md}, "KV events over the wire".
+ * batch costs JeroMQ's receive (its I/O thread, then this I/O thread through the poller: two thread
+ * wake-ups, the least JeroMQ allows), the decode (allocating the events and little else, see {@link
+ * KvEventDecoder}) and the sink (plus a third wake-up, the apply thread's, with {@code
+ * applyOnIoThread(false)}). Batches of one endpoint are applied in order, so a gap's replay round
+ * trip delays the batches behind it. Nothing bounds the lag when the host gives these threads less
+ * CPU than the stream needs: batches then wait in ZMQ and in the queue (bounded as above) and drain
+ * later. {@link KvEventStats.Snapshot#lastLagMillis} reports the age of the last applied batch from
+ * the engine's {@code ts} (across hosts, as good as their clocks' sync). Measured figures: {@code
+ * benchmarks/README.md}, "KV events over the wire" and "KV-event lag".
  *
- * <p>Never throws into routing: the sink runs on the apply thread (or on the I/O thread, see {@link
- * Builder#applyOnIoThread}), and its exceptions are counted and logged. {@link #subscribe} and
- * {@link #unsubscribe} are thread-safe and take effect on the I/O thread within one poll interval.
- * {@link #close} stops both threads and closes every socket. Nothing starts before {@link
- * Builder#build()}.
+ * <p>Never throws into routing: the sink runs on the subscriber's I/O thread (or its apply thread,
+ * see {@link Builder#applyOnIoThread}), and its exceptions are counted and logged. {@link
+ * #subscribe} and {@link #unsubscribe} are thread-safe and take effect on the I/O thread within one
+ * poll interval. {@link #close} stops the subscriber's threads and closes every socket. Nothing
+ * starts before {@link Builder#build()}.
  */
 public final class KvEventSubscriber implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(KvEventSubscriber.class);
@@ -93,7 +97,8 @@ public final class KvEventSubscriber implements AutoCloseable {
   private final Duration reconnectMin;
   private final Duration reconnectMax;
   private final long idleReconnectNanos;
-  private final BlockingQueue<Work> queue;
+  private final BlockingQueue<Work> queue; // unused when applying on the I/O thread
+  private final int receiveHighWaterMark; // per SUB socket; 0 = JeroMQ's default
   private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
   private final KvEventStats stats = new KvEventStats();
   private final ZContext context = new ZContext(1);
@@ -113,7 +118,8 @@ public final class KvEventSubscriber implements AutoCloseable {
     this.reconnectMin = b.reconnectMin;
     this.reconnectMax = b.reconnectMax;
     this.idleReconnectNanos = b.idleReconnect.toNanos();
-    this.queue = new ArrayBlockingQueue<>(b.queueCapacity);
+    this.queue = new ArrayBlockingQueue<>(b.applyOnIoThread ? 1 : b.queueCapacity);
+    this.receiveHighWaterMark = b.applyOnIoThread ? b.queueCapacity : 0;
     this.io = new Thread(this::ioLoop, "prefix-router-kv-events-io");
     this.applier =
         b.applyOnIoThread ? null : new Thread(this::applyLoop, "prefix-router-kv-events-apply");
@@ -549,6 +555,9 @@ public final class KvEventSubscriber implements AutoCloseable {
       s.setMaxMsgSize(maxMessageBytes);
       s.setReconnectIVL(reconnectMin.toMillis());
       s.setReconnectIVLMax(reconnectMax.toMillis());
+      if (receiveHighWaterMark > 0) {
+        s.setRcvHWM(receiveHighWaterMark);
+      }
       s.subscribe(topic);
       s.connect(endpoint);
       return s;
@@ -607,7 +616,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     private Duration reconnectMin = Duration.ofMillis(100);
     private Duration reconnectMax = Duration.ofSeconds(5);
     private Duration idleReconnect = Duration.ofSeconds(30);
-    private boolean applyOnIoThread;
+    private boolean applyOnIoThread = true;
 
     private Builder(Sink sink) {
       this.sink = Objects.requireNonNull(sink, "sink");
@@ -630,7 +639,11 @@ public final class KvEventSubscriber implements AutoCloseable {
       return this;
     }
 
-    /** Batches waiting for the apply thread, 1 .. 1,048,576 (default 4096). */
+    /**
+     * Batches that may wait, 1 .. 1,048,576 (default 4096): per endpoint in its SUB socket (the
+     * receive high-water mark) when applying on the I/O thread, else in the apply thread's hand-off
+     * queue (one for all endpoints).
+     */
     public Builder queueCapacity(int batches) {
       if (batches < 1 || batches > 1 << 20) {
         throw new IllegalArgumentException("queueCapacity must be in [1, 1048576], was " + batches);
@@ -677,18 +690,20 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     /**
-     * Applies each batch on the I/O thread right after decoding it, instead of handing it to the
-     * apply thread (default false). One thread hand-off less per batch (lower lag when cores are
-     * contended); the sink then delays reading: while it runs, messages wait in ZMQ (up to its
-     * high-water mark, beyond which the engine drops them, which shows as a gap and is replayed)
-     * instead of in the hand-off queue, and {@link Builder#queueCapacity} is unused.
+     * Applies each batch on the I/O thread right after decoding it (default true), instead of
+     * handing it to a second, apply thread. Applying on the I/O thread saves a thread wake-up per
+     * batch (lower lag and CPU where cores are contended: {@code benchmarks/README.md}, "KV-event
+     * lag"); the sink then delays reading: while it runs, messages wait in their SUB sockets (up to
+     * {@link #queueCapacity} each, beyond which the engine drops them, which shows as a gap and is
+     * replayed). With false, a sink that is slow for a while is absorbed by the hand-off queue
+     * while the I/O thread keeps reading (and replaying).
      */
     public Builder applyOnIoThread(boolean on) {
       this.applyOnIoThread = on;
       return this;
     }
 
-    /** Starts the subscriber's threads (one with {@link #applyOnIoThread}). */
+    /** Starts the subscriber's thread (two with {@code applyOnIoThread(false)}). */
     public KvEventSubscriber build() {
       return new KvEventSubscriber(this);
     }

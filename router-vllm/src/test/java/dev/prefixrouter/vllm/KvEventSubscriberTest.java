@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 
 /** The subscriber against a real publisher on loopback (XPUB + ROUTER sockets). */
 class KvEventSubscriberTest {
-  private record Applied(String backend, List<KvEvent> events) {}
+  private record Applied(String backend, List<KvEvent> events, String thread) {}
 
   private final BlockingQueue<Applied> applied = new LinkedBlockingQueue<>();
   private TestPublisher pub;
@@ -27,21 +27,25 @@ class KvEventSubscriberTest {
   @BeforeEach
   void start() {
     pub = new TestPublisher("kv", 100);
-    sub =
-        KvEventSubscriber.builder(
-                (backend, events) -> {
-                  applied.add(new Applied(backend, events));
-                  return true;
-                })
-            .topic("kv")
-            // each replay request's connection lives half of this: on a loaded host a 1 s loopback
-            // handshake did not complete once (the publisher saw no replay request at all)
-            .replayTimeout(Duration.ofSeconds(5))
-            // a connect that never completes is retried within awaitSubscriber's 10 s; not shorter:
-            // on a loaded host a 1 s idle reopen could fire between the subscription and the first
-            // batch and drop it, and these tests send nothing after it that would reveal the gap
-            .idleReconnect(Duration.ofSeconds(4))
-            .build();
+    sub = subscriber(true);
+  }
+
+  private KvEventSubscriber subscriber(boolean applyOnIoThread) {
+    return KvEventSubscriber.builder(
+            (backend, events) -> {
+              applied.add(new Applied(backend, events, Thread.currentThread().getName()));
+              return true;
+            })
+        .applyOnIoThread(applyOnIoThread)
+        .topic("kv")
+        // each replay request's connection lives half of this: on a loaded host a 1 s loopback
+        // handshake did not complete once (the publisher saw no replay request at all)
+        .replayTimeout(Duration.ofSeconds(5))
+        // a connect that never completes is retried within awaitSubscriber's 10 s; not shorter:
+        // on a loaded host a 1 s idle reopen could fire between the subscription and the first
+        // batch and drop it, and these tests send nothing after it that would reveal the gap
+        .idleReconnect(Duration.ofSeconds(4))
+        .build();
   }
 
   @AfterEach
@@ -101,8 +105,27 @@ class KvEventSubscriberTest {
                 new long[] {-2686226021210368064L}, null, Batches.tokens(0, 16), 16, "GPU"));
     assertThat(next().events()).isEqualTo(removedEvents(5));
     assertThat(sub.stats().gaps()).isZero();
-    // the sink saw both batches; the counter is bumped after the sink returns, on the apply thread
+    // the sink saw both batches; the counter is bumped after the sink returns
     assertThat(appliedBatchesWithin10s(2)).isEqualTo(2);
+    assertThat(first.thread()).as("applied on the I/O thread by default").endsWith("-io");
+  }
+
+  @Test
+  void withAnApplyThreadAGapIsStillFilledInOrder() throws Exception {
+    sub.close();
+    sub = subscriber(false);
+    join(pub.replayEndpoint);
+    pub.publish(removed(0));
+    Applied first = next();
+    assertThat(first.events()).isEqualTo(removedEvents(0));
+    assertThat(first.thread()).endsWith("-apply");
+    pub.lose(removed(1));
+    pub.publish(removed(2));
+    assertThat(pub.serveReplay()).isEqualTo(1);
+    assertThat(next().events()).isEqualTo(removedEvents(1));
+    assertThat(next().events()).isEqualTo(removedEvents(2));
+    assertThat(sub.stats().replayFailures()).isZero();
+    assertThat(sub.stats().markedUnknown()).isZero();
   }
 
   @Test

@@ -141,9 +141,9 @@ public final class KvSoak {
 
   /** What receives the batches in the measured JVM. */
   public enum Mode {
-    /** {@link KvEventSubscriber} with its apply thread (the default). */
+    /** {@link KvEventSubscriber} with an apply thread ({@code applyOnIoThread(false)}). */
     QUEUE,
-    /** {@link KvEventSubscriber} applying on its I/O thread ({@code applyOnIoThread}). */
+    /** {@link KvEventSubscriber} applying on its I/O thread (its default; the command's too). */
     IO,
     /**
      * No subscriber: {@link BareReceiver}'s bare JeroMQ SUB sockets and one polling thread that
@@ -157,10 +157,11 @@ public final class KvSoak {
 
   /**
    * Command line: {@code [seconds] [events/s] [backends] [drop] [events/batch] [queue|io|bare]
-   * [apply|noapply] [process|inproc]}, defaults 20, 100000, 4, 0.002, 100, queue ({@code io}:
-   * {@code KvEventSubscriber.Builder.applyOnIoThread}; {@code bare}: {@link Mode#BARE}, the wire
-   * alone), apply ({@code noapply}: the sink does not touch the index, to measure the wire, decode
-   * and hand-off alone), process (the publishers in a child JVM; {@code inproc}: in this one).
+   * [apply|noapply] [process|inproc]}, defaults 20, 100000, 4, 0.002, 100, io (the subscriber's
+   * default, applying on its I/O thread; {@code queue}: with an apply thread; {@code bare}: {@link
+   * Mode#BARE}, the wire alone), apply ({@code noapply}: the sink does not touch the index, to
+   * measure the wire, decode and hand-off alone), process (the publishers in a child JVM; {@code
+   * inproc}: in this one).
    */
   public static void main(String[] args) throws Exception {
     double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 20;
@@ -168,7 +169,7 @@ public final class KvSoak {
     int backends = args.length > 2 ? Integer.parseInt(args[2]) : 4;
     double drop = args.length > 3 ? Double.parseDouble(args[3]) : 0.002;
     int perBatch = args.length > 4 ? Integer.parseInt(args[4]) : 100;
-    Mode mode = args.length > 5 ? Mode.valueOf(args[5].toUpperCase(Locale.ROOT)) : Mode.QUEUE;
+    Mode mode = args.length > 5 ? Mode.valueOf(args[5].toUpperCase(Locale.ROOT)) : Mode.IO;
     boolean apply = !(args.length > 6 && args[6].equals("noapply"));
     boolean separate = !(args.length > 7 && args[7].equals("inproc"));
     Result r = run(seconds, rate, backends, drop, perBatch, mode, apply, separate, System.out);
@@ -176,8 +177,8 @@ public final class KvSoak {
   }
 
   /**
-   * Runs the soak with the subscriber's apply thread and the publishers in this process; progress
-   * to {@code progress} if not null.
+   * Runs the soak with the subscriber as built by default (applying on its I/O thread) and the
+   * publishers in this process; progress to {@code progress} if not null.
    */
   public static Result run(
       double seconds,
@@ -193,7 +194,7 @@ public final class KvSoak {
         backendCount,
         dropRate,
         eventsPerBatch,
-        Mode.QUEUE,
+        Mode.IO,
         true,
         false,
         progress);
