@@ -39,9 +39,10 @@ import org.jspecify.annotations.Nullable;
  *
  * <p><b>Bounds.</b> Tenants live in a Caffeine cache of at most {@link Builder#maxTenants} entries
  * (default 100,000) that expires a tenant idle for {@link Builder#expireAfterIdle} (default 1 h) or
- * until its buckets are full again, whichever is later. A tenant evicted by size (more tenants than
- * {@code maxTenants}) comes back with a full bucket, debt included: size the cache above the number
- * of active tenants. About 200 bytes per tenant.
+ * until its buckets are full again, whichever is later, plus one second (Caffeine's tolerance for
+ * moving an expiration time on a read; see {@code IdleUntilFull}). A tenant evicted by size (more
+ * tenants than {@code maxTenants}) comes back with a full bucket, debt included: size the cache
+ * above the number of active tenants. About 200 bytes per tenant.
  *
  * <p><b>Concurrency.</b> Each bucket is three longs updated in place under its own short lock (see
  * {@code TokenBucket}); integer arithmetic in nanoseconds. Thread-safe; {@code tryAcquire} costs
@@ -89,8 +90,19 @@ public final class TenantTokenBuckets implements TenantLimiter {
    * again: dropping a tenant in debt (or below full) would hand it a full bucket early. The expiry
    * is computed at each access, before the access's own take, so it allows for one more take of a
    * whole burst; a true-up re-reads it after charging.
+   *
+   * <p>Every expiry returned is {@link #SLACK_NANOS} longer than needed: on a read Caffeine keeps
+   * the old expiration time when the new one is within its tolerance of it (one second in 3.2.x,
+   * {@code BoundedLocalCache.EXPIRE_TOLERANCE}), so a read that should extend the life of a tenant
+   * by less than that second does not. With the slack, an expiration kept that way is still at
+   * least the needed one (old &ge; now + needed + slack &minus; tolerance). Without it a tenant
+   * could be dropped, and recreated full, up to a second before its bucket was full again (the
+   * regression in {@code TokenBucketDebtTest}).
    */
   private static final class IdleUntilFull implements Expiry<String, Tenant> {
+    /** At least Caffeine's read tolerance for variable expiry (1 s in 3.2.x). */
+    static final long SLACK_NANOS = 1_000_000_000L;
+
     private final long idleNanos;
 
     IdleUntilFull(long idleNanos) {
@@ -102,7 +114,7 @@ public final class TenantTokenBuckets implements TenantLimiter {
       if (t.requests != null) {
         expiry = Math.max(expiry, t.requests.nanosUntilFullAfter(1));
       }
-      return Math.min(Long.MAX_VALUE / 2, expiry);
+      return Math.min(Long.MAX_VALUE / 2, expiry) + SLACK_NANOS;
     }
 
     @Override
