@@ -2,6 +2,7 @@ package dev.prefixrouter.scoring;
 
 import dev.prefixrouter.api.LoadReport;
 import dev.prefixrouter.api.spi.ScoringContext;
+import java.util.Arrays;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
@@ -41,10 +42,14 @@ public final class Candidates {
   private double[] waiting = new double[16];
   private double[] fade = new double[16];
   private int[] ownQueued = new int[16];
+  private int[] slot = new int[16];
   private double[] weight = new double[16];
   private double[][] termCosts;
   private final boolean[] steering; // per term: CostTerm#steering, asked once
   private double[] plain = new double[16]; // per candidate: the sum without steering terms
+  private double[] total = new double[16]; // per candidate: the sum of all terms
+  private double[] without = new double[16]; // per candidate: costWithout(i, withoutTerm)
+  private @Nullable CostTerm withoutTerm; // whose costWithout is in without[], this decision
   private double best;
   private int rotation;
 
@@ -77,12 +82,18 @@ public final class Candidates {
       waiting = new double[cap];
       fade = new double[cap];
       ownQueued = new int[cap];
+      slot = new int[cap];
       weight = new double[cap];
+      total = new double[cap];
+      without = new double[cap];
       termCosts = new double[terms.length][cap];
     }
+    withoutTerm = null;
     int prompt = c.promptTokens();
     for (int i = 0; i < n; i++) {
-      scorer.readCoefficients(c.slot(i), coef, K * i);
+      int s = c.slot(i);
+      slot[i] = s;
+      scorer.readCoefficients(s, coef, K * i);
       k[i] = null;
       double matched = c.matchedTokens(i);
       cached[i] = matched;
@@ -121,21 +132,31 @@ public final class Candidates {
     for (int t = 0; t < ts.length; t++) {
       ts[t].costs(this, tc[t]);
     }
-    // one pass: the total and the plain sum (without steering terms), each in declared order
-    double b = Double.POSITIVE_INFINITY;
-    for (int i = 0; i < n; i++) {
-      double e = 0;
-      double p = 0;
-      for (int t = 0; t < ts.length; t++) {
-        double v = tc[t][i];
-        e += v;
-        if (!steering[t]) {
-          p += v;
+    // term by term (each candidate's sums still in declared order, so the same rounding): the
+    // total and the plain sum (without steering terms)
+    double[] e = total;
+    double[] p = plain;
+    int m = n;
+    Arrays.fill(e, 0, m, 0.0);
+    Arrays.fill(p, 0, m, 0.0);
+    for (int t = 0; t < ts.length; t++) {
+      double[] v = tc[t];
+      if (steering[t]) {
+        for (int i = 0; i < m; i++) {
+          e[i] += v[i];
+        }
+      } else {
+        for (int i = 0; i < m; i++) {
+          double x = v[i];
+          e[i] += x;
+          p[i] += x;
         }
       }
-      plain[i] = p;
-      c.setCost(i, e);
-      b = Math.min(b, e);
+    }
+    double b = Double.POSITIVE_INFINITY;
+    for (int i = 0; i < m; i++) {
+      c.setCost(i, e[i]);
+      b = Math.min(b, e[i]);
     }
     best = b;
     this.rotation = rot;
@@ -235,6 +256,16 @@ public final class Candidates {
     return load != null && fade[i] > 0 && load.kvUsage() >= scorer.saturationKvUsage();
   }
 
+  /** Per candidate: its slot ({@code ctx().slot(i)}, read once); the array is reused. */
+  int[] slots() {
+    return slot;
+  }
+
+  /** Per candidate: its {@link #weight}; the array is reused, valid for this decision. */
+  double[] weights() {
+    return weight;
+  }
+
   /** The candidate's backend weight (relative speed). */
   public double weight(int i) {
     return weight[i];
@@ -266,13 +297,35 @@ public final class Candidates {
     if (skip == null) {
       return plainCost(i);
     }
-    double e = 0;
+    if (i < 0 || i >= n) {
+      throw new IndexOutOfBoundsException("candidate " + i + " of " + n);
+    }
+    if (skip != withoutTerm) {
+      sumWithout(skip);
+    }
+    return without[i];
+  }
+
+  /** Every candidate's {@link #costWithout} {@code skip}, once per decision and skipped term. */
+  private void sumWithout(CostTerm skip) {
+    int skipped = -1; // a term not of this scorer skips nothing
     for (int t = 0; t < terms.length; t++) {
-      if (terms[t] != skip && !steering[t]) {
-        e += termCosts[t][i];
+      if (terms[t] == skip) {
+        skipped = t;
       }
     }
-    return e;
+    double[] e = without;
+    int m = n;
+    Arrays.fill(e, 0, m, 0.0);
+    for (int t = 0; t < terms.length; t++) {
+      if (t != skipped && !steering[t]) {
+        double[] v = termCosts[t];
+        for (int i = 0; i < m; i++) {
+          e[i] += v[i];
+        }
+      }
+    }
+    withoutTerm = skip;
   }
 
   /** The lowest cost among the candidates. */

@@ -1,6 +1,5 @@
 package dev.prefixrouter.scoring;
 
-import dev.prefixrouter.api.spi.ScoringContext;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.atomic.AtomicLong;
@@ -380,14 +379,15 @@ final class RouteShares {
   }
 
   /**
-   * One decision's view, every used slot's count read once at one sequence number: each candidate's
-   * decayed count over its fair share by weight (1.0 = exactly fair) into {@code out[0..size)}, and
-   * as the result the request's prefix group's {@link #hotness} over those same counts; NaN (and
-   * {@code out} unspecified) while the candidates have seen fewer than 100 decisions each (too
-   * little evidence). Reads {@code slotsUsed} counts and the group's set once per stripe; allocates
-   * nothing once the thread's buffer has the fleet's size.
+   * One decision's view of {@code n} candidates (their slots and weights), every used slot's count
+   * read once at one sequence number: each candidate's decayed count over its fair share by weight
+   * (1.0 = exactly fair) into {@code out[0..n)}, and as the result the request's prefix group's
+   * {@link #hotness} over those same counts; NaN (and {@code out} unspecified) while the candidates
+   * have seen fewer than 100 decisions each (too little evidence). Reads {@code slotsUsed} counts
+   * and the group's set once per stripe; allocates nothing once the thread's buffer has the fleet's
+   * size.
    */
-  double sharesAndHotness(ScoringContext ctx, long prefix, double[] out) {
+  double sharesAndHotness(int n, int[] slots, double[] weight, long prefix, double[] out) {
     double[] slotCounts = SLOT_COUNTS.get();
     int used = slotsUsed;
     if (slotCounts.length < used) {
@@ -397,14 +397,13 @@ final class RouteShares {
     Stripe[] ss = stripes;
     long now = sequence(ss);
     readSlots(ss, now, slotCounts, used);
-    int n = ctx.size();
     double total = 0;
     double weights = 0;
     for (int i = 0; i < n; i++) {
-      int slot = ctx.slot(i);
+      int slot = slots[i];
       out[i] = slot < used ? slotCounts[slot] : 0; // never-counted slots hold 0
       total += out[i];
-      weights += ctx.backend(i).weight();
+      weights += weight[i];
     }
     if (total < 100.0 * n) {
       return Double.NaN;
@@ -412,7 +411,7 @@ final class RouteShares {
     double lastWeight = Double.NaN;
     double fair = 0;
     for (int i = 0; i < n; i++) {
-      double w = ctx.backend(i).weight();
+      double w = weight[i];
       if (w != lastWeight) { // equal weights (the common fleet) share one fair share
         fair = total * w / weights;
         lastWeight = w;

@@ -71,6 +71,74 @@ class TermsAndRulesTest {
   }
 
   @Test
+  void costWithoutSkipsTheAskedTermWhicheverWasAskedBefore() {
+    // two added terms; a rule asks costWithout for one, then the other, then the first again:
+    // each answer is the plain sum minus that term alone, summed in the declared order
+    CostTerm a = constantTerm("a", 7);
+    CostTerm b = constantTerm("b", 1000);
+    double[][] seen = new double[4][];
+    RankRule ask =
+        new RankRule() {
+          @Override
+          public String name() {
+            return "ask";
+          }
+
+          @Override
+          public @Nullable String apply(Candidates c) {
+            int n = c.size();
+            for (int q = 0; q < 4; q++) {
+              seen[q] = new double[n];
+            }
+            for (int i = 0; i < n; i++) {
+              seen[0][i] = c.costWithout(i, a);
+            }
+            for (int i = 0; i < n; i++) {
+              seen[1][i] = c.costWithout(i, b);
+              seen[2][i] = c.costWithout(i, a);
+              seen[3][i] = c.plainCost(i);
+            }
+            return null;
+          }
+        };
+    EstimatedTtftScorer s =
+        EstimatedTtftScorer.builder()
+            .calibrate(false)
+            .without("balance")
+            .addTerm(a)
+            .addTerm(b)
+            .addRule(ask)
+            .build();
+    FakeContext ctx = new FakeContext(3);
+    ctx.promptTokens = 4096;
+    ctx.matchedBlocks[1] = 128;
+    s.score(ctx);
+    for (int i = 0; i < 3; i++) {
+      double plain = seen[3][i];
+      assertThat(seen[0][i]).isCloseTo(plain - 7 * (i + 1), within(1e-9));
+      assertThat(seen[1][i]).isCloseTo(plain - 1000 * (i + 1), within(1e-9));
+      assertThat(seen[2][i]).isEqualTo(seen[0][i]);
+    }
+  }
+
+  /** A term that charges candidate i {@code ms × (i + 1)}. */
+  private static CostTerm constantTerm(String name, double ms) {
+    return new CostTerm() {
+      @Override
+      public String name() {
+        return name;
+      }
+
+      @Override
+      public void costs(Candidates c, double[] out) {
+        for (int i = 0; i < c.size(); i++) {
+          out[i] = ms * (i + 1);
+        }
+      }
+    };
+  }
+
+  @Test
   void anAddedRuleRunsAfterTheBuiltInOnesAndItsReasonWins() {
     RankRule lastBackend =
         new RankRule() {
