@@ -133,6 +133,9 @@ public final class EstimatedTtftScorer implements Scorer {
   private final double backendShrinkage; // scope SHRUNK
   private final java.util.concurrent.atomic.AtomicLong fleetFirstTokens =
       new java.util.concurrent.atomic.AtomicLong(); // scope SHRUNK
+  private final double speedMargin; // scope IDLE_SPEED
+  private volatile IdleSpeed[] idleSpeeds = new IdleSpeed[0]; // scope IDLE_SPEED only
+  private final @Nullable IdleSpeed fleetIdleSpeed; // scope IDLE_SPEED only
 
   private EstimatedTtftScorer(Builder b) {
     this.name = b.name;
@@ -146,6 +149,8 @@ public final class EstimatedTtftScorer implements Scorer {
     this.scope = b.scope;
     this.speedShrinkage = b.speedShrinkage;
     this.backendShrinkage = b.backendShrinkage;
+    this.speedMargin = b.speedMargin;
+    this.fleetIdleSpeed = b.scope == CalibrationScope.IDLE_SPEED ? newIdleSpeed() : null;
     this.fleetModel =
         b.scope == CalibrationScope.BACKEND
             ? null
@@ -304,10 +309,48 @@ public final class EstimatedTtftScorer implements Scorer {
             k.waitingMs() * s);
   }
 
-  /** The slot's speed factor over the fleet's fit (1 unless the scope is FLEET_SCALED). */
+  /**
+   * The slot's speed factor over the fleet's fit (1 unless the scope is FLEET_SCALED or
+   * IDLE_SPEED).
+   */
   private double speedFactor(int slot) {
+    if (scope == CalibrationScope.IDLE_SPEED) {
+      IdleSpeed[] is = idleSpeeds;
+      return slot < is.length && is[slot] != null ? is[slot].factor() : 1.0;
+    }
     SpeedFactor[] ss = speeds;
     return slot < ss.length && ss[slot] != null ? ss[slot].factor() : 1.0;
+  }
+
+  private IdleSpeed newIdleSpeed() {
+    return new IdleSpeed(
+        forgetting, speedMargin, IDLE_SPEED_Z, IDLE_SPEED_MIN_EVIDENCE, calibrationBand);
+  }
+
+  /** Scope IDLE_SPEED: standard errors a speed difference must exceed to be published. */
+  static final double IDLE_SPEED_Z = 3.0;
+
+  /** Scope IDLE_SPEED: forgotten idle-start first tokens a backend needs before it is tested. */
+  static final double IDLE_SPEED_MIN_EVIDENCE = 10.0;
+
+  private IdleSpeed idleSpeed(int slot) {
+    IdleSpeed[] is = idleSpeeds;
+    if (slot < is.length && is[slot] != null) {
+      return is[slot];
+    }
+    synchronized (modelsLock) {
+      is = idleSpeeds;
+      if (slot >= is.length) {
+        is = Arrays.copyOf(is, Math.max(slot + 1, Math.max(64, is.length * 2)));
+      } else {
+        is = is.clone();
+      }
+      if (is[slot] == null) {
+        is[slot] = newIdleSpeed();
+      }
+      idleSpeeds = is;
+      return is[slot];
+    }
   }
 
   private SpeedFactor speed(int slot) {
@@ -360,7 +403,7 @@ public final class EstimatedTtftScorer implements Scorer {
     } else {
       m.readInto(out, at);
     }
-    if (scope == CalibrationScope.FLEET_SCALED) {
+    if (scope == CalibrationScope.FLEET_SCALED || scope == CalibrationScope.IDLE_SPEED) {
       double s = speedFactor(slot);
       out[at + 1] *= s;
       out[at + 2] *= s;
@@ -591,9 +634,13 @@ public final class EstimatedTtftScorer implements Scorer {
         // against the fleet's fit before it learns from this first token
         observeSpeed(
             f, slot, ttftNanos, uncached, matchedTokens, queuedPrefillTokens, runningDecodes);
+      } else if (scope == CalibrationScope.IDLE_SPEED && queuedPrefillTokens <= 0) {
+        observeIdleSpeed(f, slot, ttftNanos, uncached, matchedTokens, runningDecodes);
       }
       f.observe(ttftNanos, uncached, matchedTokens, queuedPrefillTokens, runningDecodes);
-      if (scope == CalibrationScope.FLEET || scope == CalibrationScope.FLEET_SCALED) {
+      if (scope == CalibrationScope.FLEET
+          || scope == CalibrationScope.FLEET_SCALED
+          || scope == CalibrationScope.IDLE_SPEED) {
         return;
       }
     }
@@ -627,6 +674,32 @@ public final class EstimatedTtftScorer implements Scorer {
   private static final ThreadLocal<double[]> SPEED_SCRATCH =
       ThreadLocal.withInitial(() -> new double[5]);
 
+  /**
+   * Scope IDLE_SPEED: one first token routed while the slot had no prefill queued, against the
+   * fleet's fit before it learns from it; feeds the slot's and the fleet's idle-start speed and
+   * re-tests the slot's against the fleet's.
+   */
+  private void observeIdleSpeed(
+      CostModel fleet,
+      int slot,
+      long ttftNanos,
+      int uncachedTokens,
+      int matchedTokens,
+      int decodes) {
+    double[] k = SPEED_SCRATCH.get();
+    fleet.published().readInto(k, 0);
+    double u = Math.max(0, uncachedTokens);
+    double variable =
+        k[1] * u + k[2] * u * (u + Math.max(0, matchedTokens)) + k[3] * Math.max(0, decodes);
+    double excess = ttftNanos / 1e6 - k[0];
+    IdleSpeed pooled = Objects.requireNonNull(fleetIdleSpeed);
+    pooled.observe(variable, excess);
+    IdleSpeed own = idleSpeed(slot);
+    own.observe(variable, excess);
+    pooled.slopeInto(k);
+    own.test(k[0], k[1]);
+  }
+
   @Override
   public void addBackend(int slot, Backend backend) {
     for (RankRule r : rules) {
@@ -651,6 +724,12 @@ public final class EstimatedTtftScorer implements Scorer {
         SpeedFactor[] copy = ss.clone();
         copy[slot] = null;
         speeds = copy;
+      }
+      IdleSpeed[] is = idleSpeeds;
+      if (slot < is.length && is[slot] != null) {
+        IdleSpeed[] copy = is.clone();
+        copy[slot] = null;
+        idleSpeeds = copy;
       }
     }
     for (CostTerm t : terms) {
@@ -680,7 +759,7 @@ public final class EstimatedTtftScorer implements Scorer {
       CostModel own = scope == CalibrationScope.FLEET ? fleetModel : model(slot, false);
       out.put("fitErrorRatio", own == null ? Double.NaN : own.errorRatio());
     }
-    if (scope == CalibrationScope.FLEET_SCALED) {
+    if (scope == CalibrationScope.FLEET_SCALED || scope == CalibrationScope.IDLE_SPEED) {
       out.put("speedFactor", speedFactor(slot));
     }
     if (scope == CalibrationScope.SHRUNK) {
@@ -716,6 +795,7 @@ public final class EstimatedTtftScorer implements Scorer {
     private int minObservations = 30;
     private double speedShrinkage = 20;
     private double backendShrinkage = 20;
+    private double speedMargin = 0.25;
     private double calibrationBand = 8;
     private double calibrationAdvantage = Double.NaN;
     private boolean calibrateIntercept = true;
@@ -885,6 +965,20 @@ public final class EstimatedTtftScorer implements Scorer {
         throw new IllegalArgumentException("backendShrinkage must be in [0, 10000], was " + k);
       }
       this.backendShrinkage = k;
+      return this;
+    }
+
+    /**
+     * With {@link CalibrationScope#IDLE_SPEED}: the relative difference between a backend's
+     * idle-start speed and the fleet's below which the backend is priced with the fleet's fit
+     * unscaled, in (0, 10] (default 0.25: a GPU 25 % slower or faster). The difference must also
+     * exceed three standard errors ({@code IDLE_SPEED_Z}) of the two slopes.
+     */
+    public Builder speedMargin(double margin) {
+      if (!(margin > 0 && margin <= 10)) {
+        throw new IllegalArgumentException("speedMargin must be in (0, 10], was " + margin);
+      }
+      this.speedMargin = margin;
       return this;
     }
 

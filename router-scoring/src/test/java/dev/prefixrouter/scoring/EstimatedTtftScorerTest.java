@@ -588,6 +588,81 @@ class EstimatedTtftScorerTest {
     assertThat(s.describe(5)).containsEntry("speedFactor", 1.0);
   }
 
+  /**
+   * An equal fleet whose backends 4-7 absorbed queueing the cost model leaves out: half of each
+   * backend's first tokens start idle (no prefill queued, TTFT = the priors' prefill), the other
+   * half were routed behind a queue and, on backends 4-7, waited 3x what the queue's prefill costs.
+   */
+  private static void feedEqualFleetUnevenQueues(EstimatedTtftScorer s, int rounds) {
+    TtftCoefficients p = TtftCoefficients.DEFAULTS;
+    SplittableRandom rnd = new SplittableRandom(11);
+    for (int round = 0; round < rounds; round++) {
+      for (int slot = 0; slot < 8; slot++) {
+        int prompt = 100 + rnd.nextInt(8_000);
+        int matched = rnd.nextInt(prompt + 1);
+        long queued = rnd.nextBoolean() ? 0 : 1 + rnd.nextInt(16_000);
+        double ms =
+            p.prefillMs(prompt - matched, matched) * (1 + 0.1 * rnd.nextGaussian())
+                + (slot < 4 ? 1 : 3) * p.betaMsPerToken() * queued;
+        s.onFirstToken(
+            new FirstTokenObservation(slot, (long) (ms * 1e6), prompt, matched, queued, 0, 0));
+      }
+    }
+  }
+
+  @Test
+  void idleSpeedScopeKeepsAnEqualFleetOnOneFitWhateverQueueingEachAbsorbed() {
+    EstimatedTtftScorer idle =
+        EstimatedTtftScorer.builder()
+            .minObservations(20)
+            .calibrationScope(CalibrationScope.IDLE_SPEED)
+            .build();
+    EstimatedTtftScorer own = EstimatedTtftScorer.builder().minObservations(20).build();
+    feedEqualFleetUnevenQueues(idle, 1_500);
+    feedEqualFleetUnevenQueues(own, 1_500);
+    // per-backend fits tell the two halves apart by the queueing they absorbed
+    assertThat(own.coefficients(4).betaMsPerToken())
+        .isGreaterThan(1.5 * own.coefficients(0).betaMsPerToken());
+    TtftCoefficients fleet = idle.coefficients(8); // no first tokens of its own
+    for (int slot = 0; slot < 8; slot++) {
+      assertThat(idle.describe(slot)).containsEntry("speedFactor", 1.0);
+      assertThat(idle.coefficients(slot)).isEqualTo(fleet);
+    }
+  }
+
+  @Test
+  void idleSpeedScopeDetectsABackendTwiceAsSlowOnIdleStarts() {
+    TtftCoefficients p = TtftCoefficients.DEFAULTS;
+    EstimatedTtftScorer s = halfTwiceAsSlow(CalibrationScope.IDLE_SPEED);
+    double fleet = s.coefficients(8).betaMsPerToken(); // the mix, about 1.5x
+    assertThat(s.describe(8)).containsEntry("speedFactor", 1.0);
+    for (int slot = 0; slot < 8; slot++) {
+      double speed = s.describe(slot).get("speedFactor");
+      assertThat(speed).isBetween(slot < 4 ? 0.55 : 1.15, slot < 4 ? 0.85 : 1.6);
+      assertThat(s.coefficients(slot).betaMsPerToken())
+          .isCloseTo(fleet * speed, within(1e-9 * fleet))
+          .isCloseTo((slot < 4 ? 1 : 2) * p.betaMsPerToken(), within(0.2 * fleet));
+    }
+    s.removeBackend(5);
+    assertThat(s.describe(5)).containsEntry("speedFactor", 1.0);
+    // a 10 % difference is below the default margin: one fit
+    EstimatedTtftScorer near =
+        EstimatedTtftScorer.builder()
+            .minObservations(20)
+            .calibrationScope(CalibrationScope.IDLE_SPEED)
+            .build();
+    for (int round = 0; round < 1_500; round++) {
+      for (int slot = 0; slot < 8; slot++) {
+        feed(near, slot, slot < 4 ? 1 : 1.1, 1, 100L * round + slot);
+      }
+    }
+    for (int slot = 0; slot < 8; slot++) {
+      assertThat(near.describe(slot)).containsEntry("speedFactor", 1.0);
+    }
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().speedMargin(0))
+        .hasMessage("speedMargin must be in (0, 10], was 0.0");
+  }
+
   @Test
   void shrunkScopeWeighsEachBackendsOwnFitByItsDecayingEvidence() {
     TtftCoefficients p = TtftCoefficients.DEFAULTS;

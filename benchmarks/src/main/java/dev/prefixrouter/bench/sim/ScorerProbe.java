@@ -102,6 +102,16 @@ final class ScorerProbe {
                     .build());
       }
     }
+    // per-backend speed only where idle-start first tokens show one (issue #18, session 15)
+    for (double m : new double[] {0.1, 0.5}) {
+      v.put(
+          "idle-m" + m,
+          () ->
+              EstimatedTtftScorer.builder()
+                  .calibrationScope(CalibrationScope.IDLE_SPEED)
+                  .speedMargin(m)
+                  .build());
+    }
     v.put("noalpha", () -> EstimatedTtftScorer.builder().calibrateIntercept(false).build());
     for (double band : new double[] {4, 8}) {
       v.put(
@@ -119,13 +129,29 @@ final class ScorerProbe {
       case "long-chat" -> Workloads.longChat(1200, rate, seed);
       case "rl-rollout" -> Workloads.rlRollout(32, rate, seed);
       case "varying-load" -> Workloads.varyingLoad(rate, seed, 16);
+      case "mooncake" -> mooncake(rate);
       default -> throw new IllegalArgumentException("workload " + workload);
     };
   }
 
-  /** The fleet of an issue #18 workload: 8 H100 backends, half of them 2x slow for hetero. */
+  /** The bundled Mooncake trace at a rate scale (the seed plays no part). */
+  private static List<SimRequest> mooncake(double rate) {
+    try {
+      return Workloads.mooncake(Compare.defaultTrace(), rate, Integer.MAX_VALUE);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  /**
+   * The fleet of an issue #18 workload: 8 H100 backends, half of them 2x slow for hetero; mooncake
+   * as the standard run {@code --workload mooncake --kv-events} (events 50 ms late, none dropped).
+   */
   static SimConfig config(String workload) {
     SimConfig config = SimConfig.defaults(8, 29_205);
+    if (workload.equals("mooncake")) {
+      return config.withKvEvents(true, 50_000_000L, 0);
+    }
     if (workload.equals("hetero")) {
       List<SimConfig.Fault> slow = new ArrayList<>();
       for (int b = 0; b < 4; b++) {
@@ -165,11 +191,12 @@ final class ScorerProbe {
           line.append(
               String.format(
                   Locale.ROOT,
-                  " | %s %.1f/%.1f (%.1f)",
+                  " | %s %.1f/%.1f (%.2f, p50 %.1f)",
                   p,
                   r.ttftP95(),
                   r.ttftMean(),
-                  100 * r.tokenHitRate()));
+                  100 * r.tokenHitRate(),
+                  r.ttftP50()));
         }
         System.out.println(line);
       }
