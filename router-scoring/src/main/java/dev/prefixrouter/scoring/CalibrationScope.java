@@ -28,11 +28,12 @@ public enum CalibrationScope {
    */
   SHRUNK,
   /**
-   * The fleet's fit for every backend, times a speed factor per backend that is exactly 1 unless
-   * the backend's <em>idle-start</em> first tokens (routed while it had no prefill queued) show a
-   * speed that differs from the fleet's idle-start speed by a margin and significantly (see {@code
-   * EstimatedTtftScorer.Builder#speedMargin}). On equal GPUs backends differ by the queueing each
-   * absorbed, which idle starts do not carry; a slower GPU is slower on idle starts too.
+   * The fleet's fit for every backend, its whole estimate times a speed factor per backend that is
+   * exactly 1 unless the backend's <em>idle-start</em> first tokens (routed while it had no prefill
+   * queued) show a speed that differs from the fleet's idle-start speed by a margin and
+   * significantly (see {@code EstimatedTtftScorer.Builder#speedMargin}). On equal GPUs backends
+   * differ by the queueing each absorbed, which idle starts do not carry; a slower GPU is slower on
+   * idle starts too.
    */
   IDLE_SPEED
 }

@@ -134,6 +134,7 @@ public final class EstimatedTtftScorer implements Scorer {
   private final java.util.concurrent.atomic.AtomicLong fleetFirstTokens =
       new java.util.concurrent.atomic.AtomicLong(); // scope SHRUNK
   private final double speedMargin; // scope IDLE_SPEED
+  private final long speedEvidenceMaxQueued; // scope IDLE_SPEED
   private volatile IdleSpeed[] idleSpeeds = new IdleSpeed[0]; // scope IDLE_SPEED only
   private final @Nullable IdleSpeed fleetIdleSpeed; // scope IDLE_SPEED only
 
@@ -150,6 +151,7 @@ public final class EstimatedTtftScorer implements Scorer {
     this.speedShrinkage = b.speedShrinkage;
     this.backendShrinkage = b.backendShrinkage;
     this.speedMargin = b.speedMargin;
+    this.speedEvidenceMaxQueued = b.speedEvidenceMaxQueued;
     this.fleetIdleSpeed = b.scope == CalibrationScope.IDLE_SPEED ? newIdleSpeed() : null;
     this.fleetModel =
         b.scope == CalibrationScope.BACKEND
@@ -291,7 +293,7 @@ public final class EstimatedTtftScorer implements Scorer {
 
   /** The coefficients in use for a slot (fitted, or the defaults). */
   public TtftCoefficients coefficients(int slot) {
-    if (scope == CalibrationScope.SHRUNK) {
+    if (scope == CalibrationScope.SHRUNK || scope == CalibrationScope.IDLE_SPEED) {
       double[] v = new double[5];
       readCoefficients(slot, v, 0);
       return new TtftCoefficients(v[0], v[1], v[2], v[3], v[4]);
@@ -403,7 +405,12 @@ public final class EstimatedTtftScorer implements Scorer {
     } else {
       m.readInto(out, at);
     }
-    if (scope == CalibrationScope.FLEET_SCALED || scope == CalibrationScope.IDLE_SPEED) {
+    if (scope == CalibrationScope.IDLE_SPEED) {
+      double s = speedFactor(slot); // scales the whole estimate: a slower GPU's steps are slower
+      for (int j = 0; j < 5; j++) {
+        out[at + j] *= s;
+      }
+    } else if (scope == CalibrationScope.FLEET_SCALED) {
       double s = speedFactor(slot);
       out[at + 1] *= s;
       out[at + 2] *= s;
@@ -634,8 +641,10 @@ public final class EstimatedTtftScorer implements Scorer {
         // against the fleet's fit before it learns from this first token
         observeSpeed(
             f, slot, ttftNanos, uncached, matchedTokens, queuedPrefillTokens, runningDecodes);
-      } else if (scope == CalibrationScope.IDLE_SPEED && queuedPrefillTokens <= 0) {
-        observeIdleSpeed(f, slot, ttftNanos, uncached, matchedTokens, runningDecodes);
+      } else if (scope == CalibrationScope.IDLE_SPEED
+          && queuedPrefillTokens <= speedEvidenceMaxQueued) {
+        observeIdleSpeed(
+            f, slot, ttftNanos, uncached, matchedTokens, queuedPrefillTokens, runningDecodes);
       }
       f.observe(ttftNanos, uncached, matchedTokens, queuedPrefillTokens, runningDecodes);
       if (scope == CalibrationScope.FLEET
@@ -675,9 +684,10 @@ public final class EstimatedTtftScorer implements Scorer {
       ThreadLocal.withInitial(() -> new double[5]);
 
   /**
-   * Scope IDLE_SPEED: one first token routed while the slot had no prefill queued, against the
-   * fleet's fit before it learns from it; feeds the slot's and the fleet's idle-start speed and
-   * re-tests the slot's against the fleet's.
+   * Scope IDLE_SPEED: one first token routed while the slot had no prefill queued (at most {@link
+   * Builder#speedEvidenceMaxQueued}), against the fleet's whole estimate before the fit learns from
+   * it; feeds the slot's and the fleet's idle-start speed and re-tests the slot's against the
+   * fleet's.
    */
   private void observeIdleSpeed(
       CostModel fleet,
@@ -685,17 +695,21 @@ public final class EstimatedTtftScorer implements Scorer {
       long ttftNanos,
       int uncachedTokens,
       int matchedTokens,
+      long queuedPrefill,
       int decodes) {
     double[] k = SPEED_SCRATCH.get();
     fleet.published().readInto(k, 0);
     double u = Math.max(0, uncachedTokens);
-    double variable =
-        k[1] * u + k[2] * u * (u + Math.max(0, matchedTokens)) + k[3] * Math.max(0, decodes);
-    double excess = ttftNanos / 1e6 - k[0];
+    double estimate =
+        k[0]
+            + k[1] * (u + Math.max(0, queuedPrefill))
+            + k[2] * u * (u + Math.max(0, matchedTokens))
+            + k[3] * Math.max(0, decodes);
+    double observed = ttftNanos / 1e6;
     IdleSpeed pooled = Objects.requireNonNull(fleetIdleSpeed);
-    pooled.observe(variable, excess);
+    pooled.observe(estimate, observed);
     IdleSpeed own = idleSpeed(slot);
-    own.observe(variable, excess);
+    own.observe(estimate, observed);
     pooled.slopeInto(k);
     own.test(k[0], k[1]);
   }
@@ -796,6 +810,7 @@ public final class EstimatedTtftScorer implements Scorer {
     private double speedShrinkage = 20;
     private double backendShrinkage = 20;
     private double speedMargin = 0.25;
+    private long speedEvidenceMaxQueued;
     private double calibrationBand = 8;
     private double calibrationAdvantage = Double.NaN;
     private boolean calibrateIntercept = true;
@@ -979,6 +994,20 @@ public final class EstimatedTtftScorer implements Scorer {
         throw new IllegalArgumentException("speedMargin must be in (0, 10], was " + margin);
       }
       this.speedMargin = margin;
+      return this;
+    }
+
+    /**
+     * With {@link CalibrationScope#IDLE_SPEED}: the most prefill tokens that may have been queued
+     * on a backend when a request was routed there for its first token to count as speed evidence,
+     * in [0, Long.MAX_VALUE] (default 0: idle starts only). Larger admits first tokens that waited
+     * behind a queue, whose waits on equal GPUs differ by queueing the model leaves out.
+     */
+    public Builder speedEvidenceMaxQueued(long tokens) {
+      if (tokens < 0) {
+        throw new IllegalArgumentException("speedEvidenceMaxQueued must be >= 0, was " + tokens);
+      }
+      this.speedEvidenceMaxQueued = tokens;
       return this;
     }
 

@@ -5,9 +5,10 @@ package dev.prefixrouter.scoring;
  * {@code ŝ} in
  *
  * <pre>
- * ttft_ms − α_fleet ≈ ŝ · (β·uncached + γ·uncached·total + decode·running)_fleet
+ * ttft_ms ≈ ŝ · (α + β·uncached + γ·uncached·total + decode·running)_fleet
  * </pre>
  *
+ * (the fleet fit's whole estimate: a slower GPU's steps, their fixed part included, are slower)
  * over first tokens routed while the backend had no prefill queued, by weighted least squares
  * through the origin with exponential forgetting and a Huber weight against a running residual
  * scale, and the slope's variance from the forgotten residual sum of squares. One instance per
@@ -65,13 +66,15 @@ final class IdleSpeed {
   /**
    * Learns from one idle-start first token.
    *
-   * @param variableMs the fleet fit's variable estimate for the request, ms
-   * @param excessMs the observed TTFT minus the fleet fit's constant, ms
+   * @param estimateMs the fleet fit's estimate for the request, ms
+   * @param observedMs the observed TTFT, ms
    */
-  synchronized void observe(double variableMs, double excessMs) {
-    if (!(variableMs > 0) || !Double.isFinite(variableMs) || !Double.isFinite(excessMs)) {
+  synchronized void observe(double estimateMs, double observedMs) {
+    if (!(estimateMs > 0) || !Double.isFinite(estimateMs) || !Double.isFinite(observedMs)) {
       return;
     }
+    double variableMs = estimateMs;
+    double excessMs = observedMs;
     double slope = sxx > 0 ? sxy / sxx : 1.0;
     double residual = excessMs - slope * variableMs;
     double weight = 1.0;

@@ -112,6 +112,15 @@ final class ScorerProbe {
                   .speedMargin(m)
                   .build());
     }
+    for (long q : new long[] {4096, Long.MAX_VALUE}) {
+      v.put(
+          q == Long.MAX_VALUE ? "idle-all" : "idle-q" + q,
+          () ->
+              EstimatedTtftScorer.builder()
+                  .calibrationScope(CalibrationScope.IDLE_SPEED)
+                  .speedEvidenceMaxQueued(q)
+                  .build());
+    }
     v.put("noalpha", () -> EstimatedTtftScorer.builder().calibrateIntercept(false).build());
     for (double band : new double[] {4, 8}) {
       v.put(
