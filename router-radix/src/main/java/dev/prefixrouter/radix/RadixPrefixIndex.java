@@ -560,7 +560,8 @@ public final class RadixPrefixIndex implements PrefixIndex {
         }
         long[] run = x.keys;
         int len = run.length;
-        if (len > n - d || (len > 1 && Arrays.mismatch(run, 1, len, keys, d + 1, d + len) >= 0)) {
+        // the whole run matches when its last key does (chained keys, see commonPrefix)
+        if (len > n - d || run[len - 1] != keys[d + len - 1]) {
           return -count;
         }
         int e = x.wholeEntryRacy(slot);
@@ -1046,15 +1047,22 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   /**
    * Length of the common prefix of {@code run} and {@code keys[from, to)}, the first keys assumed
-   * equal (at least 1). {@link Arrays#mismatch} compares several keys per instruction.
+   * equal (at least 1). Keys are chained ({@link BlockHasher}: equal keys at a position mean equal
+   * prompts up to it), so when the last keys of the range are equal the whole range is common and
+   * the keys between are not read: a walk loads a run's last cache line instead of streaming the
+   * run (1.5 KB for 192 blocks), in the match and again in a held route's refresh. Otherwise {@link
+   * Arrays#mismatch} finds where they part, several keys per instruction.
    */
-  private static int commonPrefix(long[] run, long[] keys, int from, int to) {
+  static int commonPrefix(long[] run, long[] keys, int from, int to) {
     int limit = Math.min(run.length, to - from);
     if (limit <= 1) {
       return 1;
     }
-    int m = Arrays.mismatch(run, 1, limit, keys, from + 1, from + limit);
-    return m < 0 ? limit : m + 1;
+    if (run[limit - 1] == keys[from + limit - 1]) {
+      return limit;
+    }
+    int m = Arrays.mismatch(run, 1, limit - 1, keys, from + 1, from + limit - 1);
+    return m < 0 ? limit - 1 : m + 1;
   }
 
   private Node newNode(Node parent, long[] run) {

@@ -52,6 +52,32 @@ class RadixPrefixIndexTest {
   }
 
   @Test
+  void commonPrefixOfChainedKeysIsWhereThePromptsPart() {
+    int[] a = new int[24];
+    for (int i = 0; i < a.length; i++) {
+      a[i] = i + 1;
+    }
+    long[] run = keys(a); // 12 blocks
+    for (int part = 0; part < 12; part++) { // b differs from a in block `part` only
+      int[] b = a.clone();
+      b[2 * part + 1] = -1;
+      long[] other = keys(b);
+      int expected = Math.max(1, part); // the first keys are assumed equal
+      assertThat(RadixPrefixIndex.commonPrefix(run, other, 0, 12)).isEqualTo(expected);
+      assertThat(RadixPrefixIndex.commonPrefix(run, other, 0, part + 1)).isEqualTo(expected);
+      assertThat(RadixPrefixIndex.commonPrefix(run, other, 0, Math.max(1, part)))
+          .isEqualTo(expected);
+    }
+    assertThat(RadixPrefixIndex.commonPrefix(run, run, 0, 12)).isEqualTo(12);
+    assertThat(RadixPrefixIndex.commonPrefix(run, keys(a), 0, 7)).isEqualTo(7);
+    long[] longer = new long[20];
+    System.arraycopy(run, 0, longer, 5, 12);
+    assertThat(RadixPrefixIndex.commonPrefix(run, longer, 5, 20)).isEqualTo(12);
+    assertThat(RadixPrefixIndex.commonPrefix(java.util.Arrays.copyOf(run, 5), longer, 5, 20))
+        .isEqualTo(5);
+  }
+
+  @Test
   void aBufferWithAKeyCountActsAsItsFirstKeysOnly() {
     RadixPrefixIndex index = index(100, 100);
     long[] buffer = keys(1, 2, 3, 4, 5, 6, 7, 8); // 4 keys; only the first 2 are "the prompt"
