@@ -33,7 +33,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * (else it settles under the lock, see {@code RadixPrefixIndex}). The totals ({@link #size}, {@link
  * #confirmedBlocks}) and the capacity change only under the index's structure lock as well, so
  * holders of that lock may read them without this one. {@link #lruAgeNanos} and {@link
- * #victimEntry} read the published victim without any lock.
+ * #victimEntry} read the published victim without any lock: its stamp in a cell of an array the
+ * index shares among its mirrors ({@link #publishedStamps}, eight backends to a cache line, so a
+ * decision reading every candidate's age reads two lines for 16 backends, not a mirror, an array
+ * and a line per backend), its entry in the mirror.
  */
 final class LruMirror {
   private static final int NONE = IntLinks.NONE;
@@ -79,17 +82,34 @@ final class LruMirror {
   long offloadedBlocks = -1;
 
   /**
-   * Element {@link #PUBLISHED} is the stamp of the next victim while the mirror is full, else
-   * {@link #ROOM}, element {@link #VICTIM} that victim's entry id (-1 with {@link #ROOM}); read
-   * without lock (volatile). They sit alone in their cache line (the array is padded), so routing
-   * threads reading every backend's age do not share a line with the fields a write changes.
+   * Element {@link #VICTIM} is the entry id of the next victim while the mirror is full, else -1;
+   * read without lock (volatile) by held routes of this backend. Alone in its cache line (the array
+   * is padded).
    */
-  private final long[] published = new long[2 * PUBLISHED + 1];
+  private final long[] published = new long[2 * VICTIM + 1];
 
-  private static final int PUBLISHED = 8;
-  private static final int VICTIM = PUBLISHED + 1;
+  private static final int VICTIM = 8;
   private static final VarHandle PUBLISHED_STAMP =
       MethodHandles.arrayElementVarHandle(long[].class);
+
+  /**
+   * The index's array of published stamps ({@link #publishedStamps}); cell {@link #STAMPS_PAD} +
+   * {@link #slot} is this mirror's: the stamp of the next victim while the mirror is full, else
+   * {@link #ROOM}.
+   */
+  private final long[] stamps;
+
+  /**
+   * Cells before the first slot's and after the last one, so no other object shares their lines.
+   */
+  private static final int STAMPS_PAD = 8;
+
+  /**
+   * Set (lock held) when the index forgets this mirror: from then on it publishes nothing, so a
+   * late lock holder (a route that found the mirror before the backend was removed) cannot write
+   * over the slot's cell, which a new mirror of the slot may own.
+   */
+  private boolean retired;
 
   private Node[] node = new Node[0];
   private int[] held = new int[0];
@@ -102,12 +122,33 @@ final class LruMirror {
   private int live;
   private int freeHead = NONE;
 
-  LruMirror(int slot, long capacity) {
+  /**
+   * A mirror for {@code slot} publishing its victim's stamp into {@code stamps} (from {@link
+   * #publishedStamps}, covering the slot).
+   */
+  LruMirror(int slot, long capacity, long[] stamps) {
     this.slot = slot;
     this.capacity = capacity;
     this.configured = capacity;
-    PUBLISHED_STAMP.setVolatile(published, PUBLISHED, ROOM);
+    this.stamps = stamps;
+    PUBLISHED_STAMP.setVolatile(stamps, STAMPS_PAD + slot, ROOM);
     PUBLISHED_STAMP.setVolatile(published, VICTIM, (long) NONE);
+  }
+
+  /** The array of published stamps for {@code slots} mirrors, every cell {@link #ROOM}. */
+  static long[] publishedStamps(int slots) {
+    long[] a = new long[STAMPS_PAD + slots + STAMPS_PAD];
+    Arrays.fill(a, ROOM);
+    return a;
+  }
+
+  /**
+   * Stops publishing (the index forgets this mirror) and clears its cell to {@link #ROOM}. Lock
+   * held.
+   */
+  void retire() {
+    retired = true;
+    PUBLISHED_STAMP.setVolatile(stamps, STAMPS_PAD + slot, ROOM);
   }
 
   /**
@@ -346,8 +387,14 @@ final class LruMirror {
     return e >= 0 && e < allocated && node[e] == n && held[e] == n.length();
   }
 
-  /** Publishes the stamp of the next victim (end of every write); no store if unchanged. */
+  /**
+   * Publishes the next victim and its stamp (end of every write); no store if unchanged, none once
+   * {@link #retire retired}. Lock held.
+   */
   void publishLru() {
+    if (retired) {
+      return;
+    }
     int tail = recency.tail();
     boolean full = size >= capacity && tail != NONE;
     long s = full ? stamp[tail] : ROOM;
@@ -355,8 +402,9 @@ final class LruMirror {
     if ((long) PUBLISHED_STAMP.getOpaque(published, VICTIM) != v) {
       PUBLISHED_STAMP.setVolatile(published, VICTIM, v);
     }
-    if ((long) PUBLISHED_STAMP.getOpaque(published, PUBLISHED) != s) {
-      PUBLISHED_STAMP.setVolatile(published, PUBLISHED, s);
+    int cell = STAMPS_PAD + slot;
+    if ((long) PUBLISHED_STAMP.getOpaque(stamps, cell) != s) {
+      PUBLISHED_STAMP.setVolatile(stamps, cell, s);
     }
   }
 
@@ -369,12 +417,13 @@ final class LruMirror {
   }
 
   /**
-   * How long before {@code now} the blocks this mirror would evict next were last touched (at least
-   * 0), or {@link Long#MAX_VALUE} while an insert would evict nothing. Lock-free: one volatile
-   * read.
+   * How long before {@code now} the blocks the mirror of {@code slot} would evict next were last
+   * touched (at least 0), or {@link Long#MAX_VALUE} while an insert would evict nothing or the slot
+   * has no mirror. {@code stamps} is the index's array ({@link #publishedStamps}), {@code slot} in
+   * its range. Lock-free: one volatile read.
    */
-  long lruAgeNanos(long now) {
-    long s = (long) PUBLISHED_STAMP.getVolatile(published, PUBLISHED);
+  static long lruAgeNanos(long[] stamps, int slot, long now) {
+    long s = (long) PUBLISHED_STAMP.getVolatile(stamps, STAMPS_PAD + slot);
     return s == ROOM ? Long.MAX_VALUE : Math.max(0, now - s);
   }
 

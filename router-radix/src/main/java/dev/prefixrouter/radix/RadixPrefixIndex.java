@@ -172,6 +172,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private final Node root = new Node(new long[0], null);
   private AtomicLongArray versions;
   private AtomicReferenceArray<LruMirror> mirrors;
+  private long[] lruStamps; // the mirrors' published victim stamps (LruMirror.publishedStamps)
   private EventTranslator[] translators; // lock held
   private AtomicReferenceArray<LowerTier> lowerTiers; // written with lock held, read by routers
   private volatile int lowerTierSlots; // slots with a lower-tier record (lock held to write)
@@ -231,6 +232,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     this.maxBackends = n;
     this.versions = new AtomicLongArray(n);
     this.mirrors = new AtomicReferenceArray<>(n);
+    this.lruStamps = LruMirror.publishedStamps(n);
     this.translators = new EventTranslator[n];
     this.lowerTiers = new AtomicReferenceArray<>(n);
     this.changedSlots = new int[n];
@@ -336,7 +338,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
         throw new IllegalStateException("slot " + slot + " is already in use");
       }
       translators[slot] = new EventTranslator(mappingBound(capacity));
-      mirrors.set(slot, new LruMirror(slot, capacity));
+      mirrors.set(slot, new LruMirror(slot, capacity, lruStamps));
     }
   }
 
@@ -423,6 +425,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       own(m);
       try {
         clearMirror(m);
+        m.retire();
         mirrors.set(slot, null);
         translators[slot] = null;
         if (lowerTiers.getAndSet(slot, null) != null) {
@@ -663,23 +666,25 @@ public final class RadixPrefixIndex implements PrefixIndex {
   }
 
   /**
-   * {@link IndexSignal#LRU_AGE_NANOS} from the slot's mirror ({@link LruMirror#lruAgeNanos}: one
-   * volatile read, no lock); {@link IndexSignal#HELD_BLOCKS} and {@link
-   * IndexSignal#CONFIRMED_BLOCKS} take the write lock briefly; so does {@link
+   * {@link IndexSignal#LRU_AGE_NANOS} from the stamp the slot's mirror published ({@link
+   * LruMirror#lruAgeNanos}: one volatile read of an array shared by the mirrors, no lock; absent
+   * for a slot without a mirror, whose cell holds no stamp); {@link IndexSignal#HELD_BLOCKS} and
+   * {@link IndexSignal#CONFIRMED_BLOCKS} take the write lock briefly; so does {@link
    * IndexSignal#OFFLOADED_BLOCKS}: blocks stored minus removed on tiers other than the GPU, as the
    * events' {@code medium} says (absent before the backend's first such event).
    */
   @Override
   public long signal(int slot, IndexSignal signal, long nowNanos) {
+    if (signal == IndexSignal.LRU_AGE_NANOS) { // every candidate of every decision: no mirror read
+      long age = inRange(slot) ? LruMirror.lruAgeNanos(lruStamps, slot, nowNanos) : Long.MAX_VALUE;
+      return age == Long.MAX_VALUE ? IndexSignal.ABSENT : age;
+    }
     LruMirror m = inRange(slot) ? mirrors.get(slot) : null;
     if (m == null) {
       return IndexSignal.ABSENT;
     }
     return switch (signal) {
-      case LRU_AGE_NANOS -> {
-        long age = m.lruAgeNanos(nowNanos);
-        yield age == Long.MAX_VALUE ? IndexSignal.ABSENT : age;
-      }
+      case LRU_AGE_NANOS -> throw new AssertionError(); // answered above
       case HELD_BLOCKS -> {
         synchronized (lock) {
           yield m.size();
