@@ -31,7 +31,7 @@ final class EventTranslator {
   private Node[] node = new Node[0];
   private int[] offset = new int[0];
   private int[] nextFree = new int[0];
-  private final IntLinks recency = new IntLinks();
+  private final IntLinks recency = new IntLinks(1);
   private int allocated;
   private int freeHead = NONE;
   private int bound;
@@ -65,7 +65,7 @@ final class EventTranslator {
       return NONE;
     }
     int m = byHash.indexGet(i);
-    recency.moveToHead(m);
+    recency.moveToHead(0, m);
     return m;
   }
 
@@ -161,7 +161,7 @@ final class EventTranslator {
   }
 
   private void evictOldest() {
-    int m = recency.tail();
+    int m = recency.tail(0);
     byHash.remove(hash[m]);
     unref(routerKey[m], copies[m]);
     free(m);
@@ -191,12 +191,12 @@ final class EventTranslator {
     copies[m] = 1;
     node[m] = n;
     offset[m] = off;
-    recency.linkHead(m);
+    recency.linkHead(0, m);
     return m;
   }
 
   private void free(int m) {
-    recency.unlink(m);
+    recency.unlink(0, m);
     node[m] = null;
     nextFree[m] = freeHead;
     freeHead = m;

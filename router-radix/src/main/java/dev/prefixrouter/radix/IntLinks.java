@@ -3,13 +3,16 @@ package dev.prefixrouter.radix;
 import java.util.Arrays;
 
 /**
- * An intrusive doubly linked list over int ids {@code [0, capacity)}, in one primitive array: the
- * recency lists of {@link LruMirror} and {@link EventTranslator}. The head is the most recent end.
- * An id is on the list or not ({@link #contains}); O(1) per operation.
+ * One or more intrusive doubly linked lists over the same int ids {@code [0, capacity)}, in one
+ * primitive array: the recency and predicted lists of {@link LruMirror}, the recency list of {@link
+ * EventTranslator}. Lists are numbered from 0; the head of each is its most recent end. An id is on
+ * a list or not ({@link #contains}); O(1) per operation.
  *
- * <p>An id's two links sit side by side ({@code links[2 id]} toward the head, {@code links[2 id +
- * 1]} toward the tail), so moving an id reads and writes one cache line for it, not one per link: a
- * move to the head touches the id's line, its two neighbours' and the old head's.
+ * <p>All of an id's links sit side by side ({@code links[w id + 2 list]} toward the head, {@code
+ * links[w id + 2 list + 1]} toward the tail, {@code w = 2 lists}), so moving an id reads and writes
+ * one cache line for it, not one per link or per list: a move to the head touches the id's line,
+ * its two neighbours' and the old head's, and an id moved on both lists of {@link LruMirror} (whose
+ * neighbours are mostly the same ids on both) touches those lines once for both.
  *
  * <p>Not thread-safe: its owner's writer only.
  */
@@ -17,100 +20,110 @@ final class IntLinks {
   static final int NONE = -1;
   private static final int OFF = -2;
 
+  private final int width; // ints per id: two per list
   private int[] links = new int[0];
-  private int head = NONE;
-  private int tail = NONE;
+  private final int[] ends; // per list: head, tail
 
-  /** Makes room for ids below {@code capacity} (new ids are off the list). */
+  /** {@code lists} lists over the same ids, all empty. */
+  IntLinks(int lists) {
+    this.width = 2 * lists;
+    this.ends = new int[2 * lists];
+    Arrays.fill(ends, NONE);
+  }
+
+  /** Makes room for ids below {@code capacity} (new ids are off every list). */
   void grow(int capacity) {
     int old = links.length;
-    links = Arrays.copyOf(links, 2 * capacity);
+    links = Arrays.copyOf(links, width * capacity);
     Arrays.fill(links, old, links.length, OFF);
   }
 
-  int head() {
-    return head;
+  int head(int list) {
+    return ends[2 * list];
   }
 
-  int tail() {
-    return tail;
+  int tail(int list) {
+    return ends[2 * list + 1];
   }
 
   /** The id after {@code e} toward the tail (less recent), or {@link #NONE}. */
-  int next(int e) {
-    return links[2 * e + 1];
+  int next(int list, int e) {
+    return links[width * e + 2 * list + 1];
   }
 
   /** The id before {@code e} toward the head (more recent), or {@link #NONE}. */
-  int prev(int e) {
-    return links[2 * e];
+  int prev(int list, int e) {
+    return links[width * e + 2 * list];
   }
 
-  boolean contains(int e) {
-    return links[2 * e] != OFF;
+  boolean contains(int list, int e) {
+    return links[width * e + 2 * list] != OFF;
   }
 
-  void linkHead(int e) {
+  void linkHead(int list, int e) {
     int[] l = links;
-    l[2 * e] = NONE;
-    l[2 * e + 1] = head;
+    int o = 2 * list;
+    int head = ends[o];
+    l[width * e + o] = NONE;
+    l[width * e + o + 1] = head;
     if (head != NONE) {
-      l[2 * head] = e;
+      l[width * head + o] = e;
     }
-    head = e;
-    if (tail == NONE) {
-      tail = e;
+    ends[o] = e;
+    if (ends[o + 1] == NONE) {
+      ends[o + 1] = e;
     }
   }
 
   /** Links {@code t} just after {@code e} (toward the tail); {@code e} must be on the list. */
-  void linkAfter(int e, int t) {
+  void linkAfter(int list, int e, int t) {
     int[] l = links;
-    int after = l[2 * e + 1];
-    l[2 * t] = e;
-    l[2 * t + 1] = after;
-    l[2 * e + 1] = t;
+    int o = 2 * list;
+    int after = l[width * e + o + 1];
+    l[width * t + o] = e;
+    l[width * t + o + 1] = after;
+    l[width * e + o + 1] = t;
     if (after == NONE) {
-      tail = t;
+      ends[o + 1] = t;
     } else {
-      l[2 * after] = t;
+      l[width * after + o] = t;
     }
   }
 
-  void unlink(int e) {
+  void unlink(int list, int e) {
     int[] l = links;
-    int p = l[2 * e];
-    int n = l[2 * e + 1];
+    int o = 2 * list;
+    int p = l[width * e + o];
+    int n = l[width * e + o + 1];
     if (p == NONE) {
-      head = n;
+      ends[o] = n;
     } else {
-      l[2 * p + 1] = n;
+      l[width * p + o + 1] = n;
     }
     if (n == NONE) {
-      tail = p;
+      ends[o + 1] = p;
     } else {
-      l[2 * n] = p;
+      l[width * n + o] = p;
     }
-    l[2 * e] = OFF;
-    l[2 * e + 1] = OFF;
+    l[width * e + o] = OFF;
+    l[width * e + o + 1] = OFF;
   }
 
-  /** Moves an id on the list to the head. */
-  void moveToHead(int e) {
-    if (head != e) {
-      unlink(e);
-      linkHead(e);
+  /** Moves an id on the list to its head. */
+  void moveToHead(int list, int e) {
+    if (ends[2 * list] != e) {
+      unlink(list, e);
+      linkHead(list, e);
     }
   }
 
-  /** Empties the list. */
+  /** Empties every list. */
   void clear() {
     Arrays.fill(links, OFF);
-    head = NONE;
-    tail = NONE;
+    Arrays.fill(ends, NONE);
   }
 
   long approximateBytes() {
-    return 32L + 4L * links.length;
+    return 32L + 4L * ends.length + 4L * links.length;
   }
 }

@@ -112,12 +112,24 @@ final class LruMirror {
   private boolean retired;
 
   private Node[] node = new Node[0];
-  private int[] held = new int[0];
-  private int[] confirmed = new int[0];
-  private long[] stamp = new long[0];
+
+  /**
+   * Per entry two longs side by side: {@code meta[2 e]} its held blocks (high half) and confirmed
+   * blocks (low half), {@code meta[2 e + 1]} its stamp. Checking a logged refresh, touching and
+   * evicting an entry read or write all three, so they share a cache line instead of taking one
+   * each (a cold entry was three misses, now one).
+   */
+  private long[] meta = new long[0];
+
   private int[] nextFree = new int[0];
-  private final IntLinks recency = new IntLinks();
-  private final IntLinks predicted = new IntLinks();
+
+  /**
+   * The recency list of every entry and the list of entries with predicted blocks, side by side.
+   */
+  private final IntLinks lists = new IntLinks(2);
+
+  private static final int RECENCY = 0;
+  private static final int PREDICTED = 1;
   private int allocated;
   private int live;
   private int freeHead = NONE;
@@ -232,33 +244,47 @@ final class LruMirror {
   }
 
   int held(int e) {
-    return held[e];
+    return (int) (meta[2 * e] >>> 32);
   }
 
   int confirmed(int e) {
-    return confirmed[e];
+    return (int) meta[2 * e];
   }
 
   long stamp(int e) {
-    return stamp[e];
+    return meta[2 * e + 1];
+  }
+
+  private void counts(int e, int heldBlocks, int confirmedBlocks) {
+    meta[2 * e] = ((long) heldBlocks << 32) | (confirmedBlocks & 0xFFFF_FFFFL);
+  }
+
+  private void stamp(int e, long s) {
+    meta[2 * e + 1] = s;
+  }
+
+  /** Whether entry {@code e} holds predicted blocks (then it is on the predicted list). */
+  private boolean hasPredicted(int e) {
+    long c = meta[2 * e];
+    return (int) (c >>> 32) > (int) c;
   }
 
   /** The least recently used entry, or -1. */
   int lruTail() {
-    return recency.tail();
+    return lists.tail(RECENCY);
   }
 
   /** The least recently used entry with predicted blocks, or -1. */
   int predictedTail() {
-    return predicted.tail();
+    return lists.tail(PREDICTED);
   }
 
   /** A new entry at the most recent end (the caller keeps {@code size <= capacity}). */
   int add(Node n, int heldBlocks, int confirmedBlocks, long s) {
     int e = allocate(n, heldBlocks, confirmedBlocks, s);
-    recency.linkHead(e);
+    lists.linkHead(RECENCY, e);
     if (heldBlocks > confirmedBlocks) {
-      predicted.linkHead(e);
+      lists.linkHead(PREDICTED, e);
     }
     return e;
   }
@@ -268,10 +294,10 @@ final class LruMirror {
    * tail part of a split node, taken before the head part). Call before changing {@code e}.
    */
   int addBelow(int e, Node n, int heldBlocks, int confirmedBlocks) {
-    int t = allocate(n, heldBlocks, confirmedBlocks, stamp[e]);
-    recency.linkAfter(e, t);
-    if (heldBlocks > confirmedBlocks && predicted.contains(e)) {
-      predicted.linkAfter(e, t);
+    int t = allocate(n, heldBlocks, confirmedBlocks, stamp(e));
+    lists.linkAfter(RECENCY, e, t);
+    if (heldBlocks > confirmedBlocks && lists.contains(PREDICTED, e)) {
+      lists.linkAfter(PREDICTED, e, t);
     }
     return t;
   }
@@ -288,9 +314,8 @@ final class LruMirror {
       e = allocated++;
     }
     node[e] = n;
-    held[e] = heldBlocks;
-    confirmed[e] = confirmedBlocks;
-    stamp[e] = s;
+    counts(e, heldBlocks, confirmedBlocks);
+    stamp(e, s);
     size += heldBlocks;
     confirmedTotal += confirmedBlocks;
     live++;
@@ -300,12 +325,9 @@ final class LruMirror {
   private void grow() {
     int n = Math.max(16, 2 * node.length);
     node = Arrays.copyOf(node, n);
-    held = Arrays.copyOf(held, n);
-    confirmed = Arrays.copyOf(confirmed, n);
-    stamp = Arrays.copyOf(stamp, n);
+    meta = Arrays.copyOf(meta, 2 * n);
     nextFree = Arrays.copyOf(nextFree, n);
-    recency.grow(n);
-    predicted.grow(n);
+    lists.grow(n);
   }
 
   /** Points an entry at another node (the head part after a split). */
@@ -319,25 +341,24 @@ final class LruMirror {
    * touches it in the same write.
    */
   void set(int e, int heldBlocks, int confirmedBlocks) {
-    size += heldBlocks - held[e];
-    confirmedTotal += confirmedBlocks - confirmed[e];
-    held[e] = heldBlocks;
-    confirmed[e] = confirmedBlocks;
+    size += heldBlocks - held(e);
+    confirmedTotal += confirmedBlocks - confirmed(e);
+    counts(e, heldBlocks, confirmedBlocks);
     boolean hasPredicted = heldBlocks > confirmedBlocks;
-    boolean listed = predicted.contains(e);
+    boolean listed = lists.contains(PREDICTED, e);
     if (hasPredicted && !listed) {
-      predicted.linkHead(e);
+      lists.linkHead(PREDICTED, e);
     } else if (!hasPredicted && listed) {
-      predicted.unlink(e);
+      lists.unlink(PREDICTED, e);
     }
   }
 
   /** Makes an entry the most recent, with stamp {@code s}. */
   void touch(int e, long s) {
-    stamp[e] = s;
-    recency.moveToHead(e);
-    if (predicted.contains(e)) {
-      predicted.moveToHead(e);
+    stamp(e, s);
+    lists.moveToHead(RECENCY, e);
+    if (hasPredicted(e)) { // on the predicted list: read from the line just written
+      lists.moveToHead(PREDICTED, e);
     }
   }
 
@@ -346,25 +367,24 @@ final class LruMirror {
    * no predicted blocks (it is in the recency list only).
    */
   void placeBelow(int anchor, int e) {
-    if (predicted.contains(e)) {
+    if (lists.contains(PREDICTED, e)) {
       throw new IllegalStateException("entry " + e + " holds predicted blocks");
     }
-    stamp[e] = stamp[anchor];
-    recency.unlink(e);
-    recency.linkAfter(anchor, e);
+    stamp(e, stamp(anchor));
+    lists.unlink(RECENCY, e);
+    lists.linkAfter(RECENCY, anchor, e);
   }
 
   /** Forgets an entry. */
   void remove(int e) {
-    recency.unlink(e);
-    if (predicted.contains(e)) {
-      predicted.unlink(e);
+    lists.unlink(RECENCY, e);
+    if (lists.contains(PREDICTED, e)) {
+      lists.unlink(PREDICTED, e);
     }
-    size -= held[e];
-    confirmedTotal -= confirmed[e];
+    size -= held(e);
+    confirmedTotal -= confirmed(e);
     node[e] = null;
-    held[e] = 0;
-    confirmed[e] = 0;
+    counts(e, 0, 0);
     nextFree[e] = freeHead;
     freeHead = e;
     live--;
@@ -372,8 +392,8 @@ final class LruMirror {
 
   /** Calls {@code action} for every entry, least recent first (entries may be removed). */
   void forEachEntry(java.util.function.IntConsumer action) {
-    for (int e = recency.tail(); e != NONE; ) {
-      int p = recency.prev(e);
+    for (int e = lists.tail(RECENCY); e != NONE; ) {
+      int p = lists.prev(RECENCY, e);
       action.accept(e);
       e = p;
     }
@@ -384,7 +404,7 @@ final class LruMirror {
    * Tolerates any {@code e} (an id read without lock from a holder record).
    */
   boolean holdsWhole(int e, Node n) {
-    return e >= 0 && e < allocated && node[e] == n && held[e] == n.length();
+    return e >= 0 && e < allocated && node[e] == n && held(e) == n.length();
   }
 
   /**
@@ -395,9 +415,9 @@ final class LruMirror {
     if (retired) {
       return;
     }
-    int tail = recency.tail();
+    int tail = lists.tail(RECENCY);
     boolean full = size >= capacity && tail != NONE;
-    long s = full ? stamp[tail] : ROOM;
+    long s = full ? stamp(tail) : ROOM;
     long v = full ? tail : NONE;
     if ((long) PUBLISHED_STAMP.getOpaque(published, VICTIM) != v) {
       PUBLISHED_STAMP.setVolatile(published, VICTIM, v);
@@ -433,27 +453,30 @@ final class LruMirror {
     long conf = 0;
     int count = 0;
     long last = Long.MAX_VALUE;
-    for (int e = recency.head(), p = NONE; e != NONE; p = e, e = recency.next(e)) {
-      if (recency.prev(e) != p || stamp[e] > last || held[e] < 1 || confirmed[e] > held[e]) {
+    for (int e = lists.head(RECENCY), p = NONE; e != NONE; p = e, e = lists.next(RECENCY, e)) {
+      if (lists.prev(RECENCY, e) != p || stamp(e) > last || held(e) < 1 || confirmed(e) > held(e)) {
         return false;
       }
-      if ((held[e] > confirmed[e]) != predicted.contains(e)) {
+      if ((held(e) > confirmed(e)) != lists.contains(PREDICTED, e)) {
         return false;
       }
-      last = stamp[e];
-      sum += held[e];
-      conf += confirmed[e];
+      last = stamp(e);
+      sum += held(e);
+      conf += confirmed(e);
       if (++count > live) {
         return false;
       }
     }
     int listed = 0;
     last = Long.MAX_VALUE;
-    for (int e = predicted.head(), p = NONE; e != NONE; p = e, e = predicted.next(e)) {
-      if (predicted.prev(e) != p || stamp[e] > last || held[e] <= confirmed[e] || ++listed > live) {
+    for (int e = lists.head(PREDICTED), p = NONE; e != NONE; p = e, e = lists.next(PREDICTED, e)) {
+      if (lists.prev(PREDICTED, e) != p
+          || stamp(e) > last
+          || held(e) <= confirmed(e)
+          || ++listed > live) {
         return false;
       }
-      last = stamp[e];
+      last = stamp(e);
     }
     return count == live && sum == size && conf == confirmedTotal;
   }
@@ -463,7 +486,6 @@ final class LruMirror {
         + 8L * epoch.length
         + log.approximateBytes()
         + node.length * (4L + 4 + 4 + 8 + 4)
-        + recency.approximateBytes()
-        + predicted.approximateBytes();
+        + lists.approximateBytes();
   }
 }
