@@ -73,8 +73,10 @@ final class BalanceTerm implements CostTerm {
     s.share = c.fit(s.share);
     // moving a hot prefix fixes an overload, moving a cold one only costs a cold start: scale the
     // penalty by how much of a backend's fair load this request's prefix group carries
+    // the group's heat only matters when some candidate is above its fair share (else 0)
     double hot =
-        shares.sharesAndHotness(c.size(), c.slots(), c.weights(), prefixGroup(c.ctx()), s.share);
+        shares.sharesAndHotness(
+            c.size(), c.slots(), c.weights(), prefixGroup(c.ctx()), 1 + tolerance, s.share);
     s.valid = !Double.isNaN(hot);
     s.hot = s.valid ? Math.min(1.0, hot) : 0;
     s.penalized = false;

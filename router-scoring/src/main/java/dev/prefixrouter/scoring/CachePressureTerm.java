@@ -2,6 +2,7 @@ package dev.prefixrouter.scoring;
 
 import dev.prefixrouter.api.spi.IndexSignal;
 import dev.prefixrouter.api.spi.ScoringContext;
+import java.util.Arrays;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -26,10 +27,14 @@ final class CachePressureTerm implements CostTerm {
     this.turnoverRatio = turnoverRatio;
   }
 
-  /** Per thread: the candidates' pressure shares, and whether any applies this decision. */
+  /**
+   * Per thread: the candidates' pressure shares, whether any applies this decision, and whether any
+   * candidate was charged (a cost other than 0).
+   */
   private static final class State {
     double[] pressure = new double[16];
     boolean active;
+    boolean charged;
   }
 
   @Override
@@ -41,9 +46,19 @@ final class CachePressureTerm implements CostTerm {
   public void costs(Candidates c, double[] out) {
     State s = prepare(c);
     int n = c.size();
-    for (int i = 0; i < n; i++) {
-      out[i] = s.active ? evictionMs(c, i, s.pressure[i]) : 0;
+    boolean charged = false;
+    if (s.active) {
+      double[] pressure = s.pressure;
+      int prompt = c.ctx().promptTokens();
+      for (int i = 0; i < n; i++) {
+        double v = evictionMs(c, i, pressure[i], prompt);
+        out[i] = v;
+        charged |= v != 0;
+      }
+    } else {
+      Arrays.fill(out, 0, n, 0.0);
     }
+    s.charged = charged;
   }
 
   private State prepare(Candidates c) {
@@ -85,12 +100,12 @@ final class CachePressureTerm implements CostTerm {
   }
 
   /** The re-prefill this request's insert is expected to cause on candidate {@code i}, in ms. */
-  private double evictionMs(Candidates c, int i, double pressure) {
+  private double evictionMs(Candidates c, int i, double pressure, int prompt) {
     if (pressure <= 0) {
       return 0;
     }
     double cached = c.cachedTokens(i);
-    double uncached = c.ctx().promptTokens() - cached;
+    double uncached = prompt - cached;
     if (uncached <= 0) {
       return 0;
     }
@@ -101,26 +116,30 @@ final class CachePressureTerm implements CostTerm {
   @Override
   public @Nullable String reason(Candidates c) {
     State s = (State) c.state(this);
-    if (s == null || !s.active) {
+    if (s == null || !s.charged) {
+      // no candidate was charged: without this term every cost is the same value (x + 0 == x),
+      // so the winner's estimate is the best one and within the band of itself
       return null;
     }
     // the winner without the steering terms, and the best estimate without this term either
     int n = c.size();
     double bestPlain = Double.POSITIVE_INFINITY;
     int plainWinner = 0;
-    double bestEstimate = Double.POSITIVE_INFINITY;
-    double plainWinnerEstimate = 0;
     for (int i = 0; i < n; i++) {
-      double estimate = c.costWithout(i, this);
-      bestEstimate = Math.min(bestEstimate, estimate);
       double e = c.plainCost(i);
       if (e < bestPlain) {
         bestPlain = e;
         plainWinner = i;
-        plainWinnerEstimate = estimate;
       }
     }
-    if (c.order()[0] == plainWinner && plainWinnerEstimate > c.bandLimit(bestEstimate)) {
+    if (c.order()[0] != plainWinner) {
+      return null;
+    }
+    double bestEstimate = Double.POSITIVE_INFINITY;
+    for (int i = 0; i < n; i++) {
+      bestEstimate = Math.min(bestEstimate, c.costWithout(i, this));
+    }
+    if (c.costWithout(plainWinner, this) > c.bandLimit(bestEstimate)) {
       // without the pressure the winner would not even have tied: a cheaper estimate lost for
       // what its insert would evict
       return "est-ttft, cache pressure";

@@ -41,6 +41,7 @@ public final class Candidates {
   private double[] running = new double[16];
   private double[] waiting = new double[16];
   private double[] fade = new double[16];
+  private double[] kvUsage = new double[16]; // NaN without a load report
   private int[] ownQueued = new int[16];
   private int[] slot = new int[16];
   private double[] weight = new double[16];
@@ -81,6 +82,7 @@ public final class Candidates {
       running = new double[cap];
       waiting = new double[cap];
       fade = new double[cap];
+      kvUsage = new double[cap];
       ownQueued = new int[cap];
       slot = new int[cap];
       weight = new double[cap];
@@ -102,9 +104,11 @@ public final class Candidates {
       double r = decodes;
       double w = 0;
       double f = 0;
+      double kv = Double.NaN;
       int own = Math.max(0, c.inFlight(i) - decodes);
       LoadReport load = c.load(i);
       if (load != null) {
+        kv = load.kvUsage();
         f = scorer.fade(c.loadAgeNanos(i));
         r = Math.max(r, f * load.running());
         // the engine's waiting count includes requests this router sent and already counts as
@@ -114,6 +118,7 @@ public final class Candidates {
       running[i] = r;
       waiting[i] = w;
       fade[i] = f;
+      kvUsage[i] = kv;
       ownQueued[i] = own;
       weight[i] = c.backend(i).weight();
     }
@@ -252,8 +257,18 @@ public final class Candidates {
    * {@code saturationKvUsage}.
    */
   public boolean saturated(int i) {
-    LoadReport load = ctx().load(i);
-    return load != null && fade[i] > 0 && load.kvUsage() >= scorer.saturationKvUsage();
+    return fade[i] > 0 && kvUsage[i] >= scorer.saturationKvUsage(); // fade 0 without a report
+  }
+
+  /**
+   * The KV-cache usage of the candidate's last load report ({@link LoadReport#kvUsage}, not faded),
+   * or NaN without one; read once per decision.
+   */
+  public double kvUsage(int i) {
+    if (i < 0 || i >= n) {
+      throw new IndexOutOfBoundsException("candidate " + i + " of " + n);
+    }
+    return kvUsage[i];
   }
 
   /** Per candidate: its slot ({@code ctx().slot(i)}, read once); the array is reused. */

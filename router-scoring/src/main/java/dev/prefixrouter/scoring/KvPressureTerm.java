@@ -1,8 +1,5 @@
 package dev.prefixrouter.scoring;
 
-import dev.prefixrouter.api.LoadReport;
-import dev.prefixrouter.api.spi.ScoringContext;
-
 /**
  * KV pressure: a backend whose reported KV usage is above {@code threshold} pays a penalty growing
  * linearly to {@code ms} at 100 % (preemption risk), faded with the report's age, divided by the
@@ -26,13 +23,10 @@ final class KvPressureTerm implements CostTerm {
 
   @Override
   public void costs(Candidates c, double[] out) {
-    ScoringContext ctx = c.ctx();
     for (int i = 0, n = c.size(); i < n; i++) {
-      LoadReport load = ctx.load(i);
+      double kv = c.kvUsage(i); // NaN without a report: no penalty
       out[i] =
-          load == null || load.kvUsage() <= threshold
-              ? 0
-              : c.fade(i) * ms * (load.kvUsage() - threshold) / (1 - threshold) / c.weight(i);
+          !(kv > threshold) ? 0 : c.fade(i) * ms * (kv - threshold) / (1 - threshold) / c.weight(i);
     }
   }
 }

@@ -387,7 +387,8 @@ final class RouteShares {
    * and the group's set once per stripe; allocates nothing once the thread's buffer has the fleet's
    * size.
    */
-  double sharesAndHotness(int n, int[] slots, double[] weight, long prefix, double[] out) {
+  double sharesAndHotness(
+      int n, int[] slots, double[] weight, long prefix, double above, double[] out) {
     double[] slotCounts = SLOT_COUNTS.get();
     int used = slotsUsed;
     if (slotCounts.length < used) {
@@ -410,13 +411,19 @@ final class RouteShares {
     }
     double lastWeight = Double.NaN;
     double fair = 0;
+    boolean over = false;
     for (int i = 0; i < n; i++) {
       double w = weight[i];
       if (w != lastWeight) { // equal weights (the common fleet) share one fair share
         fair = total * w / weights;
         lastWeight = w;
       }
-      out[i] = out[i] / fair;
+      double share = out[i] / fair;
+      out[i] = share;
+      over |= share > above;
+    }
+    if (!over) {
+      return 0.0; // no candidate above the caller's bound: its hotness is not needed
     }
     double all = 0;
     for (int slot = 0; slot < used; slot++) {

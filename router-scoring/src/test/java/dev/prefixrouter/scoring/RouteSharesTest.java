@@ -32,6 +32,31 @@ class RouteSharesTest {
   }
 
   @Test
+  void sharesAndHotnessReadsTheGroupOnlyWhenACandidateIsAboveTheBound() {
+    RouteShares shares = undecayed();
+    for (int i = 0; i < 120; i++) {
+      shares.record(0, 7);
+    }
+    for (int i = 0; i < 280; i++) {
+      shares.record(1, 9);
+    }
+    int[] slots = {0, 1};
+    double[] weights = {1, 1};
+    double[] out = new double[2];
+    // shares 0.6 and 1.4 of fair: above 1.03 the group's hotness is the one hotness() reports
+    double hot = shares.sharesAndHotness(2, slots, weights, 7, 1.03, out);
+    assertThat(out[0]).isCloseTo(0.6, within(1e-4));
+    assertThat(out[1]).isCloseTo(1.4, within(1e-4));
+    assertThat(hot).isCloseTo(shares.hotness(7, 2), within(1e-12)).isCloseTo(0.6, within(1e-4));
+    // no candidate above 1.5: the same shares, and 0 instead of the hotness
+    hot = shares.sharesAndHotness(2, slots, weights, 7, 1.5, out);
+    assertThat(out[1]).isCloseTo(1.4, within(1e-4));
+    assertThat(hot).isZero();
+    // too little evidence (fewer than 100 decisions per candidate): NaN whatever the bound
+    assertThat(undecayed().sharesAndHotness(2, slots, weights, 7, 1.03, out)).isNaN();
+  }
+
+  @Test
   void hotnessDecaysWithTheHalfLife() {
     RouteShares shares = new RouteShares(100);
     for (int i = 0; i < 100; i++) {
