@@ -129,13 +129,13 @@ public final class EstimatedTtftScorer implements Scorer {
   private final @Nullable PublishedCoefficients fleetPublished;
 
   private final double speedShrinkage;
-  private volatile SpeedFactor[] speeds = new SpeedFactor[0]; // scope FLEET_SCALED only
+  private final SlotTable<SpeedFactor> speeds = new SlotTable<>(modelsLock); // FLEET_SCALED
   private final double backendShrinkage; // scope SHRUNK
   private final java.util.concurrent.atomic.AtomicLong fleetFirstTokens =
       new java.util.concurrent.atomic.AtomicLong(); // scope SHRUNK
   private final double speedMargin; // scope IDLE_SPEED
   private final long speedEvidenceMaxQueued; // scope IDLE_SPEED
-  private volatile IdleSpeed[] idleSpeeds = new IdleSpeed[0]; // scope IDLE_SPEED only
+  private final SlotTable<IdleSpeed> idleSpeeds = new SlotTable<>(modelsLock); // IDLE_SPEED
   private final @Nullable IdleSpeed fleetIdleSpeed; // scope IDLE_SPEED only
 
   private EstimatedTtftScorer(Builder b) {
@@ -317,11 +317,11 @@ public final class EstimatedTtftScorer implements Scorer {
    */
   private double speedFactor(int slot) {
     if (scope == CalibrationScope.IDLE_SPEED) {
-      IdleSpeed[] is = idleSpeeds;
-      return slot < is.length && is[slot] != null ? is[slot].factor() : 1.0;
+      IdleSpeed is = idleSpeeds.get(slot);
+      return is != null ? is.factor() : 1.0;
     }
-    SpeedFactor[] ss = speeds;
-    return slot < ss.length && ss[slot] != null ? ss[slot].factor() : 1.0;
+    SpeedFactor ss = speeds.get(slot);
+    return ss != null ? ss.factor() : 1.0;
   }
 
   private IdleSpeed newIdleSpeed() {
@@ -336,43 +336,12 @@ public final class EstimatedTtftScorer implements Scorer {
   static final double IDLE_SPEED_MIN_EVIDENCE = 10.0;
 
   private IdleSpeed idleSpeed(int slot) {
-    IdleSpeed[] is = idleSpeeds;
-    if (slot < is.length && is[slot] != null) {
-      return is[slot];
-    }
-    synchronized (modelsLock) {
-      is = idleSpeeds;
-      if (slot >= is.length) {
-        is = Arrays.copyOf(is, Math.max(slot + 1, Math.max(64, is.length * 2)));
-      } else {
-        is = is.clone();
-      }
-      if (is[slot] == null) {
-        is[slot] = newIdleSpeed();
-      }
-      idleSpeeds = is;
-      return is[slot];
-    }
+    return idleSpeeds.getOrCreate(slot, this::newIdleSpeed);
   }
 
   private SpeedFactor speed(int slot) {
-    SpeedFactor[] ss = speeds;
-    if (slot < ss.length && ss[slot] != null) {
-      return ss[slot];
-    }
-    synchronized (modelsLock) {
-      ss = speeds;
-      if (slot >= ss.length) {
-        ss = Arrays.copyOf(ss, Math.max(slot + 1, Math.max(64, ss.length * 2)));
-      } else {
-        ss = ss.clone();
-      }
-      if (ss[slot] == null) {
-        ss[slot] = new SpeedFactor(forgetting, speedShrinkage, calibrationBand);
-      }
-      speeds = ss;
-      return ss[slot];
-    }
+    return speeds.getOrCreate(
+        slot, () -> new SpeedFactor(forgetting, speedShrinkage, calibrationBand));
   }
 
   /** The model whose coefficients a slot uses (null: the defaults). */
@@ -733,18 +702,8 @@ public final class EstimatedTtftScorer implements Scorer {
         ps[slot] = null;
         ownPublished = ps;
       }
-      SpeedFactor[] ss = speeds;
-      if (slot < ss.length && ss[slot] != null) {
-        SpeedFactor[] copy = ss.clone();
-        copy[slot] = null;
-        speeds = copy;
-      }
-      IdleSpeed[] is = idleSpeeds;
-      if (slot < is.length && is[slot] != null) {
-        IdleSpeed[] copy = is.clone();
-        copy[slot] = null;
-        idleSpeeds = copy;
-      }
+      speeds.remove(slot);
+      idleSpeeds.remove(slot);
     }
     for (CostTerm t : terms) {
       t.removeBackend(slot);
