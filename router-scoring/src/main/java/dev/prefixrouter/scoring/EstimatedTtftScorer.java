@@ -641,12 +641,22 @@ public final class EstimatedTtftScorer implements Scorer {
       int decodes) {
     double[] k = SPEED_SCRATCH.get();
     fleet.published().readInto(k, 0);
-    double u = Math.max(0, uncachedTokens);
-    double variable =
-        k[1] * (u + Math.max(0, queuedPrefill))
-            + k[2] * u * (u + Math.max(0, matchedTokens))
-            + k[3] * Math.max(0, decodes);
+    double variable = fleetEstimate(k, 0, uncachedTokens, matchedTokens, queuedPrefill, decodes);
     speed(slot).observe(variable, ttftNanos / 1e6 - k[0]);
+  }
+
+  /**
+   * {@code start} plus the fleet fit's variable estimate (coefficients {@code k} as published:
+   * alpha, beta, gamma, decode), added left to right: with {@code start} 0 the variable part alone,
+   * with alpha the whole estimate (the same additions in the same order either way).
+   */
+  private static double fleetEstimate(
+      double[] k, double start, int uncachedTokens, int matchedTokens, long queued, int decodes) {
+    double u = Math.max(0, uncachedTokens);
+    return start
+        + k[1] * (u + Math.max(0, queued))
+        + k[2] * u * (u + Math.max(0, matchedTokens))
+        + k[3] * Math.max(0, decodes);
   }
 
   private static final ThreadLocal<double[]> SPEED_SCRATCH =
@@ -668,12 +678,7 @@ public final class EstimatedTtftScorer implements Scorer {
       int decodes) {
     double[] k = SPEED_SCRATCH.get();
     fleet.published().readInto(k, 0);
-    double u = Math.max(0, uncachedTokens);
-    double estimate =
-        k[0]
-            + k[1] * (u + Math.max(0, queuedPrefill))
-            + k[2] * u * (u + Math.max(0, matchedTokens))
-            + k[3] * Math.max(0, decodes);
+    double estimate = fleetEstimate(k, k[0], uncachedTokens, matchedTokens, queuedPrefill, decodes);
     double observed = ttftNanos / 1e6;
     IdleSpeed pooled = Objects.requireNonNull(fleetIdleSpeed);
     pooled.observe(estimate, observed);

@@ -126,30 +126,14 @@ class RouteSharesTest {
   void concurrentDecisionsAreNeverLost() throws InterruptedException {
     RouteShares shares = undecayed();
     int perThread = 10_000;
-    CountDownLatch start = new CountDownLatch(1);
-    Thread[] threads = new Thread[2];
-    for (int t = 0; t < threads.length; t++) {
-      int slot = t;
-      threads[t] =
-          new Thread(
-              () -> {
-                try {
-                  start.await();
-                } catch (InterruptedException e) {
-                  Thread.currentThread().interrupt();
-                  return;
-                }
-                for (int i = 0; i < perThread; i++) {
-                  shares.record(slot, 42); // same group, same set: CAS races on every decision
-                  shares.record(0, 43 + (i & 1));
-                }
-              });
-      threads[t].start();
-    }
-    start.countDown();
-    for (Thread t : threads) {
-      t.join();
-    }
+    runAtOnce(
+        2,
+        slot -> {
+          for (int i = 0; i < perThread; i++) {
+            shares.record(slot, 42); // same group, same set: CAS races on every decision
+            shares.record(0, 43 + (i & 1));
+          }
+        });
     // decay over these 40k decisions is < 0.3 in total, so a single lost increment would show
     assertThat(shares.groupDecisions(42)).isGreaterThan(2 * perThread - 0.5);
     assertThat(shares.groupDecisions(43) + shares.groupDecisions(44))
@@ -163,33 +147,17 @@ class RouteSharesTest {
   void countsStayExactWhileTheSlotTableGrows() throws InterruptedException {
     RouteShares shares = new RouteShares(100);
     int perThread = 20_000;
-    CountDownLatch start = new CountDownLatch(1);
-    Thread[] threads = new Thread[3];
-    for (int t = 0; t < threads.length; t++) {
-      int me = t;
-      threads[t] =
-          new Thread(
-              () -> {
-                try {
-                  start.await();
-                } catch (InterruptedException e) {
-                  Thread.currentThread().interrupt();
-                  return;
-                }
-                for (int i = 0; i < perThread; i++) {
-                  if (me < 2) {
-                    shares.record(0, 42, 1); // one decision number: no decay, exact counts
-                  } else if (i % 100 == 0) {
-                    shares.record(64 + i / 100, 0, 1); // grows the table under the writers
-                  }
-                }
-              });
-      threads[t].start();
-    }
-    start.countDown();
-    for (Thread t : threads) {
-      t.join();
-    }
+    runAtOnce(
+        3,
+        me -> {
+          for (int i = 0; i < perThread; i++) {
+            if (me < 2) {
+              shares.record(0, 42, 1); // one decision number: no decay, exact counts
+            } else if (i % 100 == 0) {
+              shares.record(64 + i / 100, 0, 1); // grows the table under the writers
+            }
+          }
+        });
     assertThat(shares.slotDecisions(0)).isEqualTo(2.0 * perThread);
     assertThat(shares.groupDecisions(42)).isEqualTo(2.0 * perThread);
     assertThat(shares.slotDecisions(64 + 199)).isEqualTo(1.0);
@@ -223,29 +191,13 @@ class RouteSharesTest {
   void threadsThatRecordAtOnceGetStripesAndLoseNothing() throws InterruptedException {
     RouteShares shares = undecayed();
     int perThread = 20_000;
-    CountDownLatch start = new CountDownLatch(1);
-    Thread[] threads = new Thread[2];
-    for (int t = 0; t < threads.length; t++) {
-      int slot = t;
-      threads[t] =
-          new Thread(
-              () -> {
-                try {
-                  start.await();
-                } catch (InterruptedException e) {
-                  Thread.currentThread().interrupt();
-                  return;
-                }
-                for (int i = 0; i < perThread; i++) {
-                  shares.record(slot, 42);
-                }
-              });
-      threads[t].start();
-    }
-    start.countDown();
-    for (Thread t : threads) {
-      t.join();
-    }
+    runAtOnce(
+        2,
+        slot -> {
+          for (int i = 0; i < perThread; i++) {
+            shares.record(slot, 42);
+          }
+        });
     assertThat(shares.stripeCount()).isBetween(1, RouteShares.MAX_STRIPES);
     // decay over these 40k decisions is < 0.3 in total: a lost decision would show
     assertThat(shares.slotDecisions(0)).isBetween(perThread - 0.5, (double) perThread);
@@ -289,5 +241,31 @@ class RouteSharesTest {
     assertThat(shares.slotDecisions(0)).isCloseTo(latest * Math.pow(0.5, 1.0 / 100), within(1e-6));
     assertThat(shares.hotness(43, 2))
         .isCloseTo(2 * latest / (latest * (1 + Math.pow(0.5, 1.0 / 100))), within(1e-6));
+  }
+
+  /** Runs {@code body(i)} on {@code n} threads released together, and waits for all of them. */
+  private static void runAtOnce(int n, java.util.function.IntConsumer body)
+      throws InterruptedException {
+    CountDownLatch start = new CountDownLatch(1);
+    Thread[] threads = new Thread[n];
+    for (int t = 0; t < n; t++) {
+      int index = t;
+      threads[t] =
+          new Thread(
+              () -> {
+                try {
+                  start.await();
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                  return;
+                }
+                body.accept(index);
+              });
+      threads[t].start();
+    }
+    start.countDown();
+    for (Thread t : threads) {
+      t.join();
+    }
   }
 }
