@@ -48,6 +48,8 @@ import org.jspecify.annotations.Nullable;
  *       tier (CPU, disk) right after its GPU match</td><td>{@link Builder#lowerTierCredit}</td></tr>
  *   <tr><td>{@code cache-pressure}</td><td>the re-prefill an insert causes on a thrashing
  *       cache</td><td>{@link Builder#cachePressure}</td></tr>
+ *   <tr><td>{@code future-wait}</td><td>opt-in: the waits a new session's later requests will
+ *       meet where it is placed</td><td>{@link Builder#futureWait}</td></tr>
  *   <tr><td>{@code balance}</td><td>(steering) share of recent decisions above fair</td>
  *       <td>{@link Builder#balance}</td></tr>
  *   <tr><td>{@code replica-pacing}</td><td>rule: at most one balance-made replica per backend per
@@ -185,6 +187,15 @@ public final class EstimatedTtftScorer implements Scorer {
     }
     if (b.cachePressure > 0) {
       ts.add(new CachePressureTerm(b.cachePressure, b.turnoverRatio));
+    }
+    if (b.futureWaitWeight > 0) {
+      ts.add(
+          new FutureWaitTerm(
+              b.futureWaitWeight,
+              b.futureWaitTau.toNanos(),
+              b.coefficients,
+              b.sessionTtl.toNanos(),
+              b.maxSessions));
     }
     BalanceTerm balance = null;
     if (b.balanceMsPerRequest > 0 && !b.without.contains(BalanceTerm.NAME)) {
@@ -797,6 +808,8 @@ public final class EstimatedTtftScorer implements Scorer {
     private double congestionWeight = 1.0;
     private double cachePressure = 1.0;
     private double lowerTierCredit = 0.8;
+    private double futureWaitWeight;
+    private Duration futureWaitTau = Duration.ofSeconds(4);
     private double turnoverRatio = 4.0;
     private Duration sessionTtl = Duration.ofMinutes(30);
     private long maxSessions = 100_000;
@@ -1139,6 +1152,32 @@ public final class EstimatedTtftScorer implements Scorer {
             "balanceReplicaInterval must be in [0, 10000000], was " + decisions);
       }
       this.replicaInterval = decisions;
+      return this;
+    }
+
+    /**
+     * Prices where a new session will wait (opt-in, issue #18): the first request of a session (a
+     * {@link RouteRequest#sessionId} not seen before) pays {@code weight × m × 2 W(b)} more on each
+     * backend, {@code W(b)} the mean M/G/1 wait of the prefill work routed to b (decayed with time
+     * constant {@code tau}) and {@code m} the expected further requests of a session, learned from
+     * the traffic. A session's later requests follow its first one (their history is there), so
+     * this is the wait they will meet and impose; later requests pay nothing. {@code weight} 0
+     * turns it off (default). On agentic tool loops {@code weight} 32 with {@code
+     * balanceMovesSessions(false)} brought TTFT p95 from 1.11× to about 0.92× the best anchor's at
+     * 1× (benchmarks/README.md, issue #18 session 16).
+     *
+     * @throws IllegalArgumentException unless weight is in [0, 1000] and tau in [1 ms, 1 h]
+     */
+    public Builder futureWait(double weight, Duration tau) {
+      Objects.requireNonNull(tau, "tau");
+      if (!(weight >= 0 && weight <= 1000)
+          || tau.compareTo(Duration.ofMillis(1)) < 0
+          || tau.compareTo(Duration.ofHours(1)) > 0) {
+        throw new IllegalArgumentException(
+            "futureWait: weight in [0, 1000], tau in [1 ms, 1 h]; was " + weight + ", " + tau);
+      }
+      this.futureWaitWeight = weight;
+      this.futureWaitTau = tau;
       return this;
     }
 

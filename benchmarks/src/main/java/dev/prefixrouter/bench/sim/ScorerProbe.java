@@ -130,6 +130,33 @@ final class ScorerProbe {
     return v;
   }
 
+  /**
+   * An est-ttft variant spelled as options after a colon, comma-separated: {@code
+   * x:fw=W,tau=T,scope=S,pinhold} (future-wait weight and time constant in seconds, calibration
+   * scope, balance never moves sessions, nocal, nobal).
+   */
+  static EstimatedTtftScorer.Builder parsed(String spec) {
+    EstimatedTtftScorer.Builder b = EstimatedTtftScorer.builder();
+    double fw = 0;
+    double tau = 4;
+    for (String o : spec.substring(spec.indexOf(':') + 1).split(",")) {
+      String[] kv = o.split("=");
+      switch (kv[0]) {
+        case "fw" -> fw = Double.parseDouble(kv[1]);
+        case "tau" -> tau = Double.parseDouble(kv[1]);
+        case "new" -> {} // the term prices new sessions only (the first probe's spelling)
+        case "scope" ->
+            b.calibrationScope(CalibrationScope.valueOf(kv[1].toUpperCase(Locale.ROOT)));
+        case "pinhold" -> b.balanceMovesSessions(false);
+        case "nocal" -> b.calibrate(false);
+        case "nobal" -> b.balance(0, 0, 1);
+        case "" -> {}
+        default -> throw new IllegalArgumentException("option " + o);
+      }
+    }
+    return b.futureWait(fw, java.time.Duration.ofMillis((long) (tau * 1000)));
+  }
+
   /** The requests of an issue #18 workload at a rate and seed. */
   static List<SimRequest> requests(String workload, double rate, long seed) {
     return switch (workload) {
@@ -184,6 +211,9 @@ final class ScorerProbe {
     List<String> policies = List.of(args).subList(3, args.length);
     Map<String, Supplier<Scorer>> v = variants();
     for (String p : policies) {
+      if (p.contains(":")) {
+        v.put(p, () -> parsed(p).name(p).build());
+      }
       if (!v.containsKey(p)) {
         Policies.byName(p); // fails early on an unknown name
       }

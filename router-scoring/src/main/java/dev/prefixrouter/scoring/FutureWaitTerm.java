@@ -1,0 +1,157 @@
+package dev.prefixrouter.scoring;
+
+import dev.prefixrouter.api.spi.ScoringContext;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Future waits of a new session (opt-in, {@link EstimatedTtftScorer.Builder#futureWait}). Where a
+ * session's first request goes, its later requests follow (they find their history there), so that
+ * placement also decides where they will queue. Each later request waits on its backend about the
+ * mean M/G/1 delay of the backend's prefill work and imposes about as much on the others:
+ *
+ * <pre>
+ * W(b)      = Q(b) / (2 (1 - rho(b)))       Q = sum S^2 / tau, rho = min(0.9, sum S / tau)
+ * future(b) = weight x m x 2 W(b)           for the first request of a session, else 0
+ * </pre>
+ *
+ * where the sums run over the prefills routed to b, each {@code S} the configured coefficients'
+ * prefill time of its uncached tokens on b in ms (divided by b's weight), decayed with time
+ * constant {@code tau}; {@code m} is the expected further requests of a session (requests per
+ * session seen so far, minus one, both counts decayed by 0.999 per session request). A request
+ * without a session, and every request of a session after its first, pays 0: moving a session's
+ * history costs its re-prefill now, which the other terms already price. {@code weight} prices a
+ * unit of expected future wait against a unit of this request's own time; above 1 it weighs the
+ * collisions that form the TTFT tail more than their mean.
+ *
+ * <p>Thread-safe. Cost per decision: one session-map lookup; for a session's first request one
+ * short synchronized read per candidate. Per routed request one synchronized update of the chosen
+ * backend's sums; a session's first request adds an entry to the session map (bounded: entries
+ * unseen for {@code sessionTtl} are swept when it exceeds {@code maxSessions}, then it is cleared
+ * if still full).
+ */
+final class FutureWaitTerm implements CostTerm {
+  static final String NAME = "future-wait";
+
+  /** Decay of the per-session request counts, per session request. */
+  private static final double COUNT_DECAY = 0.999;
+
+  private final double weight;
+  private final double tauNanos;
+  private final TtftCoefficients coefficients;
+  private final long sessionTtlNanos;
+  private final long maxSessions;
+  private final Object lock = new Object();
+  private final SlotTable<Load> loads = new SlotTable<>(lock);
+  private final ConcurrentHashMap<String, Long> seen = new ConcurrentHashMap<>();
+  private double requests; // under lock
+  private double sessions; // under lock
+
+  FutureWaitTerm(
+      double weight,
+      long tauNanos,
+      TtftCoefficients coefficients,
+      long sessionTtlNanos,
+      long maxSessions) {
+    this.weight = weight;
+    this.tauNanos = tauNanos;
+    this.coefficients = coefficients;
+    this.sessionTtlNanos = sessionTtlNanos;
+    this.maxSessions = Math.max(1, maxSessions);
+  }
+
+  /** One backend's prefill sums, decayed to {@link #at}. */
+  private static final class Load {
+    private double sum;
+    private double sumSquares;
+    private long at;
+
+    synchronized void add(long now, double ms, double tau) {
+      decay(now, tau);
+      sum += ms;
+      sumSquares += ms * ms;
+    }
+
+    private void decay(long now, double tau) {
+      if (now > at) {
+        double f = Math.exp(-(now - at) / tau);
+        sum *= f;
+        sumSquares *= f;
+        at = now;
+      }
+    }
+
+    /** The mean wait in ms, {@code Q / (2 (1 - rho))}. */
+    synchronized double waitMs(long now, double tau) {
+      decay(now, tau);
+      double tauMs = tau / 1e6;
+      double rho = Math.min(0.9, sum / tauMs);
+      return sumSquares / tauMs / (2 * (1 - rho));
+    }
+  }
+
+  @Override
+  public String name() {
+    return NAME;
+  }
+
+  /** Expected further requests of a new session. */
+  double further() {
+    synchronized (lock) {
+      return sessions <= 0 ? 0 : Math.max(0, requests / sessions - 1);
+    }
+  }
+
+  /** The backend's mean wait now, in ms (0 for a slot that has had no request). */
+  double waitMs(int slot, long now) {
+    Load l = loads.get(slot);
+    return l == null ? 0 : l.waitMs(now, tauNanos);
+  }
+
+  @Override
+  public void costs(Candidates c, double[] out) {
+    ScoringContext ctx = c.ctx();
+    int n = c.size();
+    String key = EstimatedTtftScorer.sessionKey(ctx.request());
+    double m = key == null || seen.containsKey(key) ? 0 : further();
+    if (m == 0) {
+      java.util.Arrays.fill(out, 0, n, 0.0);
+      return;
+    }
+    long now = ctx.nowNanos();
+    int[] slots = c.slots();
+    for (int i = 0; i < n; i++) {
+      out[i] = weight * m * 2 * waitMs(slots[i], now);
+    }
+  }
+
+  @Override
+  public void onRouted(ScoringContext ctx, int candidate) {
+    long now = ctx.nowNanos();
+    double matched = ctx.matchedTokens(candidate);
+    double uncached = Math.max(0, ctx.promptTokens() - matched);
+    double ms = coefficients.prefillMs(uncached, matched) / ctx.backend(candidate).weight();
+    loads.getOrCreate(ctx.slot(candidate), Load::new).add(now, ms, tauNanos);
+    String key = EstimatedTtftScorer.sessionKey(ctx.request());
+    if (key == null) {
+      return;
+    }
+    boolean fresh = seen.put(key, now) == null;
+    if (fresh && seen.size() > maxSessions) {
+      seen.values().removeIf(t -> now - t > sessionTtlNanos);
+      if (seen.size() > maxSessions) {
+        seen.clear();
+      }
+    }
+    synchronized (lock) {
+      requests = requests * COUNT_DECAY + 1;
+      if (fresh) {
+        sessions = sessions * COUNT_DECAY + 1;
+      }
+    }
+  }
+
+  @Override
+  public void removeBackend(int slot) {
+    loads.remove(slot);
+  }
+}
