@@ -449,26 +449,28 @@ public final class EstimatedTtftScorer implements Scorer {
     }
     synchronized (modelsLock) {
       ms = models;
-      if (slot >= ms.length) {
-        ms = Arrays.copyOf(ms, Math.max(slot + 1, ms.length * 2));
+      if (slot < ms.length && ms[slot] != null) {
+        return ms[slot];
       }
-      if (ms[slot] == null) {
-        ms[slot] =
-            new CostModel(
-                defaults,
-                forgetting,
-                minObservations,
-                calibrationBand,
-                ownAgainstFleet() ? fleetAdvantage() : calibrationAdvantage,
-                calibrateIntercept,
-                ownAgainstFleet() ? Objects.requireNonNull(fleetModel).published() : null);
-        PublishedCoefficients[] ps = ownPublished;
-        ps = Arrays.copyOf(ps, Math.max(ps.length, ms.length));
-        ps[slot] = ms[slot].published();
-        ownPublished = ps;
-      }
+      // Always a fresh copy, never a store into the published array: a reader holding the old
+      // array would otherwise see the new model through a plain store, unordered with its fields.
+      ms = Arrays.copyOf(ms, slot < ms.length ? ms.length : Math.max(slot + 1, ms.length * 2));
+      CostModel created =
+          new CostModel(
+              defaults,
+              forgetting,
+              minObservations,
+              calibrationBand,
+              ownAgainstFleet() ? fleetAdvantage() : calibrationAdvantage,
+              calibrateIntercept,
+              ownAgainstFleet() ? Objects.requireNonNull(fleetModel).published() : null);
+      ms[slot] = created;
+      PublishedCoefficients[] ps =
+          Arrays.copyOf(ownPublished, Math.max(ownPublished.length, ms.length));
+      ps[slot] = created.published();
+      ownPublished = ps;
       models = ms;
-      return ms[slot];
+      return created;
     }
   }
 
