@@ -1,14 +1,23 @@
 package dev.prefixrouter.scoring;
 
-import java.util.concurrent.locks.StampedLock;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 
 /**
- * A token bucket: three longs updated in place under a {@link StampedLock} (writes hold it for a
- * few arithmetic steps; read-only queries read optimistically), integer arithmetic in nanoseconds.
- * Refill is exact: the remainder of {@code elapsed × refill / period} is carried, so no fraction of
- * a token is ever lost or created. Tokens may go negative (debt) through {@link #adjust}; debt is
- * repaid only by refill at the bucket's rate, never forgiven by idle time. Debt saturates at {@link
- * #MAX_DEBT} tokens.
+ * A token bucket: three longs updated in place under a sequence lock held in the bucket itself
+ * (writes hold it for a few arithmetic steps; read-only queries read optimistically and retry),
+ * integer arithmetic in nanoseconds. Refill is exact: the remainder of {@code elapsed × refill /
+ * period} is carried, so no fraction of a token is ever lost or created. Tokens may go negative
+ * (debt) through {@link #adjust}; debt is repaid only by refill at the bucket's rate, never
+ * forgiven by idle time. Debt saturates at {@link #MAX_DEBT} tokens.
+ *
+ * <p>Concurrency: every change takes the lock (a compare-and-set that makes {@code seq} odd) and
+ * releases it with a release store that makes it even again; a thread that finds it taken spins
+ * briefly, then yields. Queries read the three longs between two reads of {@code seq} and retry if
+ * a writer ran meanwhile (after {@value #OPTIMISTIC_READS} tries they take the lock). The lock word
+ * and the state it guards are fields of one small object, so a take moves one object's line between
+ * cores where a separate lock object moved two. Linearizable (Lincheck, {@code
+ * ConcurrencyLincheckTest}).
  *
  * <p>Cost: O(1) and no allocation; a product that exceeds 63 bits (a refill after a very long idle
  * time, a wait with a huge rate) is divided exactly in 128 bits ({@link #divide}, a 64-step loop).
@@ -17,22 +26,40 @@ final class TokenBucket {
   /** Deepest debt held: 2^62 tokens (an adjust beyond it saturates). */
   static final long MAX_DEBT = 1L << 62;
 
+  /** Optimistic reads a query tries before it takes the lock. */
+  static final int OPTIMISTIC_READS = 4;
+
+  /** Spins on a taken lock before each further wait yields the processor. */
+  private static final int SPINS = 64;
+
+  private static final VarHandle SEQ;
+
+  static {
+    try {
+      SEQ = MethodHandles.lookup().findVarHandle(TokenBucket.class, "seq", long.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
   final long capacity;
   final long refill;
   final long periodNanos;
-  private final StampedLock lock = new StampedLock();
-
-  // guarded by lock: the exact level is tokens + remainder / period (remainder in [0, period), in
-  // token·ns units), refilled up to lastNanos
-  private long tokens;
-  private long lastNanos;
-  private long remainder;
 
   /**
    * {@code nanosUntilFullAfter(capacity)} is at most this while the bucket is not in debt: the time
    * to refill {@code 2 × capacity} tokens.
    */
   private final long burstRefillNanos;
+
+  // the lock word: even while free, odd while a writer holds it; each write adds 2 in all
+  private volatile long seq;
+
+  // guarded by seq: the exact level is tokens + remainder / period (remainder in [0, period), in
+  // token·ns units), refilled up to lastNanos
+  private long tokens;
+  private long lastNanos;
+  private long remainder;
 
   TokenBucket(long capacity, long refill, long periodNanos, long nowNanos) {
     this.capacity = capacity;
@@ -150,7 +177,7 @@ final class TokenBucket {
 
   /** Takes {@code n} tokens if there; otherwise returns the nanos until they would be (> 0). */
   long tryTake(long n, long now) {
-    long stamp = lock.writeLock();
+    long locked = lock();
     try {
       refill(now); // published whether or not the take succeeds
       if (tokens >= n) {
@@ -159,19 +186,16 @@ final class TokenBucket {
       }
       return nanosUntil(tokens, remainder, n);
     } finally {
-      lock.unlockWrite(stamp);
+      unlock(locked);
     }
   }
 
   /** Nanos until {@code n} tokens would be there without taking them; 0 if they are now. */
   long waitFor(long n, long now) {
-    long stamp = lock.readLock();
-    try {
-      long t = tokensAt(tokens, lastNanos, remainder, now);
-      return t >= n ? 0 : nanosUntil(t, remainderAt(tokens, lastNanos, remainder, now), n);
-    } finally {
-      lock.unlockRead(stamp);
-    }
+    long[] state = new long[3];
+    read(state);
+    long t = tokensAt(state[0], state[1], state[2], now);
+    return t >= n ? 0 : nanosUntil(t, remainderAt(state[0], state[1], state[2], now), n);
   }
 
   /**
@@ -179,17 +203,24 @@ final class TokenBucket {
    * were taken now (an upper bound for callers that cannot see the next take).
    */
   long nanosUntilFullAfter(long take) {
-    long stamp = lock.tryOptimisticRead();
-    long t = tokens;
-    long rem = remainder;
-    if (!lock.validate(stamp)) {
-      stamp = lock.readLock();
-      try {
+    long t;
+    long rem;
+    for (int i = 0; ; i++) {
+      long s = seq;
+      t = tokens;
+      rem = remainder;
+      VarHandle.acquireFence(); // the two reads above happen before the check below
+      if ((s & 1) == 0 && seq == s) {
+        break;
+      }
+      if (i == OPTIMISTIC_READS) {
+        long locked = lock();
         t = tokens;
         rem = remainder;
-      } finally {
-        lock.unlockRead(stamp);
+        unlock(locked);
+        break;
       }
+      Thread.onSpinWait();
     }
     t -= take;
     return t >= capacity ? 0 : nanosUntil(t, rem, capacity);
@@ -202,9 +233,10 @@ final class TokenBucket {
    */
   long nanosUntilFullAfterBurst(long floor) {
     if (burstRefillNanos <= floor) {
-      long stamp = lock.tryOptimisticRead();
+      long s = seq;
       long t = tokens;
-      if (lock.validate(stamp) && t >= 0) {
+      VarHandle.acquireFence(); // the read of tokens happens before the check below
+      if ((s & 1) == 0 && seq == s && t >= 0) {
         return floor; // t - capacity >= -capacity: the wait is at most burstRefillNanos
       }
     }
@@ -216,7 +248,7 @@ final class TokenBucket {
    * #MAX_DEBT}), negative refunds (never above capacity).
    */
   void adjust(long delta, long now) {
-    long stamp = lock.writeLock();
+    long locked = lock();
     try {
       refill(now);
       long r = tokens;
@@ -230,17 +262,64 @@ final class TokenBucket {
         remainder = 0;
       }
     } finally {
-      lock.unlockWrite(stamp);
+      unlock(locked);
     }
   }
 
   long available(long now) {
-    long stamp = lock.readLock();
-    try {
-      return tokensAt(tokens, lastNanos, remainder, now);
-    } finally {
-      lock.unlockRead(stamp);
+    long[] state = new long[3];
+    read(state);
+    return tokensAt(state[0], state[1], state[2], now);
+  }
+
+  /**
+   * Takes the lock: returns the odd value written, which {@link #unlock} needs. Spins while another
+   * writer holds it ({@value #SPINS} times), then yields between tries.
+   */
+  private long lock() {
+    long s = seq;
+    if ((s & 1) == 0 && SEQ.compareAndSet(this, s, s + 1)) {
+      return s + 1;
     }
+    for (int spins = 0; ; spins++) {
+      s = seq;
+      if ((s & 1) == 0 && SEQ.compareAndSet(this, s, s + 1)) {
+        return s + 1;
+      }
+      if (spins < SPINS) {
+        Thread.onSpinWait();
+      } else {
+        Thread.yield();
+      }
+    }
+  }
+
+  /** Releases the lock taken as {@code locked}: a release store publishes the writes before it. */
+  private void unlock(long locked) {
+    SEQ.setRelease(this, locked + 1);
+  }
+
+  /**
+   * Reads tokens, lastNanos and remainder into {@code out} as one consistent state: optimistically
+   * between two reads of the lock word, under the lock after {@value #OPTIMISTIC_READS} tries.
+   */
+  private void read(long[] out) {
+    for (int i = 0; i < OPTIMISTIC_READS; i++) {
+      long s = seq;
+      out[0] = tokens;
+      out[1] = lastNanos;
+      out[2] = remainder;
+      VarHandle.acquireFence(); // the three reads above happen before the check below
+      if ((s & 1) == 0 && seq == s) {
+        return;
+      }
+      Thread.onSpinWait();
+    }
+    long locked = lock();
+    out[0] = tokens;
+    out[1] = lastNanos;
+    out[2] = remainder;
+    unlock(locked);
   }
 
   static long ceilDiv(long a, long b) {
