@@ -23,12 +23,13 @@ abstract class BackendEntryCounters extends BackendEntryPadBefore {
   volatile int runningDecodes;
   volatile long pendingPrefillTokens;
   volatile long activeTokens;
-  // statistics: placements (failovers included), their prompt and matched tokens, and requests
-  // placed here by their first attempt (the engine's routed count is their sum over backends)
-  volatile long routed;
+  // statistics: the prompt and matched tokens of the placements here, requests placed here by their
+  // first attempt (the engine's routed count is their sum over backends) and placements of
+  // failovers (placements in all: their sum, so a first attempt adds to three counters, not four)
   volatile long promptTokens;
   volatile long matchedTokens;
   volatile long requests;
+  volatile long failoverPlacements;
 }
 
 /** 64 bytes after the hot counters (the entry's own fields follow, and are mostly read). */
@@ -55,10 +56,10 @@ final class BackendEntry extends BackendEntryPadAfter {
   private static final VarHandle RUNNING_DECODES;
   private static final VarHandle PENDING_PREFILL_TOKENS;
   private static final VarHandle ACTIVE_TOKENS;
-  private static final VarHandle ROUTED;
   private static final VarHandle PROMPT_TOKENS;
   private static final VarHandle MATCHED_TOKENS;
   private static final VarHandle REQUESTS;
+  private static final VarHandle FAILOVER_PLACEMENTS;
 
   static {
     try {
@@ -69,10 +70,10 @@ final class BackendEntry extends BackendEntryPadAfter {
       RUNNING_DECODES = l.findVarHandle(c, "runningDecodes", int.class);
       PENDING_PREFILL_TOKENS = l.findVarHandle(c, "pendingPrefillTokens", long.class);
       ACTIVE_TOKENS = l.findVarHandle(c, "activeTokens", long.class);
-      ROUTED = l.findVarHandle(c, "routed", long.class);
       PROMPT_TOKENS = l.findVarHandle(c, "promptTokens", long.class);
       MATCHED_TOKENS = l.findVarHandle(c, "matchedTokens", long.class);
       REQUESTS = l.findVarHandle(c, "requests", long.class);
+      FAILOVER_PLACEMENTS = l.findVarHandle(c, "failoverPlacements", long.class);
     } catch (ReflectiveOperationException e) {
       throw new ExceptionInInitializerError(e);
     }
@@ -139,16 +140,18 @@ final class BackendEntry extends BackendEntryPadAfter {
    * Claim held.
    */
   void countPlacement(int promptTokens, int matchedTokens, boolean firstAttempt) {
-    ROUTED.getAndAdd(this, 1L);
     PROMPT_TOKENS.getAndAdd(this, (long) promptTokens);
     MATCHED_TOKENS.getAndAdd(this, (long) matchedTokens);
     if (firstAttempt) {
       REQUESTS.getAndAdd(this, 1L);
+    } else {
+      FAILOVER_PLACEMENTS.getAndAdd(this, 1L);
     }
   }
 
+  /** Placements here, failovers included. */
   long routed() {
-    return routed;
+    return requests + failoverPlacements;
   }
 
   long promptTokens() {

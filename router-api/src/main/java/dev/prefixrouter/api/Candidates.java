@@ -336,8 +336,22 @@ final class Candidates implements ScoringContext {
     }
   }
 
-  /** Whether {@link #order()} is a permutation of {@code 0..size-1}. */
+  /**
+   * Whether {@link #order()} is a permutation of {@code 0..size-1}. Up to 64 candidates the ones
+   * seen are bits of one long (no array to clear and read back).
+   */
   boolean orderIsPermutation() {
+    if (size <= Long.SIZE) {
+      long seenBits = 0;
+      for (int i = 0; i < size; i++) {
+        int c = order[i];
+        if (c < 0 || c >= size || (seenBits & (1L << c)) != 0) {
+          return false;
+        }
+        seenBits |= 1L << c;
+      }
+      return true;
+    }
     Arrays.fill(seen, 0, size, false);
     for (int i = 0; i < size; i++) {
       int c = order[i];

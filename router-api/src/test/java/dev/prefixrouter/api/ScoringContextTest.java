@@ -163,6 +163,28 @@ class ScoringContextTest {
     }
   }
 
+  /** Both ways of checking: bits of one long up to 64 candidates, a cleared array above. */
+  @Test
+  void anOrderWithARepeatedOrOutOfRangeCandidateIsNoPermutation() {
+    for (int n : new int[] {1, 5, 64, 65, 100}) {
+      Candidates c = candidates(new double[n]);
+      int[] order = c.order();
+      for (int i = 0; i < n; i++) {
+        order[i] = n - 1 - i;
+      }
+      assertThat(c.orderIsPermutation()).as("reversed, n=%d", n).isTrue();
+      int last = order[n - 1];
+      order[n - 1] = order[0]; // the first candidate twice (n = 1: itself, still a permutation)
+      assertThat(c.orderIsPermutation()).as("repeated, n=%d", n).isEqualTo(n == 1);
+      order[n - 1] = n; // one past the last candidate
+      assertThat(c.orderIsPermutation()).as("too large, n=%d", n).isFalse();
+      order[n - 1] = -1;
+      assertThat(c.orderIsPermutation()).as("negative, n=%d", n).isFalse();
+      order[n - 1] = last;
+      assertThat(c.orderIsPermutation()).as("restored, n=%d", n).isTrue();
+    }
+  }
+
   @Test
   void rejectsNaNAndOutOfRangeCandidates() {
     Candidates c = candidates(1);
