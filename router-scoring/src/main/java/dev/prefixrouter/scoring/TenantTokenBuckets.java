@@ -3,10 +3,13 @@ package dev.prefixrouter.scoring;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.Expiry;
+import com.github.benmanes.caffeine.cache.RemovalCause;
 import com.github.benmanes.caffeine.cache.Ticker;
 import dev.prefixrouter.api.TenantSnapshot;
 import dev.prefixrouter.api.spi.Admission;
 import dev.prefixrouter.api.spi.TenantLimiter;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -39,24 +42,43 @@ import org.jspecify.annotations.Nullable;
  *
  * <p><b>Bounds.</b> Tenants live in a Caffeine cache of at most {@link Builder#maxTenants} entries
  * (default 100,000) that expires a tenant idle for {@link Builder#expireAfterIdle} (default 1 h) or
- * until its buckets are full again, whichever is later, plus one second (Caffeine's tolerance for
- * moving an expiration time on a read; see {@code IdleUntilFull}). A tenant evicted by size (more
- * tenants than {@code maxTenants}) comes back with a full bucket, debt included: size the cache
- * above the number of active tenants. About 200 bytes per tenant.
+ * until its buckets are full again, whichever is later, plus 1.1 s (Caffeine's tolerance for moving
+ * an expiration time on a read, and the front's window; see {@code IdleUntilFull}). A tenant
+ * evicted by size (more tenants than {@code maxTenants}) comes back with a full bucket, debt
+ * included: size the cache above the number of active tenants. About 200 bytes per tenant.
  *
  * <p><b>Concurrency.</b> Each bucket is three longs updated in place under its own short lock (see
  * {@code TokenBucket}); integer arithmetic in nanoseconds. Thread-safe; {@code tryAcquire} costs
- * one cache lookup and one lock acquisition per bucket, and allocates nothing for a known tenant.
+ * one cache lookup and one lock acquisition per bucket, and allocates nothing for a known tenant. A
+ * tenant read from the cache in the last 100 ms whose expiry is at its floor (no request limit, not
+ * in debt, two bursts refill within the idle time: a busy tenant under the defaults) is found in a
+ * small front instead, without the cache's read bookkeeping ({@code fromFront}); the front never
+ * hands out a tenant the cache has evicted, and skipping those reads shortens no tenant's life (the
+ * slack above carries the window).
  */
 public final class TenantTokenBuckets implements TenantLimiter {
 
   /** The buckets of one tenant. */
   private static final class Tenant {
+    final String name;
     final TokenBucket tokens;
     final TokenBucket requests; // null when no request limit
     final LongAdder rejected = new LongAdder();
 
-    Tenant(Quota q, long now) {
+    /** False once Caffeine has evicted this tenant: the front must not hand it out again. */
+    volatile boolean live = true;
+
+    /**
+     * Until when (engine nanos) the front may hand this tenant out without a Caffeine read: set by
+     * a Caffeine read that found the tenant's expiry at its floor, to {@link #FRONT_NANOS} later
+     * (release store after the read, acquire load by the front). Starts closed (at creation time).
+     */
+    @SuppressWarnings("unused") // through FRONT_UNTIL
+    private long frontUntil;
+
+    Tenant(String name, Quota q, long now) {
+      this.name = name;
+      this.frontUntil = now;
       long period = q.period().toNanos();
       tokens = new TokenBucket(q.capacityTokens(), q.refillTokens(), period, now);
       requests =
@@ -66,22 +88,61 @@ public final class TenantTokenBuckets implements TenantLimiter {
     }
   }
 
+  private static final VarHandle FRONT_UNTIL;
+
+  static {
+    try {
+      FRONT_UNTIL =
+          MethodHandles.privateLookupIn(Tenant.class, MethodHandles.lookup())
+              .findVarHandle(Tenant.class, "frontUntil", long.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  /** Slots of the front (a power of two). */
+  private static final int FRONT_SLOTS = 64;
+
+  /**
+   * References between two slots of the front: 16 references (64 bytes with compressed oops) put
+   * each slot on a cache line of its own, so a slot written for one tenant does not invalidate the
+   * line a thread reads another tenant's slot from.
+   */
+  private static final int FRONT_SPACING = 16;
+
+  /**
+   * How long a Caffeine read lets the front skip the next ones for that tenant: 100 ms. Every
+   * expiry carries this much more slack (see {@code IdleUntilFull}), so an entry read at {@code r}
+   * lives at least until {@code r + FRONT_NANOS} plus what any access before then would need.
+   */
+  static final long FRONT_NANOS = 100_000_000L;
+
   private final Quota defaultQuota;
   private final Map<String, Quota> overrides;
   private final Cache<String, Tenant> tenants;
+  private final long idleNanos;
+
+  /**
+   * The front: recently read tenants, direct-mapped by name hash ({@link #FRONT_SLOTS} slots, one
+   * per cache line), read without a lock. A slot is only a hint: a tenant found there is used only
+   * under the conditions of {@link #fromFront}.
+   */
+  private final Tenant[] front = new Tenant[FRONT_SLOTS * FRONT_SPACING];
 
   private TenantTokenBuckets(Builder b) {
+    this.idleNanos = b.expireAfterIdle.toNanos();
     this.defaultQuota = b.defaultQuota;
     this.overrides = Map.copyOf(b.overrides);
     Caffeine<Object, Object> caffeine =
         Caffeine.newBuilder()
             .maximumSize(b.maxTenants)
             .executor(Runnable::run); // maintenance on the routing threads, amortized
+    Caffeine<String, Tenant> listened =
+        caffeine.evictionListener((String k, Tenant t, RemovalCause cause) -> t.live = false);
     if (b.ticker != null) {
       caffeine.ticker(b.ticker);
     }
-    Caffeine<String, Tenant> typed =
-        caffeine.expireAfter(new IdleUntilFull(b.expireAfterIdle.toNanos()));
+    Caffeine<String, Tenant> typed = listened.expireAfter(new IdleUntilFull(idleNanos));
     this.tenants = typed.build();
   }
 
@@ -97,11 +158,13 @@ public final class TenantTokenBuckets implements TenantLimiter {
    * by less than that second does not. With the slack, an expiration kept that way is still at
    * least the needed one (old &ge; now + needed + slack &minus; tolerance). Without it a tenant
    * could be dropped, and recreated full, up to a second before its bucket was full again (the
-   * regression in {@code TokenBucketDebtTest}).
+   * regression in {@code TokenBucketDebtTest}). The slack also carries {@link #FRONT_NANOS}: the
+   * reads the front skips after a Caffeine read would each have asked for at most that much more
+   * (see {@link TenantTokenBuckets#fromFront}).
    */
   private static final class IdleUntilFull implements Expiry<String, Tenant> {
-    /** At least Caffeine's read tolerance for variable expiry (1 s in 3.2.x). */
-    static final long SLACK_NANOS = 1_000_000_000L;
+    /** Caffeine's read tolerance for variable expiry (1 s in 3.2.x), plus the front's window. */
+    static final long SLACK_NANOS = 1_000_000_000L + FRONT_NANOS;
 
     private final long idleNanos;
 
@@ -148,8 +211,66 @@ public final class TenantTokenBuckets implements TenantLimiter {
   }
 
   private Tenant tenant(String name, long now) {
-    Tenant t = tenants.getIfPresent(name); // a hit allocates no capturing lambda
-    return t != null ? t : tenants.get(name, k -> new Tenant(quotaOf(k), now));
+    Tenant t = fromFront(name, now);
+    if (t != null) {
+      return t;
+    }
+    t = tenants.getIfPresent(name); // a hit allocates no capturing lambda
+    if (t == null) {
+      t = tenants.get(name, k -> new Tenant(k, quotaOf(k), now));
+    }
+    toFront(t, now);
+    return t;
+  }
+
+  private static int frontSlot(String name) {
+    int h = name.hashCode();
+    return ((h ^ (h >>> 16)) & (FRONT_SLOTS - 1)) * FRONT_SPACING;
+  }
+
+  /**
+   * The tenant {@code name} from the front, without a Caffeine read, or null. Only when the tenant
+   * is still in the cache ({@link Tenant#live}), a Caffeine read of it happened less than {@link
+   * #FRONT_NANOS} ago ({@link Tenant#frontUntil}), it has no request limit, and its expiry is at
+   * its floor: not in debt, and refilling twice its burst takes at most the idle time (so the read
+   * skipped would have asked for exactly the idle time). Such a read would only have moved the
+   * expiry to {@code now + idle + slack}; the last Caffeine read, less than {@link #FRONT_NANOS}
+   * before, already set at least {@code now + idle} (its slack carries the window), so skipping it
+   * keeps the tenant for the idle time after this access and until its bucket is full again, as the
+   * read would have.
+   */
+  private @Nullable Tenant fromFront(String name, long now) {
+    Tenant t = front[frontSlot(name)];
+    if (t == null
+        || !t.name.equals(name)
+        || !t.live
+        || now - (long) FRONT_UNTIL.getAcquire(t) >= 0) {
+      return null;
+    }
+    return atFloor(t) ? t : null;
+  }
+
+  /**
+   * Whether the expiry {@code t} needs now is the idle time alone: no request limit, not in debt,
+   * and twice its burst refills within the idle time. One optimistic read of the bucket.
+   */
+  private boolean atFloor(Tenant t) {
+    return t.requests == null && t.tokens.nanosUntilFullAfterBurst(idleNanos) == idleNanos;
+  }
+
+  /**
+   * After a Caffeine read of {@code t} at {@code now}: if its expiry is at its floor ({@link
+   * #atFloor}), opens its front window and puts it in its slot if another tenant is there.
+   */
+  private void toFront(Tenant t, long now) {
+    if (!atFloor(t)) {
+      return;
+    }
+    FRONT_UNTIL.setRelease(t, now + FRONT_NANOS);
+    int slot = frontSlot(t.name);
+    if (front[slot] != t) {
+      front[slot] = t;
+    }
   }
 
   @Override

@@ -95,6 +95,38 @@ class TokenBucketDebtTest {
     replay(30715, 3918, 129, ops);
   }
 
+  /**
+   * An access the front answers (no Caffeine read) still keeps the tenant for the idle time after
+   * it. Created at 0 (expiry idle + slack); read at 1 s, a move of exactly Caffeine's 1 s
+   * tolerance, which Caffeine does not make, so the expiry stays idle + slack; that read opens the
+   * front's window, and the access just before it closes is answered from the front. Without the
+   * window in the slack the tenant was dropped at idle + 1 s, 0.1 s before idle had passed since
+   * that access.
+   */
+  @Test
+  void anAccessTheFrontAnswersStillKeepsTheTenantForTheIdleTime() {
+    AtomicLong clock = new AtomicLong();
+    Quota perSecond = new Quota(1_000, 1_000, Duration.ofSeconds(1), 0); // 2 bursts refill in 2 s
+    Duration idle = Duration.ofSeconds(3);
+    TenantTokenBuckets b = onClock(clock, perSecond, idle);
+    assertThat(b.tryAcquire("t", 5_000, 0).outcome()).isEqualTo(Admission.Outcome.TOO_LARGE);
+    clock.set(SECOND);
+    assertThat(b.tryAcquire("t", 0, SECOND).granted()).isTrue();
+    long last = SECOND + TenantTokenBuckets.FRONT_NANOS - 1;
+    clock.set(last);
+    assertThat(b.tryAcquire("t", 0, last).granted()).isTrue();
+    long check = idle.toNanos() + SECOND + TenantTokenBuckets.FRONT_NANOS / 2; // < last + idle
+    clock.set(check);
+    b.tenantCount();
+    assertThat(b.snapshot(10, check))
+        .singleElement()
+        .satisfies(s -> assertThat(s.rejected()).isEqualTo(1)); // not dropped and recreated
+    long gone = last + idle.toNanos() + 3 * SECOND;
+    clock.set(gone);
+    b.tryAcquire("other", 0, gone);
+    assertThat(b.snapshot(10, gone)).extracting(s -> s.tenant()).containsOnly("other");
+  }
+
   @Test
   void fullTenantsStillExpireAfterTheirIdleTime() {
     AtomicLong clock = new AtomicLong();
