@@ -1168,15 +1168,18 @@ public final class EstimatedTtftScorer implements Scorer {
      * balanceMovesSessions(false)} brought TTFT p95 from 1.11× to about 0.92× the best anchor's at
      * 1× (benchmarks/README.md, issue #18 session 16).
      *
-     * @throws IllegalArgumentException unless weight is in [0, 1000] and tau in [1 ms, 1 h]
+     * <p>{@code tau} 0 learns it: the mean gap between a session's consecutive requests (the
+     * horizon at which its next request will meet the backend's load).
+     *
+     * @throws IllegalArgumentException unless weight is in [0, 1000] and tau 0 or in [1 ms, 1 h]
      */
     public Builder futureWait(double weight, Duration tau) {
       Objects.requireNonNull(tau, "tau");
       if (!(weight >= 0 && weight <= 1000)
-          || tau.compareTo(Duration.ofMillis(1)) < 0
+          || (!tau.isZero() && tau.compareTo(Duration.ofMillis(1)) < 0)
           || tau.compareTo(Duration.ofHours(1)) > 0) {
         throw new IllegalArgumentException(
-            "futureWait: weight in [0, 1000], tau in [1 ms, 1 h]; was " + weight + ", " + tau);
+            "futureWait: weight in [0, 1000], tau 0 or in [1 ms, 1 h]; was " + weight + ", " + tau);
       }
       this.futureWaitWeight = weight;
       this.futureWaitTau = tau;

@@ -45,6 +45,8 @@ final class FutureWaitTerm implements CostTerm {
   private final ConcurrentHashMap<String, Long> seen = new ConcurrentHashMap<>();
   private double requests; // under lock
   private double sessions; // under lock
+  private double gapSum; // under lock: decayed sum of the gaps between a session's requests, ns
+  private double gaps; // under lock: their decayed count
 
   FutureWaitTerm(
       double weight,
@@ -94,6 +96,19 @@ final class FutureWaitTerm implements CostTerm {
     return NAME;
   }
 
+  /**
+   * The time constant in ns: the configured one, or with {@code tau} 0 the mean gap between a
+   * session's consecutive requests (4 s until one is seen).
+   */
+  double tau() {
+    if (tauNanos > 0) {
+      return tauNanos;
+    }
+    synchronized (lock) {
+      return gaps < 1 ? 4e9 : gapSum / gaps;
+    }
+  }
+
   /** Expected further requests of a new session. */
   double further() {
     synchronized (lock) {
@@ -104,7 +119,7 @@ final class FutureWaitTerm implements CostTerm {
   /** The backend's mean wait now, in ms (0 for a slot that has had no request). */
   double waitMs(int slot, long now) {
     Load l = loads.get(slot);
-    return l == null ? 0 : l.waitMs(now, tauNanos);
+    return l == null ? 0 : l.waitMs(now, tau());
   }
 
   @Override
@@ -130,12 +145,13 @@ final class FutureWaitTerm implements CostTerm {
     double matched = ctx.matchedTokens(candidate);
     double uncached = Math.max(0, ctx.promptTokens() - matched);
     double ms = coefficients.prefillMs(uncached, matched) / ctx.backend(candidate).weight();
-    loads.getOrCreate(ctx.slot(candidate), Load::new).add(now, ms, tauNanos);
+    loads.getOrCreate(ctx.slot(candidate), Load::new).add(now, ms, tau());
     String key = EstimatedTtftScorer.sessionKey(ctx.request());
     if (key == null) {
       return;
     }
-    boolean fresh = seen.put(key, now) == null;
+    Long last = seen.put(key, now);
+    boolean fresh = last == null;
     if (fresh && seen.size() > maxSessions) {
       seen.values().removeIf(t -> now - t > sessionTtlNanos);
       if (seen.size() > maxSessions) {
@@ -146,6 +162,9 @@ final class FutureWaitTerm implements CostTerm {
       requests = requests * COUNT_DECAY + 1;
       if (fresh) {
         sessions = sessions * COUNT_DECAY + 1;
+      } else if (now > last) {
+        gapSum = gapSum * COUNT_DECAY + (now - last);
+        gaps = gaps * COUNT_DECAY + 1;
       }
     }
   }

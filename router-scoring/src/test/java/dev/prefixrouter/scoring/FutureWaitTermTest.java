@@ -69,14 +69,30 @@ class FutureWaitTermTest {
   }
 
   @Test
+  void aZeroTauIsLearnedAsTheMeanGapBetweenASessionsRequests() {
+    FutureWaitTerm t = new FutureWaitTerm(1, 0, K, Long.MAX_VALUE, 1000);
+    assertThat(t.tau()).isEqualTo(4e9); // nothing seen yet
+    t.onRouted(request("s1", 1024, 0), 0);
+    t.onRouted(request("s1", 1024, 1000), 0);
+    t.onRouted(request("s2", 1024, 1500), 1);
+    t.onRouted(request("s1", 1024, 4000), 0);
+    // gaps 1 s and 3 s, the second weighted 1 and the first 0.999
+    assertThat(t.tau()).isCloseTo((0.999 * 1e9 + 3e9) / 1.999, within(1e-3));
+    assertThat(new FutureWaitTerm(1, 2_000_000_000L, K, Long.MAX_VALUE, 1000).tau()).isEqualTo(2e9);
+  }
+
+  @Test
   void offByDefaultAndValidated() {
     assertThat(EstimatedTtftScorer.builder().build().termNames()).doesNotContain("future-wait");
     assertThat(scorer(0).termNames()).doesNotContain("future-wait");
     assertThatThrownBy(() -> EstimatedTtftScorer.builder().futureWait(-1, Duration.ofSeconds(4)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("weight");
-    assertThatThrownBy(() -> EstimatedTtftScorer.builder().futureWait(1, Duration.ZERO))
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().futureWait(1, Duration.ofNanos(1)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("tau");
+    // 0 means learned
+    assertThat(EstimatedTtftScorer.builder().futureWait(1, Duration.ZERO).build().termNames())
+        .contains("future-wait");
   }
 }
