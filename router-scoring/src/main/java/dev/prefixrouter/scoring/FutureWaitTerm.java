@@ -1,7 +1,10 @@
 package dev.prefixrouter.scoring;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.prefixrouter.api.spi.ScoringContext;
-import java.util.concurrent.ConcurrentHashMap;
+import java.time.Duration;
+import java.util.Arrays;
 
 /**
  * Future waits of a new session (opt-in, {@link EstimatedTtftScorer.Builder#futureWait}). Where a
@@ -25,9 +28,9 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>Thread-safe. Cost per decision: one session-map lookup; for a session's first request one
  * short synchronized read per candidate. Per routed request one synchronized update of the chosen
- * backend's sums; a session's first request adds an entry to the session map (bounded: entries
- * unseen for {@code sessionTtl} are swept when it exceeds {@code maxSessions}, then it is cleared
- * if still full).
+ * backend's sums; a session's first request adds an entry to the session cache (a Caffeine cache
+ * like {@link InProcessSessionPins}: entries expire {@code sessionTtl} after their last use, at
+ * most {@code maxSessions} held, least recently used evicted first).
  */
 final class FutureWaitTerm implements CostTerm {
   static final String NAME = "future-wait";
@@ -38,11 +41,12 @@ final class FutureWaitTerm implements CostTerm {
   private final double weight;
   private final double tauNanos;
   private final TtftCoefficients coefficients;
-  private final long sessionTtlNanos;
-  private final long maxSessions;
   private final Object lock = new Object();
   private final SlotTable<Load> loads = new SlotTable<>(lock);
-  private final ConcurrentHashMap<String, Long> seen = new ConcurrentHashMap<>();
+
+  /** Session key -> engine nanos of its last request. */
+  private final Cache<String, Long> seen;
+
   private double requests; // under lock
   private double sessions; // under lock
   private double gapSum; // under lock: decayed sum of the gaps between a session's requests, ns
@@ -57,8 +61,12 @@ final class FutureWaitTerm implements CostTerm {
     this.weight = weight;
     this.tauNanos = tauNanos;
     this.coefficients = coefficients;
-    this.sessionTtlNanos = sessionTtlNanos;
-    this.maxSessions = Math.max(1, maxSessions);
+    this.seen =
+        Caffeine.newBuilder()
+            .maximumSize(Math.max(1, maxSessions))
+            .expireAfterAccess(Duration.ofNanos(sessionTtlNanos))
+            .executor(Runnable::run) // maintenance on the routing threads, amortized
+            .build();
   }
 
   /** One backend's prefill sums, decayed to {@link #at}. */
@@ -116,26 +124,22 @@ final class FutureWaitTerm implements CostTerm {
     }
   }
 
-  /** The backend's mean wait now, in ms (0 for a slot that has had no request). */
-  double waitMs(int slot, long now) {
-    Load l = loads.get(slot);
-    return l == null ? 0 : l.waitMs(now, tau());
-  }
-
   @Override
   public void costs(Candidates c, double[] out) {
     ScoringContext ctx = c.ctx();
     int n = c.size();
     String key = EstimatedTtftScorer.sessionKey(ctx.request());
-    double m = key == null || seen.containsKey(key) ? 0 : further();
+    double m = key == null || seen.getIfPresent(key) != null ? 0 : further();
     if (m == 0) {
-      java.util.Arrays.fill(out, 0, n, 0.0);
+      Arrays.fill(out, 0, n, 0.0);
       return;
     }
     long now = ctx.nowNanos();
+    double tau = tau(); // once per decision, not per candidate
     int[] slots = c.slots();
     for (int i = 0; i < n; i++) {
-      out[i] = weight * m * 2 * waitMs(slots[i], now);
+      Load l = loads.get(slots[i]);
+      out[i] = l == null ? 0 : weight * m * 2 * l.waitMs(now, tau);
     }
   }
 
@@ -150,14 +154,8 @@ final class FutureWaitTerm implements CostTerm {
     if (key == null) {
       return;
     }
-    Long last = seen.put(key, now);
+    Long last = seen.asMap().put(key, now);
     boolean fresh = last == null;
-    if (fresh && seen.size() > maxSessions) {
-      seen.values().removeIf(t -> now - t > sessionTtlNanos);
-      if (seen.size() > maxSessions) {
-        seen.clear();
-      }
-    }
     synchronized (lock) {
       requests = requests * COUNT_DECAY + 1;
       if (fresh) {
