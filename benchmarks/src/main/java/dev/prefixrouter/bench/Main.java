@@ -10,7 +10,7 @@ import java.util.Arrays;
  * java -jar benchmarks/target/benchmarks.jar demo                # scripted routing demo
  * java -jar benchmarks/target/benchmarks.jar memory              # index bytes per entry
  * java -jar benchmarks/target/benchmarks.jar chat-memory         # a big chat's retained prompt
- * java -jar benchmarks/target/benchmarks.jar route-probe         # route() vs hash, per phase
+ * java -jar benchmarks/target/benchmarks.jar route-probe [case] [scorer] [slices] # route/hash, paired
  * java -jar benchmarks/target/benchmarks.jar scaling-probe [rounds] [phase ms] # 2 threads vs 1
  * java -jar benchmarks/target/benchmarks.jar jmh [args]          # JMH, any JMH arguments
  * java -jar benchmarks/target/benchmarks.jar kv-soak [args]      # KV events over ZMQ, lag + heap
@@ -37,7 +37,8 @@ public final class Main {
       return;
     }
     if (args.length > 0 && args[0].equals("route-probe")) {
-      dev.prefixrouter.bench.jmh.RouteProbe.run(System.out);
+      dev.prefixrouter.bench.jmh.RouteProbe.run(
+          Arrays.copyOfRange(args, 1, args.length), System.out);
       return;
     }
     if (args.length > 0 && args[0].equals("scaling-probe")) {
@@ -62,7 +63,8 @@ public final class Main {
             : args;
     if (rest.length > 0 && (rest[0].equals("--help") || rest[0].equals("-h"))) {
       System.out.println(
-          "commands: [compare] [options] (default) | demo | memory | chat-memory | route-probe |"
+          "commands: [compare] [options] (default) | demo | memory | chat-memory | route-probe"
+              + " [held|cold|new|mix] [scorer] [slices] |"
               + " scaling-probe | ext-probe [pairs routes-per-block] | kv-soak"
               + " [seconds events/s backends drop] | jmh [JMH args]");
     }

@@ -1,58 +1,143 @@
 package dev.prefixrouter.bench.jmh;
 
+import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.Prompt;
+import dev.prefixrouter.api.spi.PredictionSink;
+import dev.prefixrouter.api.spi.Scorer;
+import dev.prefixrouter.api.spi.ScoringContext;
+import dev.prefixrouter.scoring.Policies;
 import java.io.PrintStream;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.SplittableRandom;
 
 /**
- * A noise-aware companion of {@link RouteBenchmark}: routes held 4k-token prompts in phases of
- * 40,000 and times, interleaved with every route, hashing the same prompt alone. On a shared VM
- * whole phases can run several times slower for reasons outside the process (the pure hash slows by
- * the same factor); the phase with the fastest hash shows what the code costs, and the route to
- * hash ratio is comparable across machines.
+ * A noise-aware companion of {@link RouteBenchmark}: the ratio of {@code route()} to hashing the
+ * same kind of prompt alone, from paired slices in one JVM. Each slice pair hashes {@value
+ * #PER_SLICE} prompts alone, then routes {@value #PER_SLICE} prompts drawn the same way (route,
+ * first token, completion, as {@link RouteFixture#complete}); the ratio of the pair's mean times is
+ * one sample. On a shared VM whole phases of a run can be two to three times slower for reasons
+ * outside the process, and both halves of a pair, tens of milliseconds apart, slow alike: the
+ * paired ratio stays put where JMH's per-fork medians of the two benchmarks, taken seconds or
+ * minutes apart, do not. The first quarter of the slices is warm-up and dropped.
  *
- * <pre>java -Xms4g -Xmx4g -XX:+AlwaysPreTouch -jar benchmarks/target/benchmarks.jar route-probe
+ * <pre>
+ * java -Xms4g -Xmx4g -XX:+AlwaysPreTouch -jar benchmarks/target/benchmarks.jar \
+ *     route-probe [held|cold|new|mix] [est-ttft|noop|POLICY] [slices]
  * </pre>
+ *
+ * <p>Cases as in {@link RouteBenchmark}: {@code held} = {@code routeHeld} / {@code hashHot} (the
+ * 256 most recently warmed prompts), {@code cold} = {@code routeHeldCold} / {@code hashCold} (drawn
+ * at random from {@link RouteFixture#COLD_HELD}), {@code new} = {@code routeNew} (prompts cycled in
+ * order, their 3k-token tails evicted since), {@code mix} = {@code route1Thread} / {@code hashAny}
+ * (drawn at random from all 8,192). The scorer: {@code est-ttft} (the default), {@code noop}
+ * (leaves the engine's candidate order: what the engine and the index cost without any scoring) or
+ * any name {@link Policies#byName} knows (e.g. {@code least-request}, {@code est-ttft/-balance}).
  *
  * <p>Without {@code -XX:+AlwaysPreTouch} the first pass of a growing G1 young generation through
  * never-touched heap pages makes every allocation fault in fresh pages: whole phases, the hash
  * included, run three to four times slower.
  */
 public final class RouteProbe {
+  /** Prompts per half slice: about 50–100 ms of routes on this machine. */
+  static final int PER_SLICE = 20_000;
+
   private RouteProbe() {}
 
-  public static void run(PrintStream out) {
-    RouteFixture f = new RouteFixture();
-    int phases = 16;
-    int perPhase = 40_000;
-    long sink = 0;
-    long[] keys = new long[1 << 16]; // a reused buffer, as the engine hashes
-    int next = 0;
-    double bestHash = Double.MAX_VALUE;
-    double routeAtBest = 0;
-    for (int phase = 0; phase < phases; phase++) {
-      long hashNanos = 0;
-      long routeNanos = 0;
-      for (int k = 0; k < perPhase; k++) {
-        Prompt p = f.held(next++);
-        long t0 = System.nanoTime();
-        sink += f.hasher.keys(p, 0, keys);
-        long t1 = System.nanoTime();
-        sink += f.complete(p).matchedTokens();
-        long t2 = System.nanoTime();
-        hashNanos += t1 - t0;
-        routeNanos += t2 - t1;
-      }
-      double hash = hashNanos / 1e3 / perPhase;
-      double route = routeNanos / 1e3 / perPhase;
-      out.printf(
-          "phase %2d: hash alone %5.1f us, route (held 4k prompt) %5.1f us, ratio %.2f%n",
-          phase, hash, route, route / hash);
-      if (hash < bestHash) {
-        bestHash = hash;
-        routeAtBest = route;
-      }
+  /** Runs the probe; {@code args} as in the class javadoc, all optional. */
+  public static void run(String[] args, PrintStream out) {
+    String kind = args.length > 0 ? args[0] : "held";
+    String scorerName = args.length > 1 ? args[1] : "est-ttft";
+    int slices = args.length > 2 ? Integer.parseInt(args[2]) : 80;
+    if (slices < 4) {
+      throw new IllegalArgumentException("slices must be at least 4, was " + slices);
     }
+    Draw draw = draw(kind);
+    RouteFixture f = new RouteFixture(PredictionSink.none(), scorer(scorerName), null);
+    long[] keys = new long[1 << 16]; // a reused buffer, as the engine hashes
+    SplittableRandom rnd = new SplittableRandom(17);
+    double[] hash = new double[slices];
+    double[] route = new double[slices];
+    double[] ratio = new double[slices];
+    long sink = 0;
+    int next = 0;
+    for (int s = 0; s < slices; s++) {
+      int from = next;
+      long t0 = System.nanoTime();
+      for (int k = 0; k < PER_SLICE; k++) {
+        sink += f.hasher.keys(draw.prompt(f, from + k, rnd), 0, keys);
+      }
+      long t1 = System.nanoTime();
+      for (int k = 0; k < PER_SLICE; k++) {
+        sink += f.complete(draw.prompt(f, from + k, rnd)).matchedTokens();
+      }
+      long t2 = System.nanoTime();
+      next = from + PER_SLICE;
+      hash[s] = (t1 - t0) / 1e3 / PER_SLICE;
+      route[s] = (t2 - t1) / 1e3 / PER_SLICE;
+      ratio[s] = route[s] / hash[s];
+    }
+    int warm = slices / 4;
     out.printf(
-        "quietest phase: hash %.1f us, route %.1f us mean (%d)%n", bestHash, routeAtBest, sink & 1);
+        Locale.ROOT,
+        "route-probe %s %s, %d slice pairs of %d (first %d dropped): hash alone %.2f us,"
+            + " route %.2f us (medians); route / hash paired: median %.3f, quartiles %.3f-%.3f"
+            + " (%d)%n",
+        kind,
+        scorerName,
+        slices,
+        PER_SLICE,
+        warm,
+        quantile(hash, warm, 0.5),
+        quantile(route, warm, 0.5),
+        quantile(ratio, warm, 0.5),
+        quantile(ratio, warm, 0.25),
+        quantile(ratio, warm, 0.75),
+        sink & 1);
+  }
+
+  /** The {@code q}-quantile (nearest rank) of {@code v} without its first {@code skip} values. */
+  static double quantile(double[] v, int skip, double q) {
+    double[] s = Arrays.copyOfRange(v, skip, v.length);
+    Arrays.sort(s);
+    return s[Math.min(s.length - 1, (int) (q * s.length))];
+  }
+
+  /** Which prompt the {@code i}-th draw of a case is; random cases use {@code rnd}. */
+  @FunctionalInterface
+  interface Draw {
+    Prompt prompt(RouteFixture f, int i, SplittableRandom rnd);
+  }
+
+  static Draw draw(String kind) {
+    return switch (kind) {
+      case "held" -> (f, i, rnd) -> f.held(i);
+      case "cold" -> (f, i, rnd) -> f.heldCold(rnd.nextInt());
+      case "new" -> (f, i, rnd) -> f.prompts[Math.floorMod(i, f.prompts.length)];
+      case "mix" -> (f, i, rnd) -> f.prompts[rnd.nextInt(f.prompts.length)];
+      default ->
+          throw new IllegalArgumentException("unknown case '" + kind + "': held, cold, new or mix");
+    };
+  }
+
+  static Scorer scorer(String name) {
+    return name.equals("noop") ? new NoopScorer() : Policies.byName(name);
+  }
+
+  /** Leaves the engine's candidate order as it is: the engine and index alone. */
+  static final class NoopScorer implements Scorer {
+    @Override
+    public String name() {
+      return "noop";
+    }
+
+    @Override
+    public void score(ScoringContext ctx) {}
+
+    @Override
+    public void addBackend(int slot, Backend backend) {}
+
+    @Override
+    public void removeBackend(int slot) {}
   }
 }
