@@ -222,6 +222,17 @@ public final class Candidates {
     return coef[K * i + 4];
   }
 
+  /**
+   * The work queued ahead of a new request on the candidate, in ms at its coefficients and not
+   * divided by its {@link #weight}: {@code beta·pendingPrefill + decode·running +
+   * waitingMs·waiting} ({@link QueuePrefillTerm}'s queue).
+   */
+  public double queueMs(int i) {
+    return betaMsPerToken(i) * ctx().pendingPrefillTokens(i)
+        + decodeMsPerRunning(i) * running(i)
+        + waitingMs(i) * waiting(i);
+  }
+
   /** Prompt tokens believed cached on the candidate. */
   public double cachedTokens(int i) {
     return cached[i];

@@ -48,8 +48,9 @@ import org.jspecify.annotations.Nullable;
  *       tier (CPU, disk) right after its GPU match</td><td>{@link Builder#lowerTierCredit}</td></tr>
  *   <tr><td>{@code cache-pressure}</td><td>the re-prefill an insert causes on a thrashing
  *       cache</td><td>{@link Builder#cachePressure}</td></tr>
- *   <tr><td>{@code future-wait}</td><td>opt-in: the waits a new session's later requests will
- *       meet where it is placed</td><td>{@link Builder#futureWait}</td></tr>
+ *   <tr><td>{@code future-wait}</td><td>opt-in: the share of the waits a new session's later
+ *       requests will meet where it is placed that this placement decides</td>
+ *       <td>{@link Builder#futureWait}</td></tr>
  *   <tr><td>{@code balance}</td><td>(steering) share of recent decisions above fair</td>
  *       <td>{@link Builder#balance}</td></tr>
  *   <tr><td>{@code replica-pacing}</td><td>rule: at most one balance-made replica per backend per
@@ -1159,17 +1160,27 @@ public final class EstimatedTtftScorer implements Scorer {
 
     /**
      * Prices where a new session will wait (opt-in, issue #18): the first request of a session (a
-     * {@link RouteRequest#sessionId} not seen before) pays {@code weight × m × 2 W(b)} more on each
-     * backend, {@code W(b)} the mean M/G/1 wait of the prefill work routed to b (decayed with time
-     * constant {@code tau}) and {@code m} the expected further requests of a session, learned from
-     * the traffic. A session's later requests follow its first one (their history is there), so
-     * this is the wait they will meet and impose; later requests pay nothing. {@code weight} 0
-     * turns it off (default). On agentic tool loops {@code weight} 32 with {@code
-     * balanceMovesSessions(false)} brought TTFT p95 from 1.11× to about 0.92× the best anchor's at
-     * 1× (benchmarks/README.md, issue #18 session 16).
+     * {@link RouteRequest#sessionId} not seen before) pays {@code weight × m × 2 W(b) × kept ×
+     * open} more on each backend, {@code W(b)} the mean M/G/1 wait of the prefill work routed to b
+     * (decayed with time constant {@code tau}) and {@code m} the expected further requests of a
+     * session, learned from the traffic. A session's later requests follow its first one (their
+     * history is there), so this is the wait they will meet and impose; later requests pay nothing.
+     * {@code kept = 1 / (1 + N / n)} is the share of that wait this placement still decides when
+     * the fleet places {@code N} other new sessions on {@code n} candidates before the session's
+     * next request; {@code open} fades the term out as the shortest candidate queue approaches
+     * {@code tau} (a saturated fleet: the next request meets the backlog it finds). See {@code
+     * FutureWaitTerm}. {@code weight} 0 turns it off (default).
      *
      * <p>{@code tau} 0 learns it: the mean gap between a session's consecutive requests (the
      * horizon at which its next request will meet the backend's load).
+     *
+     * <p>Measured (benchmarks/README.md, issue #18 session 17, held-out seeds): {@code
+     * futureWait(64, Duration.ZERO)} with {@code balanceMovesSessions(false)} takes agentic tool
+     * loops' TTFT p95 from 1.09× / 1.06× to 0.91× / 0.89× the best anchor's at 1× / 2× (0.66× to
+     * 0.57× at 4×) and leaves multi-turn chats and map-reduce sessions as they were or better; on
+     * long chats it costs 0.4 % of mean TTFT at 1× (the hit rate 0.8 points lower on two of four
+     * seeds) and about a point of p95 at 4×, as much as a null perturbation moves it there. Not the
+     * default for that 1× cost.
      *
      * @throws IllegalArgumentException unless weight is in [0, 1000] and tau 0 or in [1 ms, 1 h]
      */

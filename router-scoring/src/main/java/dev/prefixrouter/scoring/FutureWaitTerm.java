@@ -5,16 +5,19 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.prefixrouter.api.spi.ScoringContext;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Future waits of a new session (opt-in, {@link EstimatedTtftScorer.Builder#futureWait}). Where a
- * session's first request goes, its later requests follow (they find their history there), so that
- * placement also decides where they will queue. Each later request waits on its backend about the
- * mean M/G/1 delay of the backend's prefill work and imposes about as much on the others:
+ * Future waits of a new session ({@link EstimatedTtftScorer.Builder#futureWait}). Where a session's
+ * first request goes, its later requests follow (they find their history there), so that placement
+ * also decides where they will queue. Each later request waits on its backend about the mean M/G/1
+ * delay of the backend's prefill work and imposes about as much on the others:
  *
  * <pre>
  * W(b)      = Q(b) / (2 (1 - rho(b)))       Q = sum S^2 / tau, rho = min(0.9, sum S / tau)
- * future(b) = weight x m x 2 W(b)           for the first request of a session, else 0
+ * future(b) = weight x m x 2 W(b) x kept x open     for the first request of a session, else 0
+ * kept      = 1 / (1 + N / n)
+ * open      = max(0, 1 - qMin / tau)
  * </pre>
  *
  * where the sums run over the prefills routed to b, each {@code S} the configured coefficients'
@@ -26,11 +29,32 @@ import java.util.Arrays;
  * unit of expected future wait against a unit of this request's own time; above 1 it weighs the
  * collisions that form the TTFT tail more than their mean.
  *
- * <p>Thread-safe. Cost per decision: one session-map lookup; for a session's first request one
- * short synchronized read per candidate. Per routed request one synchronized update of the chosen
- * backend's sums; a session's first request adds an entry to the session cache (a Caffeine cache
- * like {@link InProcessSessionPins}: entries expire {@code sessionTtl} after their last use, at
- * most {@code maxSessions} held, least recently used evicted first).
+ * <p>Two factors, the same for every candidate of a decision, say how much of that future wait this
+ * placement still decides:
+ *
+ * <ul>
+ *   <li>{@code kept}: before the session's next request, the fleet places {@code N} other new
+ *       sessions ({@code N} learned as the decayed mean, over sessions' consecutive requests, of
+ *       the other new sessions placed between them), about {@code N / n} per candidate, each
+ *       steered away from the backends this term finds loaded: they correct the imbalance this
+ *       placement leaves, and about {@code 1 / (1 + N / n)} of it is still there when the next
+ *       request comes. Where new sessions are rare within a gap (agentic tool loops, {@code N / n}
+ *       about 1) the placement decides half of the wait; where many start within a gap (long chats,
+ *       about 12) it decides little, and this request's own time should decide.
+ *   <li>{@code open}: {@code qMin} is the shortest queue among the candidates ({@link
+ *       Candidates#queueMs}, divided by the weight). When even that exceeds {@code tau}, every
+ *       backend will still be working through its backlog when the session's next request comes:
+ *       the fleet is saturated, the wait that request meets is the backlog it finds (priced when it
+ *       is routed), and a steady-state wait of the recent work describes nothing. The term fades
+ *       out linearly as the shortest queue approaches {@code tau}.
+ * </ul>
+ *
+ * <p>Thread-safe. Cost per decision: one session-cache lookup; for a session's first request a pass
+ * over the candidates' queues and one short synchronized read per candidate. Per routed request one
+ * synchronized update of the chosen backend's sums; per session request one short synchronized
+ * update of the counts and one session-cache write (a Caffeine cache like {@link
+ * InProcessSessionPins}: entries expire {@code sessionTtl} after their last use, at most {@code
+ * maxSessions} held, least recently used evicted first).
  */
 final class FutureWaitTerm implements CostTerm {
   static final String NAME = "future-wait";
@@ -44,13 +68,18 @@ final class FutureWaitTerm implements CostTerm {
   private final Object lock = new Object();
   private final SlotTable<Load> loads = new SlotTable<>(lock);
 
-  /** Session key -> engine nanos of its last request. */
-  private final Cache<String, Long> seen;
+  /** Session key -> its last request. */
+  private final Cache<String, Visit> seen;
 
   private double requests; // under lock
   private double sessions; // under lock
   private double gapSum; // under lock: decayed sum of the gaps between a session's requests, ns
   private double gaps; // under lock: their decayed count
+  private final AtomicLong placed = new AtomicLong(); // new sessions placed so far
+  private double placedInGaps; // under lock: decayed sum of the others placed within a gap
+
+  /** A session's last request: engine nanos, and the new sessions placed up to it (itself too). */
+  private record Visit(long at, long placed) {}
 
   FutureWaitTerm(
       double weight,
@@ -124,22 +153,44 @@ final class FutureWaitTerm implements CostTerm {
     }
   }
 
+  /**
+   * The share of a placement's imbalance still there at the session's next request, {@code 1 / (1 +
+   * N / n)} for {@code n} candidates (1 until a gap has been seen).
+   */
+  double kept(int n) {
+    double perGap;
+    synchronized (lock) {
+      perGap = gaps < 1 ? 0 : placedInGaps / gaps;
+    }
+    return 1 / (1 + perGap / n);
+  }
+
+  /** {@code max(0, 1 - qMin / tau)}: how far the fleet is from saturated, tau in ns. */
+  static double open(Candidates c, double tau) {
+    double shortest = Double.POSITIVE_INFINITY;
+    for (int i = 0, n = c.size(); i < n; i++) {
+      shortest = Math.min(shortest, c.queueMs(i) / c.weight(i));
+    }
+    return Math.max(0, 1 - shortest / (tau / 1e6));
+  }
+
   @Override
   public void costs(Candidates c, double[] out) {
     ScoringContext ctx = c.ctx();
     int n = c.size();
     String key = EstimatedTtftScorer.sessionKey(ctx.request());
     double m = key == null || seen.getIfPresent(key) != null ? 0 : further();
-    if (m == 0) {
+    double tau = m == 0 ? 0 : tau(); // once per decision, not per candidate
+    double scale = m == 0 ? 0 : kept(n) * open(c, tau);
+    if (scale == 0) {
       Arrays.fill(out, 0, n, 0.0);
       return;
     }
     long now = ctx.nowNanos();
-    double tau = tau(); // once per decision, not per candidate
     int[] slots = c.slots();
     for (int i = 0; i < n; i++) {
       Load l = loads.get(slots[i]);
-      out[i] = l == null ? 0 : weight * m * 2 * l.waitMs(now, tau);
+      out[i] = l == null ? 0 : scale * weight * m * 2 * l.waitMs(now, tau);
     }
   }
 
@@ -154,14 +205,16 @@ final class FutureWaitTerm implements CostTerm {
     if (key == null) {
       return;
     }
-    Long last = seen.asMap().put(key, now);
-    boolean fresh = last == null;
+    Visit last = seen.getIfPresent(key);
+    long count = last == null ? placed.incrementAndGet() : placed.get();
+    seen.put(key, new Visit(now, count));
     synchronized (lock) {
       requests = requests * COUNT_DECAY + 1;
-      if (fresh) {
+      if (last == null) {
         sessions = sessions * COUNT_DECAY + 1;
-      } else if (now > last) {
-        gapSum = gapSum * COUNT_DECAY + (now - last);
+      } else if (now > last.at()) {
+        gapSum = gapSum * COUNT_DECAY + (now - last.at());
+        placedInGaps = placedInGaps * COUNT_DECAY + (count - last.placed());
         gaps = gaps * COUNT_DECAY + 1;
       }
     }

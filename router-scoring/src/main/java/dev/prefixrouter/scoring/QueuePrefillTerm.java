@@ -1,7 +1,5 @@
 package dev.prefixrouter.scoring;
 
-import dev.prefixrouter.api.spi.ScoringContext;
-
 /**
  * The time to first token proper: the queue ahead of the request plus its own prefill.
  *
@@ -24,14 +22,9 @@ final class QueuePrefillTerm implements CostTerm {
 
   @Override
   public void costs(Candidates c, double[] out) {
-    ScoringContext ctx = c.ctx();
     for (int i = 0, n = c.size(); i < n; i++) {
       double prefill = c.prefillMs(i, c.uncachedTokens(i), c.cachedTokens(i));
-      double queue =
-          c.betaMsPerToken(i) * ctx.pendingPrefillTokens(i)
-              + c.decodeMsPerRunning(i) * c.running(i)
-              + c.waitingMs(i) * c.waiting(i);
-      out[i] = (queue + prefill) / c.weight(i);
+      out[i] = (c.queueMs(i) + prefill) / c.weight(i);
     }
   }
 }

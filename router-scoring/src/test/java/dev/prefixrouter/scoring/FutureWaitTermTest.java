@@ -52,6 +52,83 @@ class FutureWaitTermTest {
   }
 
   @Test
+  void theWaitFadesAsTheShortestQueueApproachesTauAndIsGoneWhenTheFleetIsSaturated() {
+    // the history of the first test, then the same new session with a queue on both backends
+    double[] diff = new double[3];
+    long[] pendingTokens = {0, 0, 0};
+    double beta = K.betaMsPerToken();
+    pendingTokens[1] = Math.round(TAU_MS / 2 / beta); // the shortest queue is tau / 2
+    pendingTokens[2] = Math.round(TAU_MS / beta) + 1; // every queue is longer than tau
+    for (int q = 0; q < 3; q++) {
+      EstimatedTtftScorer s = scorer(32);
+      s.onRouted(request("s1", 4096, 0), 0);
+      s.onRouted(request("s1", 4096, 100), 0);
+      FakeContext ctx = request("s2", 1024, 300);
+      ctx.pending[0] = pendingTokens[q];
+      ctx.pending[1] = pendingTokens[q];
+      s.score(ctx);
+      diff[q] = ctx.cost(0) - ctx.cost(1);
+    }
+    assertThat(diff[0]).isPositive();
+    double open = 1 - pendingTokens[1] * beta / TAU_MS;
+    assertThat(open).isCloseTo(0.5, within(0.01));
+    assertThat(diff[1]).isCloseTo(open * diff[0], within(1e-9));
+    assertThat(diff[2]).isZero();
+  }
+
+  @Test
+  void theShareOfTheWaitThisPlacementKeepsFallsWithTheNewSessionsPlacedWithinAGap() {
+    FutureWaitTerm t = new FutureWaitTerm(1, 0, K, Long.MAX_VALUE, 1000);
+    t.onRouted(request("s1", 1024, 0), 0);
+    assertThat(t.kept(2)).isEqualTo(1); // no gap seen yet
+    // three new sessions start between s1's first and second request
+    t.onRouted(request("s2", 1024, 10), 1);
+    t.onRouted(request("s3", 1024, 20), 0);
+    t.onRouted(request("s4", 1024, 30), 1);
+    t.onRouted(request("s1", 1024, 100), 0);
+    assertThat(t.kept(2)).isCloseTo(1 / (1 + 3 / 2.0), within(1e-12));
+    assertThat(t.kept(8)).isCloseTo(1 / (1 + 3 / 8.0), within(1e-12));
+    // a gap with no new session: the mean over the two gaps, the older one decayed by 0.999
+    t.onRouted(request("s1", 1024, 200), 0);
+    double perGap = (0.999 * 3 + 0) / (0.999 + 1);
+    assertThat(t.kept(2)).isCloseTo(1 / (1 + perGap / 2), within(1e-12));
+  }
+
+  @Test
+  void aNewSessionPaysOnlyTheKeptShareOfTheWait() {
+    // s1's gap holds two new sessions, which run on b1 as well (same load in both scorers' b0)
+    EstimatedTtftScorer kept = scorer(32);
+    kept.onRouted(request("s1", 4096, 0), 0);
+    kept.onRouted(request("s2", 512, 10), 1);
+    kept.onRouted(request("s3", 512, 20), 1);
+    kept.onRouted(request("s1", 4096, 100), 0);
+    FakeContext ctx = request("s4", 1024, 300);
+    kept.score(ctx);
+    double tau = TAU_MS;
+    double p = K.prefillMs(4096, 0);
+    double q = K.prefillMs(512, 0);
+    double[] sum = {
+      (p * Math.exp(-100 / tau) + p) * Math.exp(-200 / tau),
+      (q * Math.exp(-10 / tau) + q) * Math.exp(-280 / tau)
+    };
+    double[] squares = {
+      (p * p * Math.exp(-100 / tau) + p * p) * Math.exp(-200 / tau),
+      (q * q * Math.exp(-10 / tau) + q * q) * Math.exp(-280 / tau)
+    };
+    double[] wait = new double[2];
+    for (int b = 0; b < 2; b++) {
+      wait[b] = squares[b] / tau / (2 * (1 - Math.min(0.9, sum[b] / tau)));
+    }
+    // 4 requests in 3 sessions (decayed by 0.999 each), 2 new sessions in the one gap, 2 backends
+    double requests = ((0.999 + 1) * 0.999 + 1) * 0.999 + 1;
+    double sessions = (0.999 + 1) * 0.999 + 1;
+    double further = requests / sessions - 1;
+    double share = 1 / (1 + 2 / 2.0);
+    assertThat(ctx.cost(0) - ctx.cost(1))
+        .isCloseTo(share * 32 * further * 2 * (wait[0] - wait[1]), within(1e-9));
+  }
+
+  @Test
   void laterRequestsOfASessionAndRequestsWithoutOnePayNothing() {
     EstimatedTtftScorer s = scorer(32);
     s.onRouted(request("s1", 4096, 0), 0);

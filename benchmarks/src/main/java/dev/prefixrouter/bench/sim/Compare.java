@@ -333,7 +333,7 @@ public final class Compare {
           runFleet(
               "(c) multi-turn chat",
               config(o),
-              Workloads.multiTurn(128, 10, 8.0, o.rateScale, o.seed),
+              Workloads.multiTurn(o.rateScale, o.seed),
               o,
               out,
               err));

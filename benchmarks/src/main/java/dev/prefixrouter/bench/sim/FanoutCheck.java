@@ -28,6 +28,9 @@ final class FanoutCheck {
   /** A fan-out workload: the requests (numbered in arrival order) and each one's step. */
   record Jobs(List<SimRequest> requests, List<WorkflowStep> steps) {}
 
+  /** Jobs in the standard run ({@code --workload fanout} without {@code --requests}). */
+  static final int DEFAULT_JOBS = 300;
+
   /** Jobs at {@code 2 × rateScale} per second, {@code jobs} of them. */
   static List<SimRequest> workload(double rateScale, long seed, int jobs, boolean grouped) {
     return jobs(rateScale, seed, jobs, grouped).requests();
@@ -93,7 +96,7 @@ final class FanoutCheck {
 
   static List<PolicyResult> run(
       Compare.Options o, SimConfig config, PrintStream out, PrintStream err) {
-    int jobs = o.requests == Integer.MAX_VALUE ? 300 : Math.max(1, o.requests / 13);
+    int jobs = o.requests == Integer.MAX_VALUE ? DEFAULT_JOBS : Math.max(1, o.requests / 13);
     List<PolicyResult> results = new ArrayList<>();
     for (String mode : new String[] {"alone", "session", "workflow"}) {
       boolean grouped = mode.equals("session");

@@ -2,6 +2,8 @@ package dev.prefixrouter.bench.sim;
 
 import dev.prefixrouter.api.spi.Scorer;
 import dev.prefixrouter.scoring.CalibrationScope;
+import dev.prefixrouter.scoring.Candidates;
+import dev.prefixrouter.scoring.CostTerm;
 import dev.prefixrouter.scoring.EstimatedTtftScorer;
 import dev.prefixrouter.scoring.Policies;
 import dev.prefixrouter.scoring.TtftCoefficients;
@@ -133,7 +135,9 @@ final class ScorerProbe {
   /**
    * An est-ttft variant spelled as options after a colon, comma-separated: {@code
    * x:fw=W,tau=T,scope=S,pinhold} (future-wait weight and time constant in seconds, calibration
-   * scope, balance never moves sessions, nocal, nobal).
+   * scope, balance never moves sessions, nocal, nobal, {@code nudge=MS}: {@link #nudge}). Since
+   * issue #18 session 17 the future-wait term includes its {@code kept} and {@code open} factors;
+   * session 16's figures are the term without them (commit ee1cc58).
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
     EstimatedTtftScorer.Builder b = EstimatedTtftScorer.builder();
@@ -150,6 +154,7 @@ final class ScorerProbe {
         case "pinhold" -> b.balanceMovesSessions(false);
         case "nocal" -> b.calibrate(false);
         case "nobal" -> b.balance(0, 0, 1);
+        case "nudge" -> b.addTerm(nudge(Double.parseDouble(kv[1])));
         case "" -> {}
         default -> throw new IllegalArgumentException("option " + o);
       }
@@ -157,10 +162,37 @@ final class ScorerProbe {
     return b.futureWait(fw, java.time.Duration.ofMillis((long) (tau * 1000)));
   }
 
-  /** The requests of an issue #18 workload at a rate and seed. */
+  /**
+   * A null perturbation for noise bands: {@code ms × slot} on each candidate. With {@code ms} far
+   * below any cost difference that means something (1e-6 ms), it only breaks exact ties another
+   * way, so a run with it differs from one without only by its trajectory.
+   */
+  static CostTerm nudge(double ms) {
+    return new CostTerm() {
+      @Override
+      public String name() {
+        return "nudge";
+      }
+
+      @Override
+      public void costs(Candidates c, double[] out) {
+        for (int i = 0, n = c.size(); i < n; i++) {
+          out[i] = ms * c.ctx().slot(i);
+        }
+      }
+    };
+  }
+
+  /**
+   * The requests of an issue #18 workload at a rate and seed; also the standard {@code multi-turn}
+   * (c) run's chats and the {@code fanout} run's jobs with a session per job, as {@code --workload
+   * multi-turn} and {@code --workload fanout} generate them.
+   */
   static List<SimRequest> requests(String workload, double rate, long seed) {
     return switch (workload) {
       case "agentic" -> Workloads.agentic(rate, seed, 300);
+      case "multi-turn" -> Workloads.multiTurn(rate, seed);
+      case "fanout" -> FanoutCheck.workload(rate, seed, FanoutCheck.DEFAULT_JOBS, true);
       case "high-cache", "hetero" -> Workloads.highCache(rate, seed, 16);
       case "long-chat" -> Workloads.longChat(1200, rate, seed);
       case "rl-rollout" -> Workloads.rlRollout(32, rate, seed);

@@ -390,6 +390,14 @@ final class Workloads {
   }
 
   /**
+   * The standard (c) run ({@code --workload multi-turn}): 128 conversations of 10 turns, 8 s ÷
+   * {@code rateScale} apart.
+   */
+  static List<SimRequest> multiTurn(double rateScale, long seed) {
+    return multiTurn(128, 10, 8.0, rateScale, seed);
+  }
+
+  /**
    * Multi-turn chat: {@code sessions} conversations of {@code turns} turns; each turn sends the
    * whole history (a system prompt shared by 8 groups, then every earlier user message and scripted
    * assistant reply) plus a new user message; turns are {@code gapSec} apart.
