@@ -48,7 +48,7 @@ import org.jspecify.annotations.Nullable;
  *       tier (CPU, disk) right after its GPU match</td><td>{@link Builder#lowerTierCredit}</td></tr>
  *   <tr><td>{@code cache-pressure}</td><td>the re-prefill an insert causes on a thrashing
  *       cache</td><td>{@link Builder#cachePressure}</td></tr>
- *   <tr><td>{@code future-wait}</td><td>opt-in: the share of the waits a new session's later
+ *   <tr><td>{@code future-wait}</td><td>the share of the waits a new session's later
  *       requests will meet where it is placed that this placement decides</td>
  *       <td>{@link Builder#futureWait}</td></tr>
  *   <tr><td>{@code balance}</td><td>(steering) share of recent decisions above fair</td>
@@ -801,7 +801,7 @@ public final class EstimatedTtftScorer implements Scorer {
     private double saturationKvUsage = 0.98;
     private double affinityRatio = 1.5;
     private double affinityMarginMs = 50;
-    private boolean balanceMovesSessions = true;
+    private boolean balanceMovesSessions = false;
     private double prefixAffinityRatio = 1.5;
     private int prefixAffinityMaxWaiting = 1;
     private double balanceTolerance = 0.03;
@@ -811,8 +811,8 @@ public final class EstimatedTtftScorer implements Scorer {
     private double congestionWeight = 1.0;
     private double cachePressure = 1.0;
     private double lowerTierCredit = 0.8;
-    private double futureWaitWeight;
-    private Duration futureWaitTau = Duration.ofSeconds(4);
+    private double futureWaitWeight = 64;
+    private Duration futureWaitTau = Duration.ZERO;
     private double turnoverRatio = 4.0;
     private Duration sessionTtl = Duration.ofMinutes(30);
     private long maxSessions = 100_000;
@@ -831,6 +831,7 @@ public final class EstimatedTtftScorer implements Scorer {
             QueuePrefillTerm.NAME,
             LowerTierTerm.NAME,
             CachePressureTerm.NAME,
+            FutureWaitTerm.NAME,
             BalanceTerm.NAME,
             "replica-pacing",
             TieBandRule.NAME,
@@ -1096,10 +1097,11 @@ public final class EstimatedTtftScorer implements Scorer {
     }
 
     /**
-     * Whether the balance term may move a pinned session (default true). With {@code false}, a
-     * session's pin yields only to time and saturation: {@link #affinityMargin}'s comparison uses
-     * the costs without the balance term, so balance places new sessions and sessionless requests
-     * but never re-prefills a session's history elsewhere for the fleet's shares.
+     * Whether the balance term may move a pinned session (default false since issue #18 session 17;
+     * true before). With {@code false}, a session's pin yields only to time and saturation: {@link
+     * #affinityMargin}'s comparison uses the costs without the balance term, so balance places new
+     * sessions and sessionless requests but never re-prefills a session's history elsewhere for the
+     * fleet's shares; {@link #futureWait} then spreads sessions where they start.
      */
     public Builder balanceMovesSessions(boolean moves) {
       this.balanceMovesSessions = moves;
@@ -1159,17 +1161,18 @@ public final class EstimatedTtftScorer implements Scorer {
     }
 
     /**
-     * Prices where a new session will wait (opt-in, issue #18): the first request of a session (a
-     * {@link RouteRequest#sessionId} not seen before) pays {@code weight × m × 2 W(b) × kept ×
-     * open} more on each backend, {@code W(b)} the mean M/G/1 wait of the prefill work routed to b
-     * (decayed with time constant {@code tau}) and {@code m} the expected further requests of a
-     * session, learned from the traffic. A session's later requests follow its first one (their
-     * history is there), so this is the wait they will meet and impose; later requests pay nothing.
-     * {@code kept = 1 / (1 + N / n)} is the share of that wait this placement still decides when
-     * the fleet places {@code N} other new sessions on {@code n} candidates before the session's
-     * next request; {@code open} fades the term out as the shortest candidate queue approaches
-     * {@code tau} (a saturated fleet: the next request meets the backlog it finds). See {@code
-     * FutureWaitTerm}. {@code weight} 0 turns it off (default).
+     * Prices where a new session will wait (issue #18): the first request of a session (a {@link
+     * RouteRequest#sessionId} not seen before) pays {@code weight × m × 2 W(b) × kept × open} more
+     * on each backend, {@code W(b)} the mean M/G/1 wait of the prefill work routed to b (decayed
+     * with time constant {@code tau}) and {@code m} the expected further requests of a session,
+     * learned from the traffic. A session's later requests follow its first one (their history is
+     * there), so this is the wait they will meet and impose; later requests pay nothing. {@code
+     * kept = 1 / (1 + N / n)} is the share of that wait this placement still decides when the fleet
+     * places {@code N} other new sessions on {@code n} candidates before the session's next
+     * request; {@code open} fades the term out as the shortest candidate queue approaches {@code
+     * tau} (a saturated fleet: the next request meets the backlog it finds). See {@code
+     * FutureWaitTerm}. {@code weight} 0 turns it off. Default: {@code futureWait(64,
+     * Duration.ZERO)} (since issue #18 session 17; off before).
      *
      * <p>{@code tau} 0 learns it: the mean gap between a session's consecutive requests (the
      * horizon at which its next request will meet the backend's load).
@@ -1179,8 +1182,12 @@ public final class EstimatedTtftScorer implements Scorer {
      * loops' TTFT p95 from 1.09× / 1.06× to 0.91× / 0.89× the best anchor's at 1× / 2× (0.66× to
      * 0.57× at 4×) and leaves multi-turn chats and map-reduce sessions as they were or better; on
      * long chats it costs 0.4 % of mean TTFT at 1× (the hit rate 0.8 points lower on two of four
-     * seeds) and about a point of p95 at 4×, as much as a null perturbation moves it there. Not the
-     * default for that 1× cost.
+     * seeds) and about a point of p95 at 4×, as much as a null perturbation moves it there. It is
+     * the default with {@code balanceMovesSessions(false)}: the agentic and multi-turn gains are
+     * 10–19 points of p95, the long-chat cost under half a point of mean (still below every
+     * anchor's mean). Requests without a session route as without it (the term charges them
+     * nothing), but every routed request adds its prefill time to its backend's decayed sums (one
+     * per-backend monitor and an {@code exp}).
      *
      * @throws IllegalArgumentException unless weight is in [0, 1000] and tau 0 or in [1 ms, 1 h]
      */

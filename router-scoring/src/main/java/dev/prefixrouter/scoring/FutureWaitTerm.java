@@ -51,10 +51,11 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Thread-safe. Cost per decision: one session-cache lookup; for a session's first request a pass
  * over the candidates' queues and one short synchronized read per candidate. Per routed request one
- * synchronized update of the chosen backend's sums; per session request one short synchronized
- * update of the counts and one session-cache write (a Caffeine cache like {@link
- * InProcessSessionPins}: entries expire {@code sessionTtl} after their last use, at most {@code
- * maxSessions} held, least recently used evicted first).
+ * synchronized update of the chosen backend's sums (a monitor per backend, one {@code exp}; the
+ * horizon is read without a lock); per session request one short synchronized update of the counts
+ * and one session-cache write (a Caffeine cache like {@link InProcessSessionPins}: entries expire
+ * {@code sessionTtl} after their last use, at most {@code maxSessions} held, least recently used
+ * evicted first).
  */
 final class FutureWaitTerm implements CostTerm {
   static final String NAME = "future-wait";
@@ -75,6 +76,14 @@ final class FutureWaitTerm implements CostTerm {
   private double sessions; // under lock
   private double gapSum; // under lock: decayed sum of the gaps between a session's requests, ns
   private double gaps; // under lock: their decayed count
+
+  /**
+   * {@code gapSum / gaps} (4 s until a gap is seen), written under lock whenever they change and
+   * read without it: every routed request reads the horizon, and a shared monitor on every route
+   * would be written by every routing thread.
+   */
+  private volatile double learnedTau = DEFAULT_TAU_NANOS;
+
   private final AtomicLong placed = new AtomicLong(); // new sessions placed so far
   private double placedInGaps; // under lock: decayed sum of the others placed within a gap
 
@@ -138,13 +147,11 @@ final class FutureWaitTerm implements CostTerm {
    * session's consecutive requests (4 s until one is seen).
    */
   double tau() {
-    if (tauNanos > 0) {
-      return tauNanos;
-    }
-    synchronized (lock) {
-      return gaps < 1 ? 4e9 : gapSum / gaps;
-    }
+    return tauNanos > 0 ? tauNanos : learnedTau;
   }
+
+  /** The learned horizon until a session's second request is seen, ns. */
+  private static final double DEFAULT_TAU_NANOS = 4e9;
 
   /** Expected further requests of a new session. */
   double further() {
@@ -216,6 +223,7 @@ final class FutureWaitTerm implements CostTerm {
         gapSum = gapSum * COUNT_DECAY + (now - last.at());
         placedInGaps = placedInGaps * COUNT_DECAY + (count - last.placed());
         gaps = gaps * COUNT_DECAY + 1;
+        learnedTau = gaps < 1 ? DEFAULT_TAU_NANOS : gapSum / gaps;
       }
     }
   }

@@ -291,13 +291,17 @@ class EstimatedTtftScorerTest {
 
   @Test
   void balanceMovesAPinnedSessionOnlyWhenAllowedTo() {
-    assertThat(sessionAfterBalancePressure(EstimatedTtftScorer.builder().calibrate(false)))
-        .as("default: the balance penalty on its overloaded holder moves the session")
+    assertThat(
+            sessionAfterBalancePressure(
+                EstimatedTtftScorer.builder().calibrate(false).balanceMovesSessions(true)))
+        .as("balanceMovesSessions(true): the balance penalty on its overloaded holder moves it")
         .isEqualTo(1);
+    assertThat(sessionAfterBalancePressure(EstimatedTtftScorer.builder().calibrate(false)))
+        .as("default (balanceMovesSessions(false)): only time moves it, and b0 is the faster")
+        .isEqualTo(0);
     assertThat(
             sessionAfterBalancePressure(
                 EstimatedTtftScorer.builder().calibrate(false).balanceMovesSessions(false)))
-        .as("balanceMovesSessions(false): only time moves it, and b0 is the faster by far")
         .isEqualTo(0);
     // a pin that is much slower in time still yields with balanceMovesSessions(false)
     EstimatedTtftScorer s =

@@ -159,8 +159,10 @@ class FutureWaitTermTest {
   }
 
   @Test
-  void offByDefaultAndValidated() {
-    assertThat(EstimatedTtftScorer.builder().build().termNames()).doesNotContain("future-wait");
+  void onByDefaultOffWithWeightZeroAndValidated() {
+    assertThat(EstimatedTtftScorer.builder().build().termNames()).contains("future-wait");
+    assertThat(EstimatedTtftScorer.builder().without("future-wait").build().termNames())
+        .doesNotContain("future-wait");
     assertThat(scorer(0).termNames()).doesNotContain("future-wait");
     assertThatThrownBy(() -> EstimatedTtftScorer.builder().futureWait(-1, Duration.ofSeconds(4)))
         .isInstanceOf(IllegalArgumentException.class)

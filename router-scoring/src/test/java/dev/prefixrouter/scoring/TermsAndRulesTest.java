@@ -24,12 +24,17 @@ class TermsAndRulesTest {
             "queue-prefill",
             "lower-tier",
             "cache-pressure",
+            "future-wait",
             "balance");
     assertThat(s.ruleNames())
         .containsExactly("replica-pacing", "tie-band", "prefix-affinity", "session-affinity");
     EstimatedTtftScorer lean =
-        EstimatedTtftScorer.builder().without("balance").without("session-affinity").build();
-    assertThat(lean.termNames()).doesNotContain("balance");
+        EstimatedTtftScorer.builder()
+            .without("balance")
+            .without("future-wait")
+            .without("session-affinity")
+            .build();
+    assertThat(lean.termNames()).doesNotContain("balance", "future-wait");
     assertThat(lean.ruleNames()).containsExactly("tie-band", "prefix-affinity");
   }
 
@@ -201,7 +206,8 @@ class TermsAndRulesTest {
     EstimatedTtftScorer v =
         (EstimatedTtftScorer) Policies.byName("est-ttft/-balance/-cache-pressure/-lower-tier");
     assertThat(v.name()).isEqualTo("est-ttft/-balance/-cache-pressure/-lower-tier");
-    assertThat(v.termNames()).containsExactly("kv-pressure", "congestion", "queue-prefill");
+    assertThat(v.termNames())
+        .containsExactly("kv-pressure", "congestion", "queue-prefill", "future-wait");
     assertThat(Policies.isKnown("est-ttft/-tie-band")).isTrue();
     assertThat(Policies.isKnown("est-ttft/-nope")).isFalse();
     assertThat(Policies.isKnown("est-ttft/balance")).isFalse();
