@@ -189,14 +189,16 @@ public final class EstimatedTtftScorer implements Scorer {
     if (b.cachePressure > 0) {
       ts.add(new CachePressureTerm(b.cachePressure, b.turnoverRatio));
     }
-    if (b.futureWaitWeight > 0) {
-      ts.add(
+    FutureWaitTerm futureWait = null;
+    if (b.futureWaitWeight > 0 && !b.without.contains(FutureWaitTerm.NAME)) {
+      futureWait =
           new FutureWaitTerm(
               b.futureWaitWeight,
               b.futureWaitTau.toNanos(),
               b.coefficients,
               b.sessionTtl.toNanos(),
-              b.maxSessions));
+              b.maxSessions);
+      ts.add(futureWait);
     }
     BalanceTerm balance = null;
     if (b.balanceMsPerRequest > 0 && !b.without.contains(BalanceTerm.NAME)) {
@@ -221,7 +223,7 @@ public final class EstimatedTtftScorer implements Scorer {
         pins == null
             ? null
             : new SessionAffinityRule(
-                b.affinityRatio, b.affinityMarginMs, pins, !b.balanceMovesSessions);
+                b.affinityRatio, b.affinityMarginMs, pins, !b.balanceMovesSessions, futureWait);
     if (session != null) {
       rs.add(session);
     }

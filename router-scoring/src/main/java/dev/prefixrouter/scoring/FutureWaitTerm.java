@@ -144,7 +144,7 @@ final class FutureWaitTerm implements CostTerm {
 
   /**
    * The time constant in ns: the configured one, or with {@code tau} 0 the mean gap between a
-   * session's consecutive requests (4 s until one is seen).
+   * session's consecutive requests, clamped to [1 ms, 1 h] (4 s until one is seen).
    */
   double tau() {
     return tauNanos > 0 ? tauNanos : learnedTau;
@@ -223,7 +223,9 @@ final class FutureWaitTerm implements CostTerm {
         gapSum = gapSum * COUNT_DECAY + (now - last.at());
         placedInGaps = placedInGaps * COUNT_DECAY + (count - last.placed());
         gaps = gaps * COUNT_DECAY + 1;
-        learnedTau = gaps < 1 ? DEFAULT_TAU_NANOS : gapSum / gaps;
+        // within the configured tau's range: parallel requests of one session arrive ns apart,
+        // and a horizon of microseconds would turn the recent work into a huge mean wait
+        learnedTau = gaps < 1 ? DEFAULT_TAU_NANOS : Math.min(3.6e12, Math.max(1e6, gapSum / gaps));
       }
     }
   }

@@ -12,9 +12,13 @@ import org.jspecify.annotations.Nullable;
  * is not a candidate (unhealthy, draining, removed), is saturated, or its cost exceeds {@code best
  * × ratio + marginMs}. With {@code holdAgainstSteering}, that comparison uses the costs without the
  * {@link CostTerm#steering steering} terms ({@link Candidates#plainCost}): the balance term then
- * never moves a pinned session, only time (or saturation) does. Reason {@code "session affinity"}
- * whenever the pinned backend wins. Tuning: {@link EstimatedTtftScorer.Builder#affinityMargin},
- * {@link EstimatedTtftScorer.Builder#sessions}, {@link EstimatedTtftScorer.Builder#sessionPins}.
+ * never moves a pinned session, only time (or saturation) does. A pinned session is a continuing
+ * one, so the comparison also leaves out the {@code future-wait} term (it prices a new session's
+ * placement; it charges nobody when its own record of sessions agrees with the pins, and a session
+ * it has not seen — routed by another replica, or forgotten by it first — must not be moved by it).
+ * Reason {@code "session affinity"} whenever the pinned backend wins. Tuning: {@link
+ * EstimatedTtftScorer.Builder#affinityMargin}, {@link EstimatedTtftScorer.Builder#sessions}, {@link
+ * EstimatedTtftScorer.Builder#sessionPins}.
  */
 final class SessionAffinityRule implements RankRule {
   static final String NAME = "session-affinity";
@@ -23,16 +27,22 @@ final class SessionAffinityRule implements RankRule {
   private final double marginMs;
   private final SessionPins pins;
   private final boolean holdAgainstSteering;
+  private final @Nullable CostTerm exempt; // left out of the hold comparison (future-wait)
 
   /** Backend id per slot, to forget a removed backend's pins. */
   private volatile AtomicReferenceArray<String> ids = new AtomicReferenceArray<>(64);
 
   SessionAffinityRule(
-      double ratio, double marginMs, SessionPins pins, boolean holdAgainstSteering) {
+      double ratio,
+      double marginMs,
+      SessionPins pins,
+      boolean holdAgainstSteering,
+      @Nullable CostTerm exempt) {
     this.ratio = ratio;
     this.marginMs = marginMs;
     this.pins = pins;
     this.holdAgainstSteering = holdAgainstSteering;
+    this.exempt = exempt;
   }
 
   SessionPins pins() {
@@ -75,14 +85,23 @@ final class SessionAffinityRule implements RankRule {
 
   /** Whether the pinned candidate's cost is within {@code best × ratio + marginMs}. */
   private boolean withinMargin(Candidates c, int p) {
-    if (!holdAgainstSteering) {
+    if (!holdAgainstSteering && exempt == null) {
       return c.cost(p) <= c.best() * ratio + marginMs;
     }
     double best = Double.POSITIVE_INFINITY;
     for (int i = 0, n = c.size(); i < n; i++) {
-      best = Math.min(best, c.plainCost(i));
+      best = Math.min(best, held(c, i));
     }
-    return c.plainCost(p) <= best * ratio + marginMs;
+    return held(c, p) <= best * ratio + marginMs;
+  }
+
+  /**
+   * A candidate's cost for the hold comparison: without steering terms if so configured, without
+   * the exempt term (exactly the same value when that term charged 0).
+   */
+  private double held(Candidates c, int i) {
+    double x = holdAgainstSteering ? c.plainCost(i) : c.cost(i);
+    return exempt == null ? x : x - c.termCost(exempt, i);
   }
 
   @Override

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
 import dev.prefixrouter.api.RouteRequest;
+import dev.prefixrouter.api.spi.SessionPins;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
@@ -49,6 +50,35 @@ class FutureWaitTermTest {
     assertThat(ctx.cost(0) - ctx.cost(1)).isCloseTo(32 * further * 2 * wait, within(1e-9));
     assertThat(ctx.cost(1)).isCloseTo(K.prefillMs(1024, 0), within(1e-9));
     assertThat(ctx.best()).isEqualTo(1);
+  }
+
+  /**
+   * A session pinned elsewhere (another replica, or pins that outlived this term's record) is a
+   * continuing session: the term may charge it as new, but the charge must not move its pin.
+   */
+  @Test
+  void aPinnedSessionTheTermHasNotSeenIsNotMovedByIt() {
+    String[] best = new String[2];
+    for (int pinned = 0; pinned < 2; pinned++) {
+      SessionPins pins = InProcessSessionPins.create(Duration.ofMinutes(5), 100);
+      EstimatedTtftScorer s =
+          EstimatedTtftScorer.builder()
+              .calibrate(false)
+              .balance(0, 0, 1)
+              .futureWait(1000, Duration.ofMillis((long) TAU_MS))
+              .sessionPins(pins)
+              .build();
+      s.onRouted(request("s1", 4096, 0), 0);
+      s.onRouted(request("s1", 4096, 100), 0);
+      FakeContext ctx = request("s2", 1024, 300);
+      if (pinned == 1) {
+        pins.pin(EstimatedTtftScorer.sessionKey(ctx.request), "b0");
+      }
+      s.score(ctx);
+      best[pinned] = ctx.best() + " " + ctx.reason;
+    }
+    assertThat(best[0]).as("not pinned: the future wait on b0 sends it to b1").startsWith("1 ");
+    assertThat(best[1]).as("pinned to b0: it stays").isEqualTo("0 session affinity");
   }
 
   @Test

@@ -114,6 +114,9 @@ public class PrefixRouterAutoConfiguration {
           "turnoverRatio",
           "cache-turnover-ratio");
       guard("prefix-router.scorer", () -> b.lowerTierCredit(s.getLowerTierCredit()));
+      guard(
+          "prefix-router.scorer.future-wait", () -> b.futureWait(s.getFutureWait(), Duration.ZERO));
+      b.balanceMovesSessions(s.isBalanceMovesSessions());
       return guard("prefix-router.scorer", b::build);
     }
     return guard("prefix-router.scorer.policy", () -> Policies.byName(s.getPolicy()));

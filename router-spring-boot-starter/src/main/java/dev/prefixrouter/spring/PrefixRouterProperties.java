@@ -332,6 +332,34 @@ public class PrefixRouterProperties {
      */
     private double lowerTierCredit = 0.8;
 
+    /**
+     * Weight of the future waits a new session's placement decides (est-ttft term {@code
+     * future-wait}, horizon learned from the sessions' gaps), 0..1000; 0 turns the term off.
+     */
+    private double futureWait = 64;
+
+    /**
+     * Whether the fleet-balance term may move a pinned session (est-ttft); false: only time and
+     * saturation move a session, balance places new sessions and sessionless requests.
+     */
+    private boolean balanceMovesSessions = false;
+
+    public double getFutureWait() {
+      return futureWait;
+    }
+
+    public void setFutureWait(double futureWait) {
+      this.futureWait = futureWait;
+    }
+
+    public boolean isBalanceMovesSessions() {
+      return balanceMovesSessions;
+    }
+
+    public void setBalanceMovesSessions(boolean balanceMovesSessions) {
+      this.balanceMovesSessions = balanceMovesSessions;
+    }
+
     public double getLowerTierCredit() {
       return lowerTierCredit;
     }
