@@ -2,6 +2,7 @@ package dev.prefixrouter.bench.jmh;
 
 import dev.prefixrouter.api.Backend;
 import dev.prefixrouter.api.Prompt;
+import dev.prefixrouter.api.Routed;
 import dev.prefixrouter.api.spi.PredictionSink;
 import dev.prefixrouter.api.spi.Scorer;
 import dev.prefixrouter.api.spi.ScoringContext;
@@ -10,6 +11,7 @@ import java.io.PrintStream;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A noise-aware companion of {@link RouteBenchmark}: the ratio of {@code route()} to hashing the
@@ -23,16 +25,19 @@ import java.util.SplittableRandom;
  *
  * <pre>
  * java -Xms4g -Xmx4g -XX:+AlwaysPreTouch -jar benchmarks/target/benchmarks.jar \
- *     route-probe [held|cold|new|mix] [est-ttft|noop|POLICY] [slices]
+ *     route-probe [held|cold|new|mix] [est-ttft|match|POLICY] [slices]
  * </pre>
  *
  * <p>Cases as in {@link RouteBenchmark}: {@code held} = {@code routeHeld} / {@code hashHot} (the
  * 256 most recently warmed prompts), {@code cold} = {@code routeHeldCold} / {@code hashCold} (drawn
  * at random from {@link RouteFixture#COLD_HELD}), {@code new} = {@code routeNew} (prompts cycled in
  * order, their 3k-token tails evicted since), {@code mix} = {@code route1Thread} / {@code hashAny}
- * (drawn at random from all 8,192). The scorer: {@code est-ttft} (the default), {@code noop}
- * (leaves the engine's candidate order: what the engine and the index cost without any scoring) or
- * any name {@link Policies#byName} knows (e.g. {@code least-request}, {@code est-ttft/-balance}).
+ * (drawn at random from all 8,192). The scorer: {@code est-ttft} (the default), {@code match} (the
+ * candidate holding the longest prefix first, ties rotated: a cache-aware placement at next to no
+ * scoring cost, so the index fills as under the real policies and the figure is what the engine and
+ * the index cost) or any name {@link Policies#byName} knows (e.g. {@code least-request}, {@code
+ * est-ttft/-balance}). The line also gives the share of the routed prompts' tokens the index
+ * matched, so the cases' hit mix can be compared across scorers.
  *
  * <p>Without {@code -XX:+AlwaysPreTouch} the first pass of a growing G1 young generation through
  * never-touched heap pages makes every allocation fault in fresh pages: whole phases, the hash
@@ -60,6 +65,8 @@ public final class RouteProbe {
     double[] route = new double[slices];
     double[] ratio = new double[slices];
     long sink = 0;
+    long matched = 0;
+    long routed = 0;
     int next = 0;
     for (int s = 0; s < slices; s++) {
       int from = next;
@@ -69,7 +76,9 @@ public final class RouteProbe {
       }
       long t1 = System.nanoTime();
       for (int k = 0; k < PER_SLICE; k++) {
-        sink += f.complete(draw.prompt(f, from + k, rnd)).matchedTokens();
+        Routed r = f.complete(draw.prompt(f, from + k, rnd));
+        matched += r.matchedTokens();
+        routed += r.promptTokens();
       }
       long t2 = System.nanoTime();
       next = from + PER_SLICE;
@@ -82,7 +91,7 @@ public final class RouteProbe {
         Locale.ROOT,
         "route-probe %s %s, %d slice pairs of %d (first %d dropped): hash alone %.2f us,"
             + " route %.2f us (medians); route / hash paired: median %.3f, quartiles %.3f-%.3f"
-            + " (%d)%n",
+            + "; matched %.1f %% of the routed tokens (%d)%n",
         kind,
         scorerName,
         slices,
@@ -93,6 +102,7 @@ public final class RouteProbe {
         quantile(ratio, warm, 0.5),
         quantile(ratio, warm, 0.25),
         quantile(ratio, warm, 0.75),
+        100.0 * matched / Math.max(1, routed),
         sink & 1);
   }
 
@@ -121,18 +131,45 @@ public final class RouteProbe {
   }
 
   static Scorer scorer(String name) {
-    return name.equals("noop") ? new NoopScorer() : Policies.byName(name);
+    return name.equals("match") ? new LongestMatchScorer() : Policies.byName(name);
   }
 
-  /** Leaves the engine's candidate order as it is: the engine and index alone. */
-  static final class NoopScorer implements Scorer {
+  /**
+   * The candidate with the most matched blocks first (ties rotated by a counter), the rest in the
+   * engine's order: one pass over the candidates, no per-backend state.
+   */
+  static final class LongestMatchScorer implements Scorer {
+    private final AtomicInteger rotation = new AtomicInteger();
+
     @Override
     public String name() {
-      return "noop";
+      return "match";
     }
 
     @Override
-    public void score(ScoringContext ctx) {}
+    public void score(ScoringContext ctx) {
+      int n = ctx.size();
+      if (n == 0) {
+        return;
+      }
+      int start = Math.floorMod(rotation.getAndIncrement(), n);
+      int best = start;
+      for (int k = 1; k < n; k++) {
+        int i = (start + k) % n;
+        if (ctx.matchedBlocks(i) > ctx.matchedBlocks(best)) {
+          best = i;
+        }
+      }
+      int[] order = ctx.order();
+      for (int r = 0; r < n; r++) {
+        if (order[r] == best) {
+          order[r] = order[0];
+          order[0] = best;
+          break;
+        }
+      }
+      ctx.setReason("longest match");
+    }
 
     @Override
     public void addBackend(int slot, Backend backend) {}
