@@ -28,10 +28,12 @@ import org.jspecify.annotations.Nullable;
  *
  * <pre>
  * cost(b) = kvPressure(b) + congestion(b) + queuePrefill(b) + lowerTier(b) + cachePressure(b)
- *           + balance(b)
+ *           + futureWait(b) + balance(b)
  * queuePrefill(b) = (beta·pendingPrefill(b) + decode·running(b) + waitingMs·waiting(b)
  *                   + alpha + beta·u + gamma·u·(u + c)) / weight(b)
  * congestion(b)   = congestionWeight · (ownQueued(b) + waiting(b)) · beta·u / weight(b)
+ * futureWait(b)   = a session's first request only: weight · m · 2W(b) · kept · open ({@link
+ *                   Builder#futureWait})
  * rules: replica pacing (balance), tie band, prefix affinity, session affinity
  * </pre>
  *
@@ -79,8 +81,9 @@ import org.jspecify.annotations.Nullable;
  * priors) and {@code signalT} (the correlation's t-statistic).
  *
  * <p>Thread-safe. Cost: O(candidates × (terms + rules)) per decision plus one pin lookup for
- * session requests; allocation: none of its own on the steady state (a per-thread {@link
- * Candidates} with its buffers, constant reasons).
+ * session requests; allocation: none of its own on the steady state for requests without a session
+ * (a per-thread {@link Candidates} with its buffers, constant reasons); a session request adds one
+ * small record and one session-cache write ({@code future-wait}).
  */
 public final class EstimatedTtftScorer implements Scorer {
 

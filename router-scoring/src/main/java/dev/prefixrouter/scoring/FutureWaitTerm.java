@@ -54,8 +54,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * synchronized update of the chosen backend's sums (a monitor per backend, one {@code exp}; the
  * horizon is read without a lock); per session request one short synchronized update of the counts
  * and one session-cache write (a Caffeine cache like {@link InProcessSessionPins}: entries expire
- * {@code sessionTtl} after their last use, at most {@code maxSessions} held, least recently used
- * evicted first).
+ * {@code sessionTtl} after their last use, at most {@code maxSessions} held; beyond that Caffeine's
+ * size eviction, W-TinyLFU, drops the rarely and least recently used first).
  */
 final class FutureWaitTerm implements CostTerm {
   static final String NAME = "future-wait";

@@ -9,9 +9,10 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The default {@link SessionPins}: a Caffeine cache in this process, each pin expiring {@code ttl}
- * after its last use, at most {@code maxSessions} pins (least recently used evicted first).
- * Maintenance runs on the calling (routing) threads, amortized. Thread-safe; {@link #backendOf} and
- * {@link #pin} are one cache read or write; {@link #forgetBackend} walks the pins.
+ * after its last use, at most {@code maxSessions} pins (beyond that Caffeine's size eviction,
+ * W-TinyLFU, drops the rarely and least recently used first). Maintenance runs on the calling
+ * (routing) threads, amortized. Thread-safe; {@link #backendOf} and {@link #pin} are one cache read
+ * or write; {@link #forgetBackend} walks the pins.
  */
 public final class InProcessSessionPins implements SessionPins {
   private final Cache<String, String> pins;
