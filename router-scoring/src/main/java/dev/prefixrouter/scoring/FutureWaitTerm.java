@@ -112,6 +112,7 @@ final class FutureWaitTerm implements CostTerm {
     private double sum;
     private double sumSquares;
     private long at;
+    private boolean started; // at is a real time (a ticker may be negative: no 0 sentinel)
 
     synchronized void add(long now, double ms, double tau) {
       decay(now, tau);
@@ -120,7 +121,10 @@ final class FutureWaitTerm implements CostTerm {
     }
 
     private void decay(long now, double tau) {
-      if (now > at) {
+      if (!started) {
+        started = true;
+        at = now;
+      } else if (now > at) {
         double f = Math.exp(-(now - at) / tau);
         sum *= f;
         sumSquares *= f;
@@ -212,9 +216,18 @@ final class FutureWaitTerm implements CostTerm {
     if (key == null) {
       return;
     }
-    Visit last = seen.getIfPresent(key);
-    long count = last == null ? placed.incrementAndGet() : placed.get();
-    seen.put(key, new Visit(now, count));
+    // one atomic step: two concurrent requests of one new session must not both count as its first
+    Visit[] previous = new Visit[1];
+    Visit visit =
+        seen.asMap()
+            .compute(
+                key,
+                (k, old) -> {
+                  previous[0] = old;
+                  return new Visit(now, old == null ? placed.incrementAndGet() : placed.get());
+                });
+    Visit last = previous[0];
+    long count = visit.placed();
     synchronized (lock) {
       requests = requests * COUNT_DECAY + 1;
       if (last == null) {

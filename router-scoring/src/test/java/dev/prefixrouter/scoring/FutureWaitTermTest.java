@@ -81,6 +81,25 @@ class FutureWaitTermTest {
     assertThat(best[1]).as("pinned to b0: it stays").isEqualTo("0 session affinity");
   }
 
+  /**
+   * The same history at negative clock readings (System.nanoTime may be negative) costs the same.
+   */
+  @Test
+  void aNegativeClockDecaysTheSumsAsAnyOther() {
+    double[] diff = new double[2];
+    long[] offsetMs = {0, -10_000_000};
+    for (int k = 0; k < 2; k++) {
+      EstimatedTtftScorer s = scorer(32);
+      s.onRouted(request("s1", 4096, offsetMs[k]), 0);
+      s.onRouted(request("s1", 4096, offsetMs[k] + 100), 0);
+      FakeContext ctx = request("s2", 1024, offsetMs[k] + 300);
+      s.score(ctx);
+      diff[k] = ctx.cost(0) - ctx.cost(1);
+    }
+    assertThat(diff[0]).isPositive();
+    assertThat(diff[1]).isCloseTo(diff[0], within(1e-9));
+  }
+
   @Test
   void theWaitFadesAsTheShortestQueueApproachesTauAndIsGoneWhenTheFleetIsSaturated() {
     // the history of the first test, then the same new session with a queue on both backends
