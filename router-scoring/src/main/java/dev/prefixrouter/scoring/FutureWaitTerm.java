@@ -236,9 +236,10 @@ final class FutureWaitTerm implements CostTerm {
         gapSum = gapSum * COUNT_DECAY + (now - last.at());
         placedInGaps = placedInGaps * COUNT_DECAY + (count - last.placed());
         gaps = gaps * COUNT_DECAY + 1;
-        // within the configured tau's range: parallel requests of one session arrive ns apart,
-        // and a horizon of microseconds would turn the recent work into a huge mean wait
-        learnedTau = gaps < 1 ? DEFAULT_TAU_NANOS : Math.min(3.6e12, Math.max(1e6, gapSum / gaps));
+        // gaps >= 1 here; within the configured tau's range: parallel requests of one session
+        // arrive ns apart, and a horizon of microseconds would turn the recent work into a huge
+        // wait
+        learnedTau = Math.min(3.6e12, Math.max(1e6, gapSum / gaps));
       }
     }
   }
