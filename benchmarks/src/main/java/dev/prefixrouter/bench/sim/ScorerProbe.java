@@ -135,9 +135,10 @@ final class ScorerProbe {
   /**
    * An est-ttft variant spelled as options after a colon, comma-separated: {@code
    * x:fw=W,tau=T,scope=S,pinhold} (future-wait weight and time constant in seconds, calibration
-   * scope, balance never moves sessions, nocal, nobal, {@code nudge=MS}: {@link #nudge}). Since
-   * issue #18 session 17 the future-wait term includes its {@code kept} and {@code open} factors;
-   * session 16's figures are the term without them (commit ee1cc58).
+   * scope, balance never moves sessions, nocal, nobal, {@code nudge=MS}: {@link #nudge}, {@code
+   * k=K}: the SHRUNK scope's backend shrinkage). Since issue #18 session 17 the future-wait term
+   * includes its {@code kept} and {@code open} factors; session 16's figures are the term without
+   * them (commit ee1cc58).
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
     EstimatedTtftScorer.Builder b = EstimatedTtftScorer.builder();
@@ -155,6 +156,7 @@ final class ScorerProbe {
         case "nocal" -> b.calibrate(false);
         case "nobal" -> b.balance(0, 0, 1);
         case "nudge" -> b.addTerm(nudge(Double.parseDouble(kv[1])));
+        case "k" -> b.backendShrinkage(Double.parseDouble(kv[1]));
         case "" -> {}
         default -> throw new IllegalArgumentException("option " + o);
       }
@@ -193,11 +195,12 @@ final class ScorerProbe {
       case "agentic" -> Workloads.agentic(rate, seed, 300);
       case "multi-turn" -> Workloads.multiTurn(rate, seed);
       case "fanout" -> FanoutCheck.workload(rate, seed, FanoutCheck.DEFAULT_JOBS, true);
-      case "high-cache", "hetero" -> Workloads.highCache(rate, seed, 16);
+      case "high-cache", "hetero", "faults" -> Workloads.highCache(rate, seed, 16);
+      case "low-cache" -> Workloads.lowCache(rate, seed, 16);
       case "long-chat" -> Workloads.longChat(1200, rate, seed);
       case "rl-rollout" -> Workloads.rlRollout(32, rate, seed);
       case "varying-load" -> Workloads.varyingLoad(rate, seed, 16);
-      case "mooncake" -> mooncake(rate);
+      case "mooncake", "mooncake-noevents" -> mooncake(rate);
       default -> throw new IllegalArgumentException("workload " + workload);
     };
   }
@@ -213,12 +216,20 @@ final class ScorerProbe {
 
   /**
    * The fleet of an issue #18 workload: 8 H100 backends, half of them 2x slow for hetero; mooncake
-   * as the standard run {@code --workload mooncake --kv-events} (events 50 ms late, none dropped).
+   * as the standard run {@code --workload mooncake --kv-events} (events 50 ms late, none dropped),
+   * {@code mooncake-noevents} as the default comparison's (d); {@code faults} as the standard (f)
+   * run, {@code high-cache} and {@code low-cache} as (b).
    */
   static SimConfig config(String workload) {
     SimConfig config = SimConfig.defaults(8, 29_205);
     if (workload.equals("mooncake")) {
       return config.withKvEvents(true, 50_000_000L, 0);
+    }
+    if (workload.equals("faults")) { // the standard (f) run: b0 dies at 30 %, b1 slows 3x at 50 %
+      return config.withFaults(
+          List.of(
+              new SimConfig.Fault(SimConfig.Fault.Kind.CRASH, 0, 0.3),
+              new SimConfig.Fault(SimConfig.Fault.Kind.SLOW_3X, 1, 0.5)));
     }
     if (workload.equals("hetero")) {
       List<SimConfig.Fault> slow = new ArrayList<>();
@@ -256,7 +267,7 @@ final class ScorerProbe {
         SimConfig config = config(workload);
         FleetSimulator sim = new FleetSimulator(workload, config, reqs, null).scorers(v);
         StringBuilder line =
-            new StringBuilder(String.format(Locale.ROOT, "seed %d rate %.0fx", seed, rate));
+            new StringBuilder(String.format(Locale.ROOT, "seed %d rate %sx", seed, rate));
         for (String p : policies) {
           PolicyResult r = sim.run(p);
           line.append(
