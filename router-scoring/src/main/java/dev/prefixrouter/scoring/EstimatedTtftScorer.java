@@ -580,11 +580,34 @@ public final class EstimatedTtftScorer implements Scorer {
   /**
    * The pin key of a request's session: the tenant's length, a colon, the tenant, the session id.
    * The length prefix makes it injective over (tenant, session), whatever characters either holds.
+   * Built once per route: the terms and rules that ask for it while the route is scored and
+   * recorded (four calls for a session request) get the thread's last key back while the tenant and
+   * session strings are the same objects; the memo holds only those two strings and the key.
    */
   static @Nullable String sessionKey(RouteRequest r) {
     String s = r.sessionId();
-    return s == null ? null : r.tenant().length() + ":" + r.tenant() + s;
+    if (s == null) {
+      return null;
+    }
+    String tenant = r.tenant();
+    SessionKeyMemo m = SESSION_KEYS.get();
+    if (m.session != s || m.tenant != tenant) { // identity: the same request's own strings
+      m.key = tenant.length() + ":" + tenant + s;
+      m.session = s;
+      m.tenant = tenant;
+    }
+    return m.key;
   }
+
+  /** The routing thread's last session key and the strings it was built from. */
+  private static final class SessionKeyMemo {
+    @Nullable String tenant;
+    @Nullable String session;
+    @Nullable String key;
+  }
+
+  private static final ThreadLocal<SessionKeyMemo> SESSION_KEYS =
+      ThreadLocal.withInitial(SessionKeyMemo::new);
 
   @Override
   public void onRouted(ScoringContext ctx, int candidate) {

@@ -87,8 +87,19 @@ final class FutureWaitTerm implements CostTerm {
   private final AtomicLong placed = new AtomicLong(); // new sessions placed so far
   private double placedInGaps; // under lock: decayed sum of the others placed within a gap
 
-  /** A session's last request: engine nanos, and the new sessions placed up to it (itself too). */
-  private record Visit(long at, long placed) {}
+  /**
+   * A session's last request: engine nanos, and the new sessions placed up to it (itself too). Read
+   * and written only while synchronized on the visit, so a request swaps both values at once.
+   */
+  private static final class Visit {
+    private long at;
+    private long placed;
+
+    Visit(long at, long placed) {
+      this.at = at;
+      this.placed = placed;
+    }
+  }
 
   FutureWaitTerm(
       double weight,
@@ -216,25 +227,55 @@ final class FutureWaitTerm implements CostTerm {
     if (key == null) {
       return;
     }
-    // one atomic step: two concurrent requests of one new session must not both count as its first
-    Visit[] previous = new Visit[1];
-    Visit visit =
-        seen.asMap()
-            .compute(
-                key,
-                (k, old) -> {
-                  previous[0] = old;
-                  return new Visit(now, old == null ? placed.incrementAndGet() : placed.get());
-                });
-    Visit last = previous[0];
-    long count = visit.placed();
+    // one atomic step per session: two concurrent requests of one new session must not both count
+    // as its first. A session seen before (every request but its first) swaps its visit in place:
+    // a cache read and a short lock on the visit, nothing allocated.
+    long lastAt = 0;
+    long lastPlaced = 0;
+    long count;
+    boolean first;
+    Visit seenBefore = seen.getIfPresent(key);
+    if (seenBefore != null) {
+      synchronized (seenBefore) {
+        lastAt = seenBefore.at;
+        lastPlaced = seenBefore.placed;
+        count = placed.get();
+        seenBefore.at = now;
+        seenBefore.placed = count;
+      }
+      first = false;
+    } else {
+      // rare path (a session's first request), allocation is fine: last at, last placed, placed
+      // now, and 1 while no earlier visit was found (a clock may read any long, so no sentinel)
+      long[] previous = {0, 0, 0, 1};
+      seen.asMap()
+          .compute(
+              key,
+              (k, old) -> {
+                if (old == null) {
+                  return new Visit(now, previous[2] = placed.incrementAndGet());
+                }
+                synchronized (old) { // a concurrent request of the same session got there first
+                  previous[3] = 0;
+                  previous[0] = old.at;
+                  previous[1] = old.placed;
+                  old.at = now;
+                  old.placed = previous[2] = placed.get();
+                }
+                return old;
+              });
+      first = previous[3] == 1;
+      lastAt = previous[0];
+      lastPlaced = previous[1];
+      count = previous[2];
+    }
     synchronized (lock) {
       requests = requests * COUNT_DECAY + 1;
-      if (last == null) {
+      if (first) {
         sessions = sessions * COUNT_DECAY + 1;
-      } else if (now > last.at()) {
-        gapSum = gapSum * COUNT_DECAY + (now - last.at());
-        placedInGaps = placedInGaps * COUNT_DECAY + (count - last.placed());
+      } else if (now > lastAt) {
+        gapSum = gapSum * COUNT_DECAY + (now - lastAt);
+        placedInGaps = placedInGaps * COUNT_DECAY + (count - lastPlaced);
         gaps = gaps * COUNT_DECAY + 1;
         // gaps >= 1 here; within the configured tau's range: parallel requests of one session
         // arrive ns apart, and a horizon of microseconds would turn the recent work into a huge

@@ -43,11 +43,18 @@ public final class InProcessSessionPins implements SessionPins {
     return pins.getIfPresent(sessionKey);
   }
 
+  /**
+   * A pin to the backend it already names is a cache read (which renews its expiry as a write
+   * would, the expiry being after access): a session's every request pins it, and most go where it
+   * was.
+   */
   @Override
   public void pin(String sessionKey, String backendId) {
-    pins.put(
-        Objects.requireNonNull(sessionKey, "sessionKey"),
-        Objects.requireNonNull(backendId, "backendId"));
+    Objects.requireNonNull(sessionKey, "sessionKey");
+    Objects.requireNonNull(backendId, "backendId");
+    if (!backendId.equals(pins.getIfPresent(sessionKey))) {
+      pins.put(sessionKey, backendId);
+    }
   }
 
   @Override

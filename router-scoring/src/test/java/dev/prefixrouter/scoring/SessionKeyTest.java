@@ -45,6 +45,24 @@ class SessionKeyTest {
             });
   }
 
+  @Test
+  void theKeyIsBuiltOncePerRequestAndFollowsTheNextRequestsStrings() {
+    RouteRequest r = RouteRequest.builder("acme", "m").session("chat-1").build();
+    String k = EstimatedTtftScorer.sessionKey(r);
+    assertThat(EstimatedTtftScorer.sessionKey(r)).isSameAs(k).isEqualTo("4:acmechat-1");
+    // equal text in other String objects: an equal key
+    RouteRequest same =
+        RouteRequest.builder(new String("acme"), "m").session(new String("chat-1")).build();
+    assertThat(EstimatedTtftScorer.sessionKey(same)).isEqualTo(k);
+    // the next request's own session and tenant, never the memo's
+    RouteRequest next = RouteRequest.builder("acme", "m").session("chat-2").build();
+    assertThat(EstimatedTtftScorer.sessionKey(next)).isEqualTo("4:acmechat-2");
+    RouteRequest otherTenant = RouteRequest.builder("acme2", "m").session("chat-2").build();
+    assertThat(EstimatedTtftScorer.sessionKey(otherTenant)).isEqualTo("5:acme2chat-2");
+    assertThat(EstimatedTtftScorer.sessionKey(RouteRequest.builder("acme", "m").build())).isNull();
+    assertThat(EstimatedTtftScorer.sessionKey(r)).isEqualTo(k);
+  }
+
   private static String key(String tenant, String session) {
     return EstimatedTtftScorer.sessionKey(
         RouteRequest.builder(tenant, "m").session(session).build());

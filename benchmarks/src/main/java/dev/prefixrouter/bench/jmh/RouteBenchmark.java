@@ -98,6 +98,17 @@ public class RouteBenchmark {
     return c.count(fixture.complete(fixture.held(c.next++)));
   }
 
+  /**
+   * As {@link #routeHeld}, each prompt in a session of its own (the session rules and terms run:
+   * pins, the future-wait term's visits).
+   */
+  @Benchmark
+  @Threads(1)
+  public Routed routeHeldSession(Cursor c) {
+    int i = c.next++;
+    return c.count(fixture.complete(fixture.held(i), "t", fixture.heldSession(i)));
+  }
+
   /** A held prompt drawn at random from {@link RouteFixture#COLD_HELD}: the index is cold. */
   @Benchmark
   @Threads(1)

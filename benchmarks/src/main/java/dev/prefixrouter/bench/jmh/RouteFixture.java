@@ -92,9 +92,22 @@ public final class RouteFixture {
 
   /** One route of {@code p} for {@code tenant}, then its first token and completion. */
   public Routed complete(Prompt p, String tenant) {
+    return complete(p, tenant, null);
+  }
+
+  /**
+   * One route of {@code p} for {@code tenant} in {@code session} (none if null), then its first
+   * token and completion.
+   */
+  public Routed complete(Prompt p, String tenant, @Nullable String session) {
     Routed r =
         (Routed)
-            engine.route(RouteRequest.builder(tenant, "m").prompt(p).maxOutputTokens(64).build());
+            engine.route(
+                RouteRequest.builder(tenant, "m")
+                    .prompt(p)
+                    .session(session)
+                    .maxOutputTokens(64)
+                    .build());
     r.lease().firstToken();
     r.lease().complete(Usage.of(4096, 64));
     return r;
@@ -103,6 +116,19 @@ public final class RouteFixture {
   /** The {@code i}-th of the 256 most recently warmed prompts (held in full, hot in CPU caches). */
   public Prompt held(int i) {
     return prompts[prompts.length - 1 - (i & 255)];
+  }
+
+  /** The session id of {@link #held}{@code (i)}: one per held prompt, made once. */
+  public String heldSession(int i) {
+    return sessions[i & 255];
+  }
+
+  private final String[] sessions = new String[256];
+
+  {
+    for (int i = 0; i < sessions.length; i++) {
+      sessions[i] = "session-" + i;
+    }
   }
 
   /** Prompts {@link #heldCold} draws from: the 4,096 most recently warmed (held, index cold). */

@@ -25,11 +25,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <pre>
  * java -Xms4g -Xmx4g -XX:+AlwaysPreTouch -jar benchmarks/target/benchmarks.jar \
- *     route-probe [held|cold|new|mix] [est-ttft|match|POLICY] [slices]
+ *     route-probe [held|session|cold|new|mix] [est-ttft|match|POLICY] [slices]
  * </pre>
  *
  * <p>Cases as in {@link RouteBenchmark}: {@code held} = {@code routeHeld} / {@code hashHot} (the
- * 256 most recently warmed prompts), {@code cold} = {@code routeHeldCold} / {@code hashCold} (drawn
+ * 256 most recently warmed prompts), {@code session} = {@code routeHeldSession} (the same, each
+ * prompt in a session of its own), {@code cold} = {@code routeHeldCold} / {@code hashCold} (drawn
  * at random from {@link RouteFixture#COLD_HELD}), {@code new} = {@code routeNew} (prompts cycled in
  * order, their 3k-token tails evicted since), {@code mix} = {@code route1Thread} / {@code hashAny}
  * (drawn at random from all 8,192). The scorer: {@code est-ttft} (the default), {@code match} (the
@@ -58,6 +59,7 @@ public final class RouteProbe {
       throw new IllegalArgumentException("slices must be at least 4, was " + slices);
     }
     Draw draw = draw(kind);
+    boolean session = kind.equals("session"); // held prompts, each in a session of its own
     RouteFixture f = new RouteFixture(PredictionSink.none(), scorer(scorerName), null);
     long[] keys = new long[1 << 16]; // a reused buffer, as the engine hashes
     SplittableRandom rnd = new SplittableRandom(17);
@@ -76,7 +78,8 @@ public final class RouteProbe {
       }
       long t1 = System.nanoTime();
       for (int k = 0; k < PER_SLICE; k++) {
-        Routed r = f.complete(draw.prompt(f, from + k, rnd));
+        Prompt p = draw.prompt(f, from + k, rnd);
+        Routed r = session ? f.complete(p, "t", f.heldSession(from + k)) : f.complete(p);
         matched += r.matchedTokens();
         routed += r.promptTokens();
       }
@@ -121,12 +124,13 @@ public final class RouteProbe {
 
   static Draw draw(String kind) {
     return switch (kind) {
-      case "held" -> (f, i, rnd) -> f.held(i);
+      case "held", "session" -> (f, i, rnd) -> f.held(i);
       case "cold" -> (f, i, rnd) -> f.heldCold(rnd.nextInt());
       case "new" -> (f, i, rnd) -> f.prompts[Math.floorMod(i, f.prompts.length)];
       case "mix" -> (f, i, rnd) -> f.prompts[rnd.nextInt(f.prompts.length)];
       default ->
-          throw new IllegalArgumentException("unknown case '" + kind + "': held, cold, new or mix");
+          throw new IllegalArgumentException(
+              "unknown case '" + kind + "': held, session, cold, new or mix");
     };
   }
 

@@ -165,6 +165,58 @@ final class ScorerProbe {
   }
 
   /**
+   * The TTFT no router can beat, per request: its own prefill alone on an idle backend of the
+   * profile (chunks of the token budget, one step each), with every whole block it shares as a
+   * prefix with any earlier request already cached (an unbounded cache, every earlier prompt on the
+   * backend it goes to). Prints {@code floor P95/MEAN (ideal hit %, p50 P50)}: a p95 target below
+   * this floor's p95 is out of reach of any placement.
+   */
+  static String floor(List<SimRequest> reqs, BackendProfile profile) {
+    java.util.HashSet<Long> seen = new java.util.HashSet<>();
+    double[] ttft = new double[reqs.size()];
+    long hit = 0;
+    long total = 0;
+    int at = 0;
+    int block = BackendProfile.BLOCK;
+    for (SimRequest q : reqs) { // in arrival order
+      int[] t = q.tokens();
+      int blocks = t.length / block;
+      long h = 0x9E3779B97F4A7C15L;
+      int cachedBlocks = 0;
+      boolean prefix = true;
+      for (int b = 0; b < blocks; b++) {
+        for (int i = b * block; i < (b + 1) * block; i++) {
+          h = (h ^ t[i]) * 0x100000001B3L;
+          h ^= h >>> 29;
+        }
+        if (prefix && seen.contains(h)) {
+          cachedBlocks++;
+        } else {
+          prefix = false;
+        }
+        seen.add(h);
+      }
+      int uncached = Math.max(1, t.length - cachedBlocks * block); // the last token is computed
+      double ms = 0;
+      for (int left = uncached; left > 0; left -= profile.tokenBudget()) {
+        ms += profile.stepNanos(Math.min(left, profile.tokenBudget()), 0, 1.0) / 1e6;
+      }
+      ttft[at++] = ms;
+      hit += t.length - uncached;
+      total += t.length;
+    }
+    double[] sorted = java.util.Arrays.copyOf(ttft, at);
+    java.util.Arrays.sort(sorted);
+    return String.format(
+        Locale.ROOT,
+        " | floor %.1f/%.1f (%.2f, p50 %.1f)",
+        PolicyResult.percentile(sorted, 0.95),
+        PolicyResult.mean(sorted),
+        100.0 * hit / total,
+        PolicyResult.percentile(sorted, 0.5));
+  }
+
+  /**
    * A null perturbation for noise bands: {@code ms × slot} on each candidate. With {@code ms} far
    * below any cost difference that means something (1e-6 ms), it only breaks exact ties another
    * way, so a run with it differs from one without only by its trajectory.
@@ -201,6 +253,9 @@ final class ScorerProbe {
       case "rl-rollout" -> Workloads.rlRollout(32, rate, seed);
       case "varying-load" -> Workloads.varyingLoad(rate, seed, 16);
       case "mooncake", "mooncake-noevents" -> mooncake(rate);
+      case "mixed-lengths" -> Workloads.mixedLengths(rate, seed);
+      case "hot-prefix" -> Workloads.hotPrefix(rate, seed);
+      case "chat-over-batch" -> Workloads.chatOverBatch(rate, seed);
       default -> throw new IllegalArgumentException("workload " + workload);
     };
   }
@@ -257,7 +312,7 @@ final class ScorerProbe {
       if (p.contains(":")) {
         v.put(p, () -> parsed(p).name(p).build());
       }
-      if (!v.containsKey(p)) {
+      if (!v.containsKey(p) && !p.equals("floor")) {
         Policies.byName(p); // fails early on an unknown name
       }
     }
@@ -269,6 +324,10 @@ final class ScorerProbe {
         StringBuilder line =
             new StringBuilder(String.format(Locale.ROOT, "seed %d rate %sx", seed, rate));
         for (String p : policies) {
+          if (p.equals("floor")) {
+            line.append(floor(reqs, config.profile()));
+            continue;
+          }
           PolicyResult r = sim.run(p);
           line.append(
               String.format(

@@ -377,6 +377,108 @@ final class Workloads {
     return numbered(out);
   }
 
+  /** Index drawn from Zipf weights {@code 1 / (k + 1)^alpha} over {@code n} items. */
+  private static int zipf(SplittableRandom r, int n, double alpha) {
+    double total = 0;
+    for (int k = 0; k < n; k++) {
+      total += Math.pow(k + 1, -alpha);
+    }
+    double u = r.nextDouble() * total;
+    for (int k = 0; k < n; k++) {
+      u -= Math.pow(k + 1, -alpha);
+      if (u <= 0) {
+        return k;
+      }
+    }
+    return n - 1;
+  }
+
+  /**
+   * Mixed prompt lengths (session 18 probe, not tuned on): 70 % short chat requests (one of 4
+   * system prompts of 1,024 tokens, then 100–300 new tokens, 50–400 output) and 30 % long RAG
+   * requests (one of 256 documents of 6–12k tokens, Zipf α 0.8, then a 50-token question, 50–200
+   * output), no sessions, Poisson at 40 × {@code rateScale} per second, 2,400 requests (60 s at
+   * 1×). The documents (~2.3M tokens) fit the fleet's KV but not one backend's.
+   */
+  static List<SimRequest> mixedLengths(double rateScale, long seed) {
+    SplittableRandom r = new SplittableRandom(seed);
+    int n = 2400;
+    long[] at = poisson(n, 40 * rateScale, seed + 7);
+    List<SimRequest> out = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      int[] prompt;
+      int output;
+      if (r.nextDouble() < 0.7) {
+        prompt =
+            concat(
+                segment(70_000_000L + r.nextInt(4), 1024),
+                segment(71_000_000L + i, 100 + r.nextInt(201)));
+        output = 50 + r.nextInt(351);
+      } else {
+        int doc = zipf(r, 256, 0.8);
+        int len = 6144 + (int) ((doc * 2654435761L) % 6145);
+        prompt = concat(segment(72_000_000L + doc, len), segment(73_000_000L + i, 50));
+        output = 50 + r.nextInt(151);
+      }
+      out.add(new SimRequest(0, at[i], "t", null, prompt, output));
+    }
+    return numbered(out);
+  }
+
+  /**
+   * One hot prefix (session 18 probe, not tuned on): 16 system prompts of 3,072 tokens with Zipf α
+   * 1.2 popularity (the hottest carries ~37 % of the traffic), each request a unique 300-token
+   * suffix, 100–300 output, no sessions, Poisson at 60 × {@code rateScale} per second, 3,600
+   * requests. At higher rates the hottest prefix's traffic outgrows one backend and must be
+   * replicated.
+   */
+  static List<SimRequest> hotPrefix(double rateScale, long seed) {
+    SplittableRandom r = new SplittableRandom(seed);
+    int n = 3600;
+    long[] at = poisson(n, 60 * rateScale, seed + 11);
+    List<SimRequest> out = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      int g = zipf(r, 16, 1.2);
+      int[] prompt = concat(segment(74_000_000L + g, 3072), segment(75_000_000L + i, 300));
+      out.add(new SimRequest(0, at[i], "t", null, prompt, 100 + r.nextInt(201)));
+    }
+    return numbered(out);
+  }
+
+  /**
+   * Chat sessions over sessionless batch traffic (session 18 probe, not tuned on): 400 chats (one
+   * of 8 system prompts of 2,048 tokens; 3–8 turns of 50–300 user tokens, replies 100–400 tokens,
+   * 2–10 s apart ÷ {@code rateScale}) starting over 120 s ÷ {@code rateScale}, mixed with
+   * sessionless summarisation jobs (a unique 4–8k-token text after a shared 512-token instruction,
+   * 100–300 output) at 8 × {@code rateScale} per second.
+   */
+  static List<SimRequest> chatOverBatch(double rateScale, long seed) {
+    SplittableRandom r = new SplittableRandom(seed);
+    List<SimRequest> out = new ArrayList<>();
+    for (int s = 0; s < 400; s++) {
+      int[] history =
+          concat(segment(76_000_000L + r.nextInt(8), 2048), segment(77_000_000L + s, 64));
+      double t = r.nextDouble() * 120 / rateScale;
+      int turns = 3 + r.nextInt(6);
+      for (int k = 0; k < turns; k++) {
+        int[] prompt =
+            concat(history, segment(78_000_000L + (long) s * 16 + k, 50 + r.nextInt(251)));
+        int output = 100 + r.nextInt(301);
+        out.add(new SimRequest(0, (long) (t * 1e9), "t", "chat-" + s, prompt, output));
+        history = concat(prompt, segment(79_000_000L + (long) s * 16 + k, output));
+        t += (2 + 8 * r.nextDouble()) / rateScale;
+      }
+    }
+    int jobs = 960;
+    long[] at = poisson(jobs, 8 * rateScale, seed + 13);
+    int[] instruction = segment(80_000_000L, 512);
+    for (int j = 0; j < jobs; j++) {
+      int[] prompt = concat(instruction, segment(81_000_000L + j, 4096 + r.nextInt(4097)));
+      out.add(new SimRequest(0, at[j], "t", null, prompt, 100 + r.nextInt(201)));
+    }
+    return numbered(out);
+  }
+
   private static List<SimRequest> numbered(List<SimRequest> out) {
     out.sort((a, b) -> Long.compare(a.arrivalNanos(), b.arrivalNanos()));
     List<SimRequest> numbered = new ArrayList<>(out.size());
