@@ -23,9 +23,16 @@ import org.jspecify.annotations.Nullable;
  */
 public final class Candidates {
   private static final int K = 5;
-  private final EstimatedTtftScorer scorer;
-  private final CostTerm[] terms;
-  private final Object[] owners; // terms, then rules: the keys of state()
+  private static final CostTerm[] NO_TERMS = new CostTerm[0];
+  private static final Object[] NO_OWNERS = new Object[0];
+
+  // The scorer, its terms and its rules are held only during a decision (set by reset, dropped by
+  // end): this object is the value of the scorer's ThreadLocal, and a value that reached the
+  // scorer would keep the ThreadLocal (its key) and so the scorer (with its 2 MB of shares) alive
+  // for as long as the thread lives, once per scorer ever used on it.
+  private @Nullable EstimatedTtftScorer scorer;
+  private CostTerm[] terms = NO_TERMS;
+  private Object[] owners = NO_OWNERS; // terms, then rules: the keys of state()
   private final @Nullable Object[] states;
   private @Nullable ScoringContext ctx;
   private int n;
@@ -54,13 +61,12 @@ public final class Candidates {
   private double best;
   private int rotation;
 
-  Candidates(EstimatedTtftScorer scorer, CostTerm[] terms, RankRule[] rules) {
-    this.scorer = scorer;
-    this.terms = terms;
-    this.owners = new Object[terms.length + rules.length];
-    System.arraycopy(terms, 0, owners, 0, terms.length);
-    System.arraycopy(rules, 0, owners, terms.length, rules.length);
-    this.states = new Object[owners.length];
+  /**
+   * Buffers for a scorer whose terms are {@code terms} (their steering flags are read once) and
+   * whose terms and rules together are {@code owners} long; no reference to either is kept.
+   */
+  Candidates(CostTerm[] terms, int owners) {
+    this.states = new Object[owners];
     this.termCosts = new double[terms.length][16];
     this.steering = new boolean[terms.length];
     for (int t = 0; t < terms.length; t++) {
@@ -68,8 +74,14 @@ public final class Candidates {
     }
   }
 
-  /** Starts a decision: derives the per-candidate inputs of {@code c}. */
-  void reset(ScoringContext c) {
+  /**
+   * Starts a decision of {@code scorer} (whose {@code terms} and {@code owners}, terms then rules,
+   * are the ones this object was made for): derives the per-candidate inputs of {@code c}.
+   */
+  void reset(ScoringContext c, EstimatedTtftScorer scorer, CostTerm[] terms, Object[] owners) {
+    this.scorer = scorer;
+    this.terms = terms;
+    this.owners = owners;
     this.ctx = c;
     this.n = c.size();
     if (k.length < n) {
@@ -124,9 +136,20 @@ public final class Candidates {
     }
   }
 
-  /** Ends the decision: the context is not retained. */
+  /** Ends the decision: the context, the scorer, its terms and rules are not retained. */
   void end() {
     ctx = null;
+    scorer = null;
+    terms = NO_TERMS;
+    owners = NO_OWNERS;
+  }
+
+  private EstimatedTtftScorer scorer() {
+    EstimatedTtftScorer s = scorer;
+    if (s == null) {
+      throw new IllegalStateException("no decision in progress");
+    }
+    return s;
   }
 
   /** Sums the terms into each candidate's cost and ranks by it. */
@@ -268,7 +291,7 @@ public final class Candidates {
    * {@code saturationKvUsage}.
    */
   public boolean saturated(int i) {
-    return fade[i] > 0 && kvUsage[i] >= scorer.saturationKvUsage(); // fade 0 without a report
+    return fade[i] > 0 && kvUsage[i] >= scorer().saturationKvUsage(); // fade 0 without a report
   }
 
   /**
@@ -389,7 +412,7 @@ public final class Candidates {
    * Upper edge of the near-tie band above {@code cost}: {@code cost + max(ms, fraction × cost)}.
    */
   public double bandLimit(double cost) {
-    return scorer.bandLimit(cost);
+    return scorer().bandLimit(cost);
   }
 
   /** This thread's per-decision state of a term or rule of the scorer, or {@code null}. */

@@ -101,6 +101,7 @@ public final class EstimatedTtftScorer implements Scorer {
   private final double saturationKvUsage;
   private final CostTerm[] terms;
   private final RankRule[] rules;
+  private final Object[] owners; // terms, then rules: the keys of Candidates.state
   // the terms and rules that override a hook, so that the hot path calls no empty defaults
   private final CostTerm[] reasonTerms;
   private final CostTerm[] routedTerms;
@@ -264,7 +265,13 @@ public final class EstimatedTtftScorer implements Scorer {
         rs.stream()
             .filter(r -> overrides(r, RankRule.class, "onRouted", ScoringContext.class, int.class))
             .toArray(RankRule[]::new);
-    this.candidates = ThreadLocal.withInitial(() -> new Candidates(this, terms, rules));
+    this.owners = new Object[terms.length + rules.length];
+    System.arraycopy(terms, 0, owners, 0, terms.length);
+    System.arraycopy(rules, 0, owners, terms.length, rules.length);
+    CostTerm[] t = terms;
+    int o = owners.length;
+    // the supplier captures no scorer: the value it makes must not reach the scorer (Candidates)
+    this.candidates = ThreadLocal.withInitial(() -> new Candidates(t, o));
   }
 
   public static EstimatedTtftScorer defaults() {
@@ -496,7 +503,7 @@ public final class EstimatedTtftScorer implements Scorer {
    */
   double estimate(ScoringContext ctx, int i) {
     Candidates c = candidates.get();
-    c.reset(ctx);
+    c.reset(ctx, this, terms, owners);
     double e = 0;
     double[] out = new double[ctx.size()];
     for (CostTerm t : terms) {
@@ -535,7 +542,7 @@ public final class EstimatedTtftScorer implements Scorer {
       return;
     }
     Candidates c = candidates.get();
-    c.reset(ctx);
+    c.reset(ctx, this, terms, owners);
     try {
       c.sum(rotation.getAndIncrement());
       String reason = null;
@@ -590,24 +597,21 @@ public final class EstimatedTtftScorer implements Scorer {
       return null;
     }
     String tenant = r.tenant();
-    SessionKeyMemo m = SESSION_KEYS.get();
-    if (m.session != s || m.tenant != tenant) { // identity: the same request's own strings
-      m.key = tenant.length() + ":" + tenant + s;
-      m.session = s;
-      m.tenant = tenant;
+    String[] m = SESSION_KEYS.get(); // tenant, session, key
+    if (m[1] != s || m[0] != tenant) { // identity: the same request's own strings
+      m[2] = tenant.length() + ":" + tenant + s;
+      m[1] = s;
+      m[0] = tenant;
     }
-    return m.key;
+    return m[2];
   }
 
-  /** The routing thread's last session key and the strings it was built from. */
-  private static final class SessionKeyMemo {
-    @Nullable String tenant;
-    @Nullable String session;
-    @Nullable String key;
-  }
-
-  private static final ThreadLocal<SessionKeyMemo> SESSION_KEYS =
-      ThreadLocal.withInitial(SessionKeyMemo::new);
+  /**
+   * The routing thread's last tenant, session and key: JDK types only, so the value a thread keeps
+   * does not hold this library's class loader (an application server's redeploy).
+   */
+  private static final ThreadLocal<String[]> SESSION_KEYS =
+      ThreadLocal.withInitial(() -> new String[3]);
 
   @Override
   public void onRouted(ScoringContext ctx, int candidate) {

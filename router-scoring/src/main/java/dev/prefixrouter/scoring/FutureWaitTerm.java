@@ -52,10 +52,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Thread-safe. Cost per decision: one session-cache lookup; for a session's first request a pass
  * over the candidates' queues and one short synchronized read per candidate. Per routed request one
  * synchronized update of the chosen backend's sums (a monitor per backend, one {@code exp}; the
- * horizon is read without a lock); per session request one short synchronized update of the counts
- * and one session-cache write (a Caffeine cache like {@link InProcessSessionPins}: entries expire
- * {@code sessionTtl} after their last use, at most {@code maxSessions} held; beyond that Caffeine's
- * size eviction, W-TinyLFU, drops the rarely and least recently used first).
+ * horizon is read without a lock); per session request one short synchronized update of the counts,
+ * one session-cache read and a short synchronized swap of the session's visit (a cache {@code
+ * compute} instead for a session's first request; a Caffeine cache like {@link
+ * InProcessSessionPins}: entries expire {@code sessionTtl} after their last use, at most {@code
+ * maxSessions} held; beyond that Caffeine's size eviction, W-TinyLFU, drops the rarely and least
+ * recently used first).
  */
 final class FutureWaitTerm implements CostTerm {
   static final String NAME = "future-wait";

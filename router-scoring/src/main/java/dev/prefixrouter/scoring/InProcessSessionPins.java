@@ -2,6 +2,7 @@ package dev.prefixrouter.scoring;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.Ticker;
 import dev.prefixrouter.api.spi.SessionPins;
 import java.time.Duration;
 import java.util.Objects;
@@ -11,17 +12,18 @@ import org.jspecify.annotations.Nullable;
  * The default {@link SessionPins}: a Caffeine cache in this process, each pin expiring {@code ttl}
  * after its last use, at most {@code maxSessions} pins (beyond that Caffeine's size eviction,
  * W-TinyLFU, drops the rarely and least recently used first). Maintenance runs on the calling
- * (routing) threads, amortized. Thread-safe; {@link #backendOf} and {@link #pin} are one cache read
- * or write; {@link #forgetBackend} walks the pins.
+ * (routing) threads, amortized. Thread-safe; {@link #backendOf} is one cache read, {@link #pin} one
+ * read and, when the pin changes, one write; {@link #forgetBackend} walks the pins.
  */
 public final class InProcessSessionPins implements SessionPins {
   private final Cache<String, String> pins;
 
-  private InProcessSessionPins(Duration ttl, long maxSessions) {
+  private InProcessSessionPins(Duration ttl, long maxSessions, Ticker ticker) {
     this.pins =
         Caffeine.newBuilder()
             .maximumSize(maxSessions)
             .expireAfterAccess(ttl)
+            .ticker(ticker)
             .executor(Runnable::run) // maintenance on the routing threads, amortized
             .build();
   }
@@ -31,11 +33,16 @@ public final class InProcessSessionPins implements SessionPins {
    * are held.
    */
   public static InProcessSessionPins create(Duration ttl, long maxSessions) {
+    return create(ttl, maxSessions, Ticker.systemTicker());
+  }
+
+  /** As {@link #create(Duration, long)}, timed by {@code ticker} (tests). */
+  static InProcessSessionPins create(Duration ttl, long maxSessions, Ticker ticker) {
     Durations.positiveAtMost("sessionTtl", ttl, Duration.ofDays(365));
     if (maxSessions < 1 || maxSessions > 100_000_000) {
       throw new IllegalArgumentException("maxSessions must be in [1, 1e8], was " + maxSessions);
     }
-    return new InProcessSessionPins(ttl, maxSessions);
+    return new InProcessSessionPins(ttl, maxSessions, Objects.requireNonNull(ticker, "ticker"));
   }
 
   @Override

@@ -169,7 +169,9 @@ final class ScorerProbe {
    * profile (chunks of the token budget, one step each), with every whole block it shares as a
    * prefix with any earlier request already cached (an unbounded cache, every earlier prompt on the
    * backend it goes to). Prints {@code floor P95/MEAN (ideal hit %, p50 P50)}: a p95 target below
-   * this floor's p95 is out of reach of any placement.
+   * this floor's p95 is out of reach of any placement. A bound for this probe's fleets only: with
+   * blended chunk reuse ({@code --blend}) or disaggregated decode legs, which the comparison can
+   * turn on, a request prefills less than its uncached prefix and the floor does not hold.
    */
   static String floor(List<SimRequest> reqs, BackendProfile profile) {
     java.util.HashSet<Long> seen = new java.util.HashSet<>();
