@@ -204,6 +204,18 @@ public final class EstimatedTtftScorer implements Scorer {
               b.maxSessions);
       ts.add(futureWait);
     }
+    ParallelStartTerm parallelStart = null;
+    if ((b.parallelStartWeight > 0 || b.releaseParallelSiblings)
+        && !b.without.contains(ParallelStartTerm.NAME)) {
+      parallelStart =
+          new ParallelStartTerm(
+              b.parallelStartWeight,
+              b.releaseParallelSiblings,
+              b.coefficients,
+              b.sessionTtl.toNanos(),
+              b.maxSessions);
+      ts.add(parallelStart);
+    }
     BalanceTerm balance = null;
     if (b.balanceMsPerRequest > 0 && !b.without.contains(BalanceTerm.NAME)) {
       balance =
@@ -227,7 +239,12 @@ public final class EstimatedTtftScorer implements Scorer {
         pins == null
             ? null
             : new SessionAffinityRule(
-                b.affinityRatio, b.affinityMarginMs, pins, !b.balanceMovesSessions, futureWait);
+                b.affinityRatio,
+                b.affinityMarginMs,
+                pins,
+                !b.balanceMovesSessions,
+                futureWait,
+                parallelStart);
     if (session != null) {
       rs.add(session);
     }
@@ -845,6 +862,8 @@ public final class EstimatedTtftScorer implements Scorer {
     private double lowerTierCredit = 0.8;
     private double futureWaitWeight = 64;
     private Duration futureWaitTau = Duration.ZERO;
+    private double parallelStartWeight = 0;
+    private boolean releaseParallelSiblings = false;
     private double turnoverRatio = 4.0;
     private Duration sessionTtl = Duration.ofMinutes(30);
     private long maxSessions = 100_000;
@@ -864,6 +883,7 @@ public final class EstimatedTtftScorer implements Scorer {
             LowerTierTerm.NAME,
             CachePressureTerm.NAME,
             FutureWaitTerm.NAME,
+            ParallelStartTerm.NAME,
             BalanceTerm.NAME,
             "replica-pacing",
             TieBandRule.NAME,
@@ -1233,6 +1253,47 @@ public final class EstimatedTtftScorer implements Scorer {
       }
       this.futureWaitWeight = weight;
       this.futureWaitTau = tau;
+      return this;
+    }
+
+    /**
+     * Parallel start of a new session: the first request of a session (a {@link
+     * RouteRequest#sessionId} not seen before) pays {@code weight × s × P(b) × (busy(b) − min
+     * busy)} more on each backend, where {@code busy(b)} is 1 when the backend has work in flight
+     * (a step in progress, 0 when idle), {@code P(b)} the configured coefficients' prefill time of
+     * the request's uncached tokens without the intercept, and {@code s} the learned number of a
+     * new session's requests that arrive while its first one's prefill runs (its parallel siblings:
+     * a map-reduce job's maps on one document). On a busy backend the siblings arriving before the
+     * first request is admitted are admitted with it, before its prefix is cached, and each
+     * recomputes it; on an idle one the first request's step starts at once and they hit. Sessions
+     * whose requests follow each other have {@code s} about 0 and pay nothing; requests without a
+     * session and later requests of a session pay nothing. See {@code ParallelStartTerm}. {@code
+     * weight} 0 (the default) turns it off.
+     *
+     * @throws IllegalArgumentException unless weight is in [0, 1000]
+     */
+    public Builder parallelStart(double weight) {
+      if (!(weight >= 0 && weight <= 1000)) {
+        throw new IllegalArgumentException("parallelStart: weight in [0, 1000]; was " + weight);
+      }
+      this.parallelStartWeight = weight;
+      return this;
+    }
+
+    /**
+     * Whether the session rule releases a parallel sibling: a request of a session whose first
+     * request was routed less than that one's prefill time (at the configured coefficients) ago is
+     * not held on the session's pin when the best-ranked candidate has no prefill queued (the
+     * router's pending prefill tokens and the reported waiting count 0), and goes where its cost is
+     * lowest; a sibling, released or not, does not move the pin. Until the first request's prefill
+     * completes its prefix is not cached on the pin, so holding the sibling there buys a place
+     * behind it (or, on a busy backend, a recompute of the prefix in the same step), which the
+     * costs price against a fresh prefill elsewhere; a best candidate with a prefill queued would
+     * admit the sibling with that one, so it is held then. Later requests are held as before. See
+     * {@code ParallelStartTerm}. Default false.
+     */
+    public Builder releaseParallelSiblings(boolean release) {
+      this.releaseParallelSiblings = release;
       return this;
     }
 

@@ -1,7 +1,6 @@
 package dev.prefixrouter.scoring;
 
 import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.prefixrouter.api.spi.ScoringContext;
 import java.time.Duration;
 import java.util.Arrays;
@@ -112,12 +111,7 @@ final class FutureWaitTerm implements CostTerm {
     this.weight = weight;
     this.tauNanos = tauNanos;
     this.coefficients = coefficients;
-    this.seen =
-        Caffeine.newBuilder()
-            .maximumSize(Math.max(1, maxSessions))
-            .expireAfterAccess(Duration.ofNanos(sessionTtlNanos))
-            .executor(Runnable::run) // maintenance on the routing threads, amortized
-            .build();
+    this.seen = InProcessSessionPins.cache(Duration.ofNanos(sessionTtlNanos), maxSessions);
   }
 
   /** One backend's prefill sums, decayed to {@link #at}. */

@@ -19,13 +19,25 @@ public final class InProcessSessionPins implements SessionPins {
   private final Cache<String, String> pins;
 
   private InProcessSessionPins(Duration ttl, long maxSessions, Ticker ticker) {
-    this.pins =
-        Caffeine.newBuilder()
-            .maximumSize(maxSessions)
-            .expireAfterAccess(ttl)
-            .ticker(ticker)
-            .executor(Runnable::run) // maintenance on the routing threads, amortized
-            .build();
+    this.pins = cache(ttl, maxSessions, ticker);
+  }
+
+  /**
+   * A per-session cache as the pins use (and the scorer's session terms): entries expire {@code
+   * ttl} after their last use, at most {@code maxSessions} (at least 1) held, maintenance on the
+   * calling threads.
+   */
+  static <V> Cache<String, V> cache(Duration ttl, long maxSessions) {
+    return cache(ttl, maxSessions, Ticker.systemTicker());
+  }
+
+  private static <V> Cache<String, V> cache(Duration ttl, long maxSessions, Ticker ticker) {
+    return Caffeine.newBuilder()
+        .maximumSize(Math.max(1, maxSessions))
+        .expireAfterAccess(ttl)
+        .ticker(ticker)
+        .executor(Runnable::run) // maintenance on the routing threads, amortized
+        .build();
   }
 
   /**

@@ -13,12 +13,12 @@ import org.jspecify.annotations.Nullable;
  * × ratio + marginMs}. With {@code holdAgainstSteering}, that comparison uses the costs without the
  * {@link CostTerm#steering steering} terms ({@link Candidates#plainCost}): the balance term then
  * never moves a pinned session, only time (or saturation) does. A pinned session is a continuing
- * one, so the comparison also leaves out the {@code future-wait} term (it prices a new session's
- * placement; it charges nobody when its own record of sessions agrees with the pins, and a session
- * it has not seen — routed by another replica, or forgotten by it first — must not be moved by it).
- * Reason {@code "session affinity"} whenever the pinned backend wins. Tuning: {@link
- * EstimatedTtftScorer.Builder#affinityMargin}, {@link EstimatedTtftScorer.Builder#sessions}, {@link
- * EstimatedTtftScorer.Builder#sessionPins}.
+ * one, so the comparison also leaves out the {@code future-wait} term (and {@code parallel-start},
+ * for the same reason) (it prices a new session's placement; it charges nobody when its own record
+ * of sessions agrees with the pins, and a session it has not seen — routed by another replica, or
+ * forgotten by it first — must not be moved by it). Reason {@code "session affinity"} whenever the
+ * pinned backend wins. Tuning: {@link EstimatedTtftScorer.Builder#affinityMargin}, {@link
+ * EstimatedTtftScorer.Builder#sessions}, {@link EstimatedTtftScorer.Builder#sessionPins}.
  */
 final class SessionAffinityRule implements RankRule {
   static final String NAME = "session-affinity";
@@ -27,7 +27,9 @@ final class SessionAffinityRule implements RankRule {
   private final double marginMs;
   private final SessionPins pins;
   private final boolean holdAgainstSteering;
-  private final @Nullable CostTerm exempt; // left out of the hold comparison (future-wait)
+  // left out of the hold comparison (future-wait, parallel-start: new sessions' terms)
+  private final @Nullable CostTerm exempt;
+  private final @Nullable ParallelStartTerm parallel; // exempt too; may release its siblings
 
   /** Backend id per slot, to forget a removed backend's pins. */
   private volatile AtomicReferenceArray<String> ids = new AtomicReferenceArray<>(64);
@@ -37,12 +39,14 @@ final class SessionAffinityRule implements RankRule {
       double marginMs,
       SessionPins pins,
       boolean holdAgainstSteering,
-      @Nullable CostTerm exempt) {
+      @Nullable CostTerm exempt,
+      @Nullable ParallelStartTerm parallel) {
     this.ratio = ratio;
     this.marginMs = marginMs;
     this.pins = pins;
     this.holdAgainstSteering = holdAgainstSteering;
     this.exempt = exempt;
+    this.parallel = parallel;
   }
 
   SessionPins pins() {
@@ -62,7 +66,7 @@ final class SessionAffinityRule implements RankRule {
       return null;
     }
     String pinned = pins.backendOf(session);
-    if (pinned == null) {
+    if (pinned == null || (parallel != null && parallel.releases(c, session))) {
       return null;
     }
     int[] order = c.order();
@@ -85,7 +89,7 @@ final class SessionAffinityRule implements RankRule {
 
   /** Whether the pinned candidate's cost is within {@code best × ratio + marginMs}. */
   private boolean withinMargin(Candidates c, int p) {
-    if (!holdAgainstSteering && exempt == null) {
+    if (!holdAgainstSteering && exempt == null && parallel == null) {
       return c.cost(p) <= c.best() * ratio + marginMs;
     }
     double best = Double.POSITIVE_INFINITY;
@@ -101,13 +105,21 @@ final class SessionAffinityRule implements RankRule {
    */
   private double held(Candidates c, int i) {
     double x = holdAgainstSteering ? c.plainCost(i) : c.cost(i);
-    return exempt == null ? x : x - c.termCost(exempt, i);
+    if (exempt != null) {
+      x -= c.termCost(exempt, i);
+    }
+    return parallel == null ? x : x - c.termCost(parallel, i);
   }
 
   @Override
   public void onRouted(ScoringContext ctx, int candidate) {
     String session = EstimatedTtftScorer.sessionKey(ctx.request());
     if (session != null) {
+      if (parallel != null
+          && parallel.sibling(session, ctx.nowNanos())
+          && pins.backendOf(session) != null) {
+        return; // a parallel sibling: the session stays pinned where its first request went
+      }
       pins.pin(session, ctx.backend(candidate).id());
     }
   }

@@ -136,9 +136,9 @@ final class ScorerProbe {
    * An est-ttft variant spelled as options after a colon, comma-separated: {@code
    * x:fw=W,tau=T,scope=S,pinhold} (future-wait weight and time constant in seconds, calibration
    * scope, balance never moves sessions, nocal, nobal, {@code nudge=MS}: {@link #nudge}, {@code
-   * k=K}: the SHRUNK scope's backend shrinkage). Since issue #18 session 17 the future-wait term
-   * includes its {@code kept} and {@code open} factors; session 16's figures are the term without
-   * them (commit ee1cc58).
+   * k=K}: the SHRUNK scope's backend shrinkage, {@code ps=W}: parallel-start weight, {@code rel}:
+   * release parallel siblings). Since issue #18 session 17 the future-wait term includes its {@code
+   * kept} and {@code open} factors; session 16's figures are the term without them (commit ee1cc58).
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
     EstimatedTtftScorer.Builder b = EstimatedTtftScorer.builder();
@@ -157,6 +157,8 @@ final class ScorerProbe {
         case "nobal" -> b.balance(0, 0, 1);
         case "nudge" -> b.addTerm(nudge(Double.parseDouble(kv[1])));
         case "k" -> b.backendShrinkage(Double.parseDouble(kv[1]));
+        case "ps" -> b.parallelStart(Double.parseDouble(kv[1]));
+        case "rel" -> b.releaseParallelSiblings(true);
         case "" -> {}
         default -> throw new IllegalArgumentException("option " + o);
       }

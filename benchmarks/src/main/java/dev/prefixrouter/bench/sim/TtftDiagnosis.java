@@ -22,14 +22,15 @@ import java.util.function.Supplier;
  * Research tool (issue #18): runs policies on an issue workload with a {@link DecisionProbe} and
  * prints, per run, how each decision compares with the oracle TTFTs. {@code java -cp
  * benchmarks/target/benchmarks.jar dev.prefixrouter.bench.sim.TtftDiagnosis WORKLOAD SEEDS RATES
- * POLICY... [--csv DIR]}; policies: any {@link Policies} name, the est-ttft variants below, or
- * {@code oracle} (greedy lowest oracle TTFT). Columns: TTFT p95 / mean ms (hit %); {@code
- * oracle|actual}: mean absolute difference of the chosen backend's oracle TTFT and its actual one
- * (how far later arrivals move a TTFT); {@code regret}: mean oracle TTFT of the choice minus the
- * lowest, and the share of decisions with more than 1 ms of it; {@code gw-regret}: the same for the
- * backends the calibrated gateway rule would have tied on, on this run's states; for est-ttft
- * variants {@code est-oracle}: mean signed and absolute error of the queue-prefill estimate against
- * the oracle over all candidates, and of the chosen one against the actual TTFT.
+ * POLICY... [--csv DIR]}; policies: any {@link Policies} name, the est-ttft variants below, {@link
+ * ScorerProbe#parsed} {@code x:...} variants, or {@code oracle} (greedy lowest oracle TTFT).
+ * Columns: TTFT p95 / mean ms (hit %); {@code oracle|actual}: mean absolute difference of the
+ * chosen backend's oracle TTFT and its actual one (how far later arrivals move a TTFT); {@code
+ * regret}: mean oracle TTFT of the choice minus the lowest, and the share of decisions with more
+ * than 1 ms of it; {@code gw-regret}: the same for the backends the calibrated gateway rule would
+ * have tied on, on this run's states; for est-ttft variants {@code est-oracle}: mean signed and
+ * absolute error of the queue-prefill estimate against the oracle over all candidates, and of the
+ * chosen one against the actual TTFT.
  */
 final class TtftDiagnosis {
   private TtftDiagnosis() {}
@@ -122,6 +123,11 @@ final class TtftDiagnosis {
       }
     }
     Map<String, Supplier<EstimatedTtftScorer.Builder>> est = estVariants();
+    for (String p : policies) {
+      if (p.contains(":")) {
+        est.put(p, () -> ScorerProbe.parsed(p)); // ScorerProbe's x:... variants
+      }
+    }
     for (long seed : seeds) {
       for (double rate : rates) {
         List<SimRequest> reqs = ScorerProbe.requests(workload, rate, seed);
