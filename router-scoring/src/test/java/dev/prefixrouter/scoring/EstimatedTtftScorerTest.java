@@ -271,6 +271,7 @@ class EstimatedTtftScorerTest {
     s.score(ctx);
     s.onRouted(ctx, ctx.best());
     assertThat(ctx.best()).isEqualTo(0);
+    ctx.now += 10_000_000_000L; // the session's next request 10 s later (not a parallel sibling)
     ctx.inFlight[1] = 0;
     ctx.inFlight[0] = 3;
     ctx.decodes[0] = 3; // a little worse: 1.5 ms
@@ -333,6 +334,7 @@ class EstimatedTtftScorerTest {
     }
     ctx.request = RouteRequest.builder("t", "m").session("chat-1").build();
     s.onRouted(ctx, 0); // the session's earlier request went to b0
+    ctx.now += 10_000_000_000L; // its next one 10 s later (not a parallel sibling)
     return ctx;
   }
 

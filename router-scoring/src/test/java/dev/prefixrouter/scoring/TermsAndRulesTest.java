@@ -25,6 +25,7 @@ class TermsAndRulesTest {
             "lower-tier",
             "cache-pressure",
             "future-wait",
+            "parallel-start",
             "balance");
     assertThat(s.ruleNames())
         .containsExactly("replica-pacing", "tie-band", "prefix-affinity", "session-affinity");
@@ -207,7 +208,8 @@ class TermsAndRulesTest {
         (EstimatedTtftScorer) Policies.byName("est-ttft/-balance/-cache-pressure/-lower-tier");
     assertThat(v.name()).isEqualTo("est-ttft/-balance/-cache-pressure/-lower-tier");
     assertThat(v.termNames())
-        .containsExactly("kv-pressure", "congestion", "queue-prefill", "future-wait");
+        .containsExactly(
+            "kv-pressure", "congestion", "queue-prefill", "future-wait", "parallel-start");
     assertThat(Policies.isKnown("est-ttft/-tie-band")).isTrue();
     assertThat(Policies.isKnown("est-ttft/-nope")).isFalse();
     assertThat(Policies.isKnown("est-ttft/balance")).isFalse();
@@ -258,8 +260,10 @@ class TermsAndRulesTest {
     assertThat(pins.pins).containsEntry("4:acmechat-1", "b2");
     assertThat(s.pinnedSessions()).isEqualTo(1);
 
-    // another replica's pin, seen through the shared store: b0, though b1 is as cheap
+    // another replica's pin, seen through the shared store: b0, though b1 is as cheap (the
+    // session's next request, 10 s later: not a parallel sibling)
     pins.pin("4:acmechat-1", "b0");
+    ctx.now += 10_000_000_000L;
     ctx.inFlight[0] = 0;
     ctx.inFlight[1] = 0;
     ctx.inFlight[2] = 2;

@@ -137,11 +137,14 @@ final class ScorerProbe {
    * x:fw=W,tau=T,scope=S,pinhold} (future-wait weight and time constant in seconds, calibration
    * scope, balance never moves sessions, nocal, nobal, {@code nudge=MS}: {@link #nudge}, {@code
    * k=K}: the SHRUNK scope's backend shrinkage, {@code ps=W}: parallel-start weight, {@code rel}:
-   * release parallel siblings). Since issue #18 session 17 the future-wait term includes its {@code
-   * kept} and {@code open} factors; session 16's figures are the term without them (commit ee1cc58).
+   * release parallel siblings; both off unless given, the default has {@code ps=1,rel} since issue
+   * #18 session 18). Since issue #18 session 17 the future-wait term includes its {@code kept} and
+   * {@code open} factors; session 16's figures are the term without them (commit ee1cc58).
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
-    EstimatedTtftScorer.Builder b = EstimatedTtftScorer.builder();
+    // without ps / rel a variant routes as before issue #18 session 18 (neither was on then)
+    EstimatedTtftScorer.Builder b =
+        EstimatedTtftScorer.builder().parallelStart(0).releaseParallelSiblings(false);
     double fw = 0;
     double tau = 4;
     for (String o : spec.substring(spec.indexOf(':') + 1).split(",")) {
