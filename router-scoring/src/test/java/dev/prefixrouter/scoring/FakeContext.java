@@ -53,6 +53,15 @@ public final class FakeContext implements ScoringContext {
     }
   }
 
+  /** Two candidates; a request of {@code session} with {@code prompt} tokens at {@code nowMs}. */
+  public static FakeContext sessionRequest(String session, int prompt, long nowMs) {
+    FakeContext ctx = new FakeContext(2);
+    ctx.request = RouteRequest.builder("t", "m").session(session).build();
+    ctx.promptTokens = prompt;
+    ctx.now = nowMs * 1_000_000L;
+    return ctx;
+  }
+
   public int best() {
     return order[0];
   }

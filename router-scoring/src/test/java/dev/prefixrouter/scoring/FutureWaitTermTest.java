@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
-import dev.prefixrouter.api.RouteRequest;
 import dev.prefixrouter.api.spi.SessionPins;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
@@ -23,11 +22,7 @@ class FutureWaitTermTest {
   }
 
   private static FakeContext request(String session, int prompt, long nowMs) {
-    FakeContext ctx = new FakeContext(2);
-    ctx.request = RouteRequest.builder("t", "m").session(session).build();
-    ctx.promptTokens = prompt;
-    ctx.now = nowMs * 1_000_000L;
-    return ctx;
+    return FakeContext.sessionRequest(session, prompt, nowMs);
   }
 
   @Test

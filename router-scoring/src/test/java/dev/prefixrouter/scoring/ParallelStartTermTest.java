@@ -27,11 +27,7 @@ class ParallelStartTermTest {
   }
 
   private static FakeContext request(String session, int prompt, long nowMs) {
-    FakeContext ctx = new FakeContext(2);
-    ctx.request = RouteRequest.builder("t", "m").session(session).build();
-    ctx.promptTokens = prompt;
-    ctx.now = nowMs * 1_000_000L;
-    return ctx;
+    return FakeContext.sessionRequest(session, prompt, nowMs);
   }
 
   /** A new session on 4,096 tokens: b0 holds 1,024 of them but is decoding one request. */

@@ -116,6 +116,11 @@ public class PrefixRouterAutoConfiguration {
       guard("prefix-router.scorer", () -> b.lowerTierCredit(s.getLowerTierCredit()));
       guard(
           "prefix-router.scorer.future-wait", () -> b.futureWait(s.getFutureWait(), Duration.ZERO));
+      guard(
+          "prefix-router.scorer.parallel-start",
+          () ->
+              b.parallelStart(s.getParallelStart())
+                  .releaseParallelSiblings(s.getParallelStart() > 0));
       b.balanceMovesSessions(s.isBalanceMovesSessions());
       return guard("prefix-router.scorer", b::build);
     }

@@ -339,6 +339,14 @@ public class PrefixRouterProperties {
     private double futureWait = 64;
 
     /**
+     * Weight of the parallel start of a new session that sends requests at once (est-ttft term
+     * {@code parallel-start}: its first request where a step starts at once; its siblings within
+     * the first one's prefill released from the pin), 0..1000; 0 turns the term and the release
+     * off.
+     */
+    private double parallelStart = 1;
+
+    /**
      * Whether the fleet-balance term may move a pinned session (est-ttft); false: only time and
      * saturation move a session, balance places new sessions and sessionless requests.
      */
@@ -350,6 +358,14 @@ public class PrefixRouterProperties {
 
     public void setFutureWait(double futureWait) {
       this.futureWait = futureWait;
+    }
+
+    public double getParallelStart() {
+      return parallelStart;
+    }
+
+    public void setParallelStart(double parallelStart) {
+      this.parallelStart = parallelStart;
     }
 
     public boolean isBalanceMovesSessions() {

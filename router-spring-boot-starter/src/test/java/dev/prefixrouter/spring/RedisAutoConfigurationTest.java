@@ -163,9 +163,13 @@ class RedisAutoConfigurationTest {
   @Test
   void lateReplicaAdoptsTheFleetsPinInsteadOfMovingTheSession() {
     // without future-wait, B (no load of its own) puts every new session on one backend, so some
-    // land where A's open leases did not: the adoption this test is about needs such a session
+    // land where A's open leases did not: the adoption this test is about needs such a session.
+    // Without parallel-start: each session's next request follows its first within milliseconds
+    // here, which would make it a parallel sibling, released from the pin
     ApplicationContextRunner replica =
-        shared().withPropertyValues("prefix-router.scorer.future-wait=0");
+        shared()
+            .withPropertyValues(
+                "prefix-router.scorer.future-wait=0", "prefix-router.scorer.parallel-start=0");
     replica.run(
         a -> {
           RedisSessionPins pa = a.getBean(RedisSessionPins.class);
