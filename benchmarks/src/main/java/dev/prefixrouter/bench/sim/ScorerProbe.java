@@ -136,10 +136,11 @@ final class ScorerProbe {
    * An est-ttft variant spelled as options after a colon, comma-separated: {@code
    * x:fw=W,tau=T,scope=S,pinhold} (future-wait weight and time constant in seconds, calibration
    * scope, balance never moves sessions, nocal, nobal, {@code nudge=MS}: {@link #nudge}, {@code
-   * k=K}: the SHRUNK scope's backend shrinkage, {@code ps=W}: parallel-start weight, {@code rel}:
-   * release parallel siblings; both off unless given, the default has {@code ps=1,rel} since issue
-   * #18 session 18). Since issue #18 session 17 the future-wait term includes its {@code kept} and
-   * {@code open} factors; session 16's figures are the term without them (commit ee1cc58).
+   * k=K}: the SHRUNK scope's backend shrinkage, {@code bal=T/M/H}: balance tolerance, ms per share
+   * and half-life in routes, {@code ps=W}: parallel-start weight, {@code rel}: release parallel
+   * siblings; both off unless given, the default has {@code ps=1,rel} since issue #18 session 18).
+   * Since issue #18 session 17 the future-wait term includes its {@code kept} and {@code open}
+   * factors; session 16's figures are the term without them (commit ee1cc58).
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
     // without ps / rel a variant routes as before issue #18 session 18 (neither was on then)
@@ -160,6 +161,10 @@ final class ScorerProbe {
         case "nobal" -> b.balance(0, 0, 1);
         case "nudge" -> b.addTerm(nudge(Double.parseDouble(kv[1])));
         case "k" -> b.backendShrinkage(Double.parseDouble(kv[1]));
+        case "bal" -> { // tolerance/msPerShare/halfLifeRoutes
+          String[] t = kv[1].split("/");
+          b.balance(Double.parseDouble(t[0]), Double.parseDouble(t[1]), Integer.parseInt(t[2]));
+        }
         case "ps" -> b.parallelStart(Double.parseDouble(kv[1]));
         case "rel" -> b.releaseParallelSiblings(true);
         case "" -> {}
