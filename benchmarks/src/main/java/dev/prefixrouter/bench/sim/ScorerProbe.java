@@ -160,6 +160,7 @@ final class ScorerProbe {
         case "nocal" -> b.calibrate(false);
         case "nobal" -> b.balance(0, 0, 1);
         case "nudge" -> b.addTerm(nudge(Double.parseDouble(kv[1])));
+        case "sw" -> b.addTerm(stepWait(Double.parseDouble(kv[1])));
         case "k" -> b.backendShrinkage(Double.parseDouble(kv[1]));
         case "bal" -> { // tolerance/msPerShare/halfLifeRoutes
           String[] t = kv[1].split("/");
@@ -226,6 +227,28 @@ final class ScorerProbe {
         PolicyResult.mean(sorted),
         100.0 * hit / total,
         PolicyResult.percentile(sorted, 0.5));
+  }
+
+  /**
+   * Research term (session 18): a candidate with a prefill queued (the router's pending prefill
+   * tokens or a reported waiting request) pays {@code w × alpha} more: a request arriving there
+   * waits for the step in progress, whose fixed cost the queue term does not count.
+   */
+  static CostTerm stepWait(double w) {
+    return new CostTerm() {
+      @Override
+      public String name() {
+        return "step-wait";
+      }
+
+      @Override
+      public void costs(Candidates c, double[] out) {
+        for (int i = 0, n = c.size(); i < n; i++) {
+          boolean busy = c.ctx().pendingPrefillTokens(i) > 0 || c.waiting(i) > 0;
+          out[i] = busy ? w * c.prefillMs(i, 0, 0) / c.weight(i) : 0;
+        }
+      }
+    };
   }
 
   /**
