@@ -87,10 +87,10 @@ import org.jspecify.annotations.Nullable;
  * priors) and {@code signalT} (the correlation's t-statistic).
  *
  * <p>Thread-safe. Cost: O(candidates × (terms + rules)) per decision plus one pin lookup for
- * session requests; allocation: none of its own on the steady state for requests without a session
- * (a per-thread {@link Candidates} with its buffers, constant reasons); a session request adds one
- * small record and one session-cache write ({@code future-wait}); a session's first request one
- * session-cache entry ({@code parallel-start}: later requests only read it).
+ * session requests; allocation: none of its own on the steady state (a per-thread {@link
+ * Candidates} with its buffers, constant reasons) but a session request's key string (built once
+ * per route) and, for a session's first request only, its entries in the session caches ({@code
+ * future-wait}, {@code parallel-start}).
  */
 public final class EstimatedTtftScorer implements Scorer {
 
@@ -250,7 +250,9 @@ public final class EstimatedTtftScorer implements Scorer {
                 b.affinityMarginMs,
                 pins,
                 !b.balanceMovesSessions,
-                futureWait,
+                Arrays.stream(new CostTerm[] {futureWait, parallelStart})
+                    .filter(Objects::nonNull)
+                    .toArray(CostTerm[]::new), // a new session's terms: not in the hold test
                 parallelStart);
     if (session != null) {
       rs.add(session);

@@ -52,11 +52,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * over the candidates' queues and one short synchronized read per candidate. Per routed request one
  * synchronized update of the chosen backend's sums (a monitor per backend, one {@code exp}; the
  * horizon is read without a lock); per session request one short synchronized update of the counts,
- * one session-cache read and a short synchronized swap of the session's visit (a cache {@code
- * compute} instead for a session's first request; a Caffeine cache like {@link
- * InProcessSessionPins}: entries expire {@code sessionTtl} after their last use, at most {@code
- * maxSessions} held; beyond that Caffeine's size eviction, W-TinyLFU, drops the rarely and least
- * recently used first).
+ * one session-cache read and a short synchronized swap of the session's visit (made by the cache
+ * for a session's first request; a Caffeine cache like {@link InProcessSessionPins}: entries expire
+ * {@code sessionTtl} after their last use, at most {@code maxSessions} held; beyond that Caffeine's
+ * size eviction, W-TinyLFU, drops the rarely and least recently used first).
  */
 final class FutureWaitTerm implements CostTerm {
   static final String NAME = "future-wait";
@@ -89,17 +88,14 @@ final class FutureWaitTerm implements CostTerm {
   private double placedInGaps; // under lock: decayed sum of the others placed within a gap
 
   /**
-   * A session's last request: engine nanos, and the new sessions placed up to it (itself too). Read
-   * and written only while synchronized on the visit, so a request swaps both values at once.
+   * A session's last request: engine nanos, and the new sessions placed up to it (itself too);
+   * {@code seen} false until its first request is recorded. Read and written only while
+   * synchronized on the visit, so a request swaps the values at once.
    */
   private static final class Visit {
+    private boolean seen;
     private long at;
     private long placed;
-
-    Visit(long at, long placed) {
-      this.at = at;
-      this.placed = placed;
-    }
   }
 
   FutureWaitTerm(
@@ -223,47 +219,21 @@ final class FutureWaitTerm implements CostTerm {
     if (key == null) {
       return;
     }
-    // one atomic step per session: two concurrent requests of one new session must not both count
-    // as its first. A session seen before (every request but its first) swaps its visit in place:
-    // a cache read and a short lock on the visit, nothing allocated.
-    long lastAt = 0;
-    long lastPlaced = 0;
+    // one visit per session, made atomically (Caffeine's get: a read once it exists), swapped
+    // under its own monitor: two concurrent requests of one new session count it as new once
+    Visit visit = seen.get(key, k -> new Visit());
+    long lastAt;
+    long lastPlaced;
     long count;
     boolean first;
-    Visit seenBefore = seen.getIfPresent(key);
-    if (seenBefore != null) {
-      synchronized (seenBefore) {
-        lastAt = seenBefore.at;
-        lastPlaced = seenBefore.placed;
-        count = placed.get();
-        seenBefore.at = now;
-        seenBefore.placed = count;
-      }
-      first = false;
-    } else {
-      // rare path (a session's first request), allocation is fine: last at, last placed, placed
-      // now, and 1 while no earlier visit was found (a clock may read any long, so no sentinel)
-      long[] previous = {0, 0, 0, 1};
-      seen.asMap()
-          .compute(
-              key,
-              (k, old) -> {
-                if (old == null) {
-                  return new Visit(now, previous[2] = placed.incrementAndGet());
-                }
-                synchronized (old) { // a concurrent request of the same session got there first
-                  previous[3] = 0;
-                  previous[0] = old.at;
-                  previous[1] = old.placed;
-                  old.at = now;
-                  old.placed = previous[2] = placed.get();
-                }
-                return old;
-              });
-      first = previous[3] == 1;
-      lastAt = previous[0];
-      lastPlaced = previous[1];
-      count = previous[2];
+    synchronized (visit) {
+      first = !visit.seen;
+      lastAt = visit.at;
+      lastPlaced = visit.placed;
+      count = first ? placed.incrementAndGet() : placed.get();
+      visit.seen = true;
+      visit.at = now;
+      visit.placed = count;
     }
     synchronized (lock) {
       requests = requests * COUNT_DECAY + 1;

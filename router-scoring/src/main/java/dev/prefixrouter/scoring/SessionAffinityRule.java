@@ -27,9 +27,9 @@ final class SessionAffinityRule implements RankRule {
   private final double marginMs;
   private final SessionPins pins;
   private final boolean holdAgainstSteering;
-  // left out of the hold comparison (future-wait, parallel-start: new sessions' terms)
-  private final @Nullable CostTerm exempt;
-  private final @Nullable ParallelStartTerm parallel; // exempt too; may release its siblings
+  // left out of the hold comparison, in order: the terms that price a new session's placement
+  private final CostTerm[] exempt;
+  private final @Nullable ParallelStartTerm parallel; // may release its parallel siblings
 
   /** Backend id per slot, to forget a removed backend's pins. */
   private volatile AtomicReferenceArray<String> ids = new AtomicReferenceArray<>(64);
@@ -39,13 +39,13 @@ final class SessionAffinityRule implements RankRule {
       double marginMs,
       SessionPins pins,
       boolean holdAgainstSteering,
-      @Nullable CostTerm exempt,
+      CostTerm[] exempt,
       @Nullable ParallelStartTerm parallel) {
     this.ratio = ratio;
     this.marginMs = marginMs;
     this.pins = pins;
     this.holdAgainstSteering = holdAgainstSteering;
-    this.exempt = exempt;
+    this.exempt = exempt.clone();
     this.parallel = parallel;
   }
 
@@ -89,7 +89,7 @@ final class SessionAffinityRule implements RankRule {
 
   /** Whether the pinned candidate's cost is within {@code best × ratio + marginMs}. */
   private boolean withinMargin(Candidates c, int p) {
-    if (!holdAgainstSteering && exempt == null && parallel == null) {
+    if (!holdAgainstSteering && exempt.length == 0) {
       return c.cost(p) <= c.best() * ratio + marginMs;
     }
     double best = Double.POSITIVE_INFINITY;
@@ -101,14 +101,14 @@ final class SessionAffinityRule implements RankRule {
 
   /**
    * A candidate's cost for the hold comparison: without steering terms if so configured, without
-   * the exempt term (exactly the same value when that term charged 0).
+   * the exempt terms (exactly the same value when they charged 0).
    */
   private double held(Candidates c, int i) {
     double x = holdAgainstSteering ? c.plainCost(i) : c.cost(i);
-    if (exempt != null) {
-      x -= c.termCost(exempt, i);
+    for (CostTerm t : exempt) {
+      x -= c.termCost(t, i);
     }
-    return parallel == null ? x : x - c.termCost(parallel, i);
+    return x;
   }
 
   @Override
