@@ -53,6 +53,8 @@ final class DecisionProbe implements FleetSimulator.DecisionTap {
     final int[] aheadSame = new int[64]; // prefilling there now, same task (session up to '-')
     final int[] aheadOther = new int[64];
     int prompt;
+    String session = "";
+    double arrivalMs;
     int chosen = -1;
 
     Row(int request, double[] oracle, int n) {
@@ -94,6 +96,8 @@ final class DecisionProbe implements FleetSimulator.DecisionTap {
     }
     current = new Row(request, oracle, backends);
     current.prompt = r.tokens().length;
+    current.session = r.session() == null ? "" : r.session();
+    current.arrivalMs = r.arrivalNanos() / 1e6;
     String task = task(r.session());
     for (int b = 0; b < backends; b++) {
       for (SimBackend.Seq s : bs[b].running) {
@@ -304,11 +308,15 @@ final class DecisionProbe implements FleetSimulator.DecisionTap {
     };
   }
 
-  /** Writes one CSV line per decision and candidate. */
+  /**
+   * Writes one CSV line per decision and candidate; the last two columns are the request's session
+   * id (empty without one) and its arrival in ms (since issue #18 session 19: they class a decision
+   * as a session's first request or a continuation).
+   */
   void writeCsv(PrintWriter w) {
     w.println(
         "req,prompt,backend,chosen,gw,oracle,actual,cost,estimate,matched,inflight,pending,"
-            + "decodes,running,waiting,ownqueued,aheadsame,aheadother");
+            + "decodes,running,waiting,ownqueued,aheadsame,aheadother,session,arrival");
     for (Row r : rows) {
       for (int b = 0; b < backends; b++) {
         if (Double.isNaN(r.cost[b])) {
@@ -316,7 +324,7 @@ final class DecisionProbe implements FleetSimulator.DecisionTap {
         }
         w.printf(
             Locale.ROOT,
-            "%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.0f,%.0f,%.0f,%.0f,%.2f,%.2f,%.0f,%d,%d%n",
+            "%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.0f,%.0f,%.0f,%.0f,%.2f,%.2f,%.0f,%d,%d,%s,%.3f%n",
             r.request,
             r.prompt,
             b,
@@ -334,7 +342,9 @@ final class DecisionProbe implements FleetSimulator.DecisionTap {
             r.waiting[b],
             r.ownQueued[b],
             r.aheadSame[b],
-            r.aheadOther[b]);
+            r.aheadOther[b],
+            r.session,
+            r.arrivalMs);
       }
     }
   }

@@ -139,8 +139,11 @@ final class ScorerProbe {
    * k=K}: the SHRUNK scope's backend shrinkage, {@code bal=T/M/H}: balance tolerance, ms per share
    * and half-life in routes, {@code ps=W}: parallel-start weight, {@code rel}: release parallel
    * siblings; both off unless given, the default has {@code ps=1,rel} since issue #18 session 18).
-   * Since issue #18 session 17 the future-wait term includes its {@code kept} and {@code open}
-   * factors; session 16's figures are the term without them (commit ee1cc58).
+   * Research terms of issue #18 session 19, added only when given: {@code imp=W} (and {@code
+   * imptau=S}): {@link #imposedWait}; {@code live=W} (and {@code liveh=H}): {@link #liveWait};
+   * {@code coldguard=MS}: {@link #coldGuard}. Since issue #18 session 17 the future-wait term
+   * includes its {@code kept} and {@code open} factors; session 16's figures are the term without
+   * them (commit ee1cc58).
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
     // without ps / rel a variant routes as before issue #18 session 18 (neither was on then)
@@ -148,6 +151,10 @@ final class ScorerProbe {
         EstimatedTtftScorer.builder().parallelStart(0).releaseParallelSiblings(false);
     double fw = 0;
     double tau = 4;
+    double imp = 0;
+    double impTau = 2;
+    double live = 0;
+    double liveH = 1.5;
     for (String o : spec.substring(spec.indexOf(':') + 1).split(",")) {
       String[] kv = o.split("=");
       switch (kv[0]) {
@@ -166,13 +173,207 @@ final class ScorerProbe {
           String[] t = kv[1].split("/");
           b.balance(Double.parseDouble(t[0]), Double.parseDouble(t[1]), Integer.parseInt(t[2]));
         }
+        case "imp" -> imp = Double.parseDouble(kv[1]);
+        case "imptau" -> impTau = Double.parseDouble(kv[1]);
+        case "live" -> live = Double.parseDouble(kv[1]);
+        case "liveh" -> liveH = Double.parseDouble(kv[1]);
+        case "coldguard" -> b.addTerm(coldGuard(Double.parseDouble(kv[1])));
         case "ps" -> b.parallelStart(Double.parseDouble(kv[1]));
         case "rel" -> b.releaseParallelSiblings(true);
         case "" -> {}
         default -> throw new IllegalArgumentException("option " + o);
       }
     }
+    if (imp > 0) {
+      b.addTerm(imposedWait(imp, impTau * 1e3));
+    }
+    if (live > 0) {
+      b.addTerm(liveWait(live, liveH));
+    }
     return b.futureWait(fw, java.time.Duration.ofMillis((long) (tau * 1000)));
+  }
+
+  /**
+   * Research probe (issue #18, session 19), not a proposal: a session's first request pays {@code
+   * ms} on a candidate holding less than {@code 1/2} of the best-matched candidate's cached tokens
+   * (a cold start where a holder exists), to measure what avoiding those starts is worth.
+   * Single-threaded (the simulator's), like the other research terms here.
+   */
+  static CostTerm coldGuard(double ms) {
+    return new CostTerm() {
+      private final java.util.HashSet<String> seen = new java.util.HashSet<>();
+
+      @Override
+      public String name() {
+        return "cold-guard";
+      }
+
+      @Override
+      public void costs(Candidates c, double[] out) {
+        String session = c.ctx().request().sessionId();
+        boolean first = session != null && !seen.contains(session);
+        double max = 0;
+        for (int i = 0, n = c.size(); i < n; i++) {
+          max = Math.max(max, c.cachedTokens(i));
+        }
+        for (int i = 0, n = c.size(); i < n; i++) {
+          out[i] = first && c.cachedTokens(i) < 0.5 * max ? ms : 0;
+        }
+      }
+
+      @Override
+      public void onRouted(dev.prefixrouter.api.spi.ScoringContext ctx, int candidate) {
+        String session = ctx.request().sessionId();
+        if (session != null) {
+          seen.add(session);
+        }
+      }
+    };
+  }
+
+  /**
+   * Research term (issue #18, session 19): future-wait priced from the sessions that will still
+   * send requests to a backend rather than from its recent prefill work. {@code L(b)} = sessions
+   * whose last request went to b less than {@code h} mean gaps ago; b's next-gap load is {@code
+   * lambda = L(b) / gap} requests per ms of later-request prefills (mean {@code S}, mean square
+   * {@code S2}, decayed over later session requests): a session's first request pays {@code w × m ×
+   * lambda S2 / (2 (1 - lambda S))} (M/G/1 wait, {@code m} further requests per session), 0
+   * otherwise. Single-threaded; backend slots below 64 (the probe's fleets have 8).
+   */
+  static CostTerm liveWait(double w, double h) {
+    return new CostTerm() {
+      private final Map<String, long[]> last = new java.util.HashMap<>(); // slot, at
+      private double gapSum;
+      private double gaps;
+      private double sSum;
+      private double s2Sum;
+      private double laters;
+      private double requests;
+      private double sessions;
+      private final int[] live = new int[64];
+
+      @Override
+      public String name() {
+        return "live-wait";
+      }
+
+      @Override
+      public void costs(Candidates c, double[] out) {
+        String session = c.ctx().request().sessionId();
+        int n = c.size();
+        if (session == null || last.containsKey(session) || gaps < 1 || laters < 1) {
+          java.util.Arrays.fill(out, 0, n, 0.0);
+          return;
+        }
+        long now = c.ctx().nowNanos();
+        double gap = gapSum / gaps;
+        java.util.Arrays.fill(live, 0);
+        for (long[] v : last.values()) {
+          if (now - v[1] < h * gap) {
+            live[(int) v[0]]++;
+          }
+        }
+        double m = Math.max(0, requests / sessions - 1);
+        double meanS = sSum / laters;
+        double meanS2 = s2Sum / laters;
+        for (int i = 0; i < n; i++) {
+          double lambda = live[c.ctx().slot(i)] / (gap / 1e6);
+          double rho = Math.min(0.9, lambda * meanS);
+          out[i] = w * m * lambda * meanS2 / (2 * (1 - rho)) / c.weight(i);
+        }
+      }
+
+      @Override
+      public void onRouted(dev.prefixrouter.api.spi.ScoringContext ctx, int candidate) {
+        String session = ctx.request().sessionId();
+        if (session == null) {
+          return;
+        }
+        long now = ctx.nowNanos();
+        long[] prev = last.get(session);
+        requests = requests * 0.999 + 1;
+        if (prev == null) {
+          sessions = sessions * 0.999 + 1;
+        } else {
+          gapSum = gapSum * 0.999 + (now - prev[1]);
+          gaps = gaps * 0.999 + 1;
+          double matched = ctx.matchedTokens(candidate);
+          double ms =
+              TtftCoefficients.DEFAULTS.prefillMs(
+                  Math.max(0, ctx.promptTokens() - matched), matched);
+          sSum = sSum * 0.999 + ms;
+          s2Sum = s2Sum * 0.999 + ms * ms;
+          laters = laters * 0.999 + 1;
+        }
+        last.put(session, new long[] {ctx.slot(candidate), now});
+        if (last.size() > 4096) {
+          double gap = gaps < 1 ? 4e9 : gapSum / gaps;
+          last.values().removeIf(v -> now - v[1] > 10 * gap);
+        }
+      }
+    };
+  }
+
+  /**
+   * Research term (issue #18, session 19): the wait a new session's first prefill imposes on the
+   * requests already bound to a backend. A prefill of {@code S} ms started on b meets b's arrivals
+   * during it: M/G/1, they wait {@code lambda S^2 / (2 (1 - rho))} in all ({@code lambda} b's
+   * routed requests per ms, {@code rho} its prefill utilisation, both decayed over {@code tauMs}).
+   * Charged {@code w} times that, to a session's first request only (as future-wait); 0 otherwise.
+   * Single-threaded.
+   */
+  static CostTerm imposedWait(double w, double tauMs) {
+    return new CostTerm() {
+      private final java.util.HashSet<String> seen = new java.util.HashSet<>();
+      private final Map<Integer, double[]> load = new java.util.HashMap<>(); // count, sum, at
+
+      @Override
+      public String name() {
+        return "imposed-wait";
+      }
+
+      private double[] decayed(int slot, long now) {
+        double[] l = load.computeIfAbsent(slot, k -> new double[] {0, 0, now});
+        double f = Math.exp(-Math.max(0, now - l[2]) / 1e6 / tauMs);
+        l[0] *= f;
+        l[1] *= f;
+        l[2] = now;
+        return l;
+      }
+
+      @Override
+      public void costs(Candidates c, double[] out) {
+        String session = c.ctx().request().sessionId();
+        boolean first = session != null && !seen.contains(session);
+        long now = c.ctx().nowNanos();
+        for (int i = 0, n = c.size(); i < n; i++) {
+          if (!first) {
+            out[i] = 0;
+            continue;
+          }
+          double[] l = decayed(c.ctx().slot(i), now);
+          double lambda = l[0] / tauMs;
+          double rho = Math.min(0.9, l[1] / tauMs);
+          double sMs = c.prefillMs(i, c.uncachedTokens(i), c.cachedTokens(i)) / c.weight(i);
+          out[i] = w * lambda * sMs * sMs / (2 * (1 - rho));
+        }
+      }
+
+      @Override
+      public void onRouted(dev.prefixrouter.api.spi.ScoringContext ctx, int candidate) {
+        String session = ctx.request().sessionId();
+        if (session != null) {
+          seen.add(session);
+        }
+        double matched = ctx.matchedTokens(candidate);
+        double ms =
+            TtftCoefficients.DEFAULTS.prefillMs(Math.max(0, ctx.promptTokens() - matched), matched)
+                / ctx.backend(candidate).weight();
+        double[] l = decayed(ctx.slot(candidate), ctx.nowNanos());
+        l[0] += 1;
+        l[1] += ms;
+      }
+    };
   }
 
   /**
@@ -185,6 +386,19 @@ final class ScorerProbe {
    * turn on, a request prefills less than its uncached prefix and the floor does not hold.
    */
   static String floor(List<SimRequest> reqs, BackendProfile profile) {
+    return floor(reqs, profile, false);
+  }
+
+  /**
+   * {@link #floor(List, BackendProfile)}, or with {@code busy} the {@code floor-busy} bound (issue
+   * #18, session 19): each request's floor TTFT plus the rest of a decode step already running when
+   * it arrives (uniform in [0, one step with 4 decodes], drawn per request id): what an arrival
+   * meets on a backend that is always decoding and where no other prefill collides. Where the
+   * fleet's backends are rarely idle (agentic traffic, ~3 running sequences per backend at 1x) this
+   * is the tighter bound; it is not a lower bound in general (an idle backend starts at once).
+   * Prints {@code floor-busy P95/MEAN (ideal hit %, p50 P50)}.
+   */
+  static String floor(List<SimRequest> reqs, BackendProfile profile, boolean busy) {
     java.util.HashSet<Long> seen = new java.util.HashSet<>();
     double[] ttft = new double[reqs.size()];
     long hit = 0;
@@ -214,6 +428,12 @@ final class ScorerProbe {
       for (int left = uncached; left > 0; left -= profile.tokenBudget()) {
         ms += profile.stepNanos(Math.min(left, profile.tokenBudget()), 0, 1.0) / 1e6;
       }
+      if (busy) {
+        ms +=
+            new java.util.SplittableRandom(q.id()).nextDouble()
+                * profile.stepNanos(0, 4, 1.0)
+                / 1e6;
+      }
       ttft[at++] = ms;
       hit += t.length - uncached;
       total += t.length;
@@ -222,7 +442,8 @@ final class ScorerProbe {
     java.util.Arrays.sort(sorted);
     return String.format(
         Locale.ROOT,
-        " | floor %.1f/%.1f (%.2f, p50 %.1f)",
+        " | %s %.1f/%.1f (%.2f, p50 %.1f)",
+        busy ? "floor-busy" : "floor",
         PolicyResult.percentile(sorted, 0.95),
         PolicyResult.mean(sorted),
         100.0 * hit / total,
@@ -347,7 +568,7 @@ final class ScorerProbe {
       if (p.contains(":")) {
         v.put(p, () -> parsed(p).name(p).build());
       }
-      if (!v.containsKey(p) && !p.equals("floor")) {
+      if (!v.containsKey(p) && !p.equals("floor") && !p.equals("floor-busy")) {
         Policies.byName(p); // fails early on an unknown name
       }
     }
@@ -359,8 +580,8 @@ final class ScorerProbe {
         StringBuilder line =
             new StringBuilder(String.format(Locale.ROOT, "seed %d rate %sx", seed, rate));
         for (String p : policies) {
-          if (p.equals("floor")) {
-            line.append(floor(reqs, config.profile()));
+          if (p.equals("floor") || p.equals("floor-busy")) {
+            line.append(floor(reqs, config.profile(), p.equals("floor-busy")));
             continue;
           }
           PolicyResult r = sim.run(p);
