@@ -26,6 +26,7 @@ class TermsAndRulesTest {
             "cache-pressure",
             "future-wait",
             "parallel-start",
+            "replica-value",
             "balance");
     assertThat(s.ruleNames())
         .containsExactly("replica-pacing", "tie-band", "prefix-affinity", "session-affinity");
@@ -209,7 +210,12 @@ class TermsAndRulesTest {
     assertThat(v.name()).isEqualTo("est-ttft/-balance/-cache-pressure/-lower-tier");
     assertThat(v.termNames())
         .containsExactly(
-            "kv-pressure", "congestion", "queue-prefill", "future-wait", "parallel-start");
+            "kv-pressure",
+            "congestion",
+            "queue-prefill",
+            "future-wait",
+            "parallel-start",
+            "replica-value");
     assertThat(Policies.isKnown("est-ttft/-tie-band")).isTrue();
     assertThat(Policies.isKnown("est-ttft/-nope")).isFalse();
     assertThat(Policies.isKnown("est-ttft/balance")).isFalse();

@@ -121,6 +121,13 @@ public class PrefixRouterAutoConfiguration {
           () ->
               b.parallelStart(s.getParallelStart())
                   .releaseParallelSiblings(s.getParallelStart() > 0));
+      renaming(
+          "prefix-router.scorer.replica-value, prefix-router.scorer.replica-min-load",
+          () -> b.replicaValue(s.getReplicaValue(), s.getReplicaMinLoad()),
+          "horizonSeconds",
+          "replica-value",
+          "minLoad",
+          "replica-min-load");
       b.balanceMovesSessions(s.isBalanceMovesSessions());
       return guard("prefix-router.scorer", b::build);
     }

@@ -347,6 +347,19 @@ public class PrefixRouterProperties {
     private double parallelStart = 1;
 
     /**
+     * Seconds of a hot prefix's future traffic a second holder is credited with when every holder
+     * of it has a prefill queued (est-ttft term {@code replica-value}), 0..3600; 0 turns the term
+     * off.
+     */
+    private double replicaValue = 10;
+
+    /**
+     * The least share of its holders' time a prefix's own requests must keep busy before {@code
+     * replica-value} credits a replica of it, 0..1.
+     */
+    private double replicaMinLoad = 0.05;
+
+    /**
      * Whether the fleet-balance term may move a pinned session (est-ttft); false: only time and
      * saturation move a session, balance places new sessions and sessionless requests.
      */
@@ -366,6 +379,22 @@ public class PrefixRouterProperties {
 
     public void setParallelStart(double parallelStart) {
       this.parallelStart = parallelStart;
+    }
+
+    public double getReplicaValue() {
+      return replicaValue;
+    }
+
+    public void setReplicaValue(double replicaValue) {
+      this.replicaValue = replicaValue;
+    }
+
+    public double getReplicaMinLoad() {
+      return replicaMinLoad;
+    }
+
+    public void setReplicaMinLoad(double replicaMinLoad) {
+      this.replicaMinLoad = replicaMinLoad;
     }
 
     public boolean isBalanceMovesSessions() {

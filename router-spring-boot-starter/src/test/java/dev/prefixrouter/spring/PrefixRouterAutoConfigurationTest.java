@@ -138,6 +138,14 @@ class PrefixRouterAutoConfigurationTest {
                     .hasStackTraceContaining("prefix-router.scorer.cache-turnover-ratio")
                     .hasStackTraceContaining("cache-turnover-ratio in [1, 1000]"));
     runner
+        .withPropertyValues("prefix-router.scorer.replica-min-load=2")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining("prefix-router.scorer.replica-min-load")
+                    .hasStackTraceContaining("replica-min-load in [0, 1]; was 2.0"));
+    runner
         .withPropertyValues("prefix-router.hashing.block-size=0")
         .run(
             ctx ->

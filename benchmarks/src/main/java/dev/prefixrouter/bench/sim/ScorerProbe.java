@@ -138,23 +138,35 @@ final class ScorerProbe {
    * scope, balance never moves sessions, nocal, nobal, {@code nudge=MS}: {@link #nudge}, {@code
    * k=K}: the SHRUNK scope's backend shrinkage, {@code bal=T/M/H}: balance tolerance, ms per share
    * and half-life in routes, {@code ps=W}: parallel-start weight, {@code rel}: release parallel
-   * siblings; both off unless given, the default has {@code ps=1,rel} since issue #18 session 18).
-   * Research terms of issue #18 session 19, added only when given: {@code imp=W} (and {@code
-   * imptau=S}): {@link #imposedWait}; {@code live=W} (and {@code liveh=H}): {@link #liveWait};
-   * {@code coldguard=MS}: {@link #coldGuard}. Since issue #18 session 17 the future-wait term
+   * siblings; both off unless given, the default has {@code ps=1,rel} since issue #18 session 18),
+   * {@code rvt=H}: the replica-value term with horizon H seconds (off unless given; the default has
+   * {@code rvt=10} since issue #18 session 19), {@code rvload=L} its load guard (default 0.05),
+   * {@code cg=W}: congestion weight; research prototypes of the replica value (session 19): {@code
+   * rv=H} (holders' busy share averaged over decisions), {@code rvi=H} (busy now), {@code rvage=S}
+   * (least age of a prefix, default 1 s), with {@code rvload} 0 unless given. So {@code
+   * x:fw=64,tau=0,ps=1,rel,rvt=10} is the default. Research terms of issue #18 session 19, added
+   * only when given: {@code imp=W} (and {@code imptau=S}): {@link #imposedWait}; {@code live=W}
+   * (and {@code liveh=H}): {@link #liveWait}; {@code coldguard=MS}: {@link #coldGuard}. Since issue
+   * #18 session 17 the future-wait term
    * includes its {@code kept} and {@code open} factors; session 16's figures are the term without
    * them (commit ee1cc58).
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
-    // without ps / rel a variant routes as before issue #18 session 18 (neither was on then)
+    // without ps / rel / rvt a variant routes as before issue #18 sessions 18 and 19
     EstimatedTtftScorer.Builder b =
-        EstimatedTtftScorer.builder().parallelStart(0).releaseParallelSiblings(false);
+        EstimatedTtftScorer.builder()
+            .parallelStart(0)
+            .releaseParallelSiblings(false)
+            .replicaValue(0, 0.05);
     double fw = 0;
     double tau = 4;
     double imp = 0;
     double impTau = 2;
     double live = 0;
     double liveH = 1.5;
+    double age = 1;
+    double load = 0; // the prototypes' (rv, rvi) default: no load guard
+    boolean loadGiven = false;
     for (String o : spec.substring(spec.indexOf(':') + 1).split(",")) {
       String[] kv = o.split("=");
       switch (kv[0]) {
@@ -180,6 +192,15 @@ final class ScorerProbe {
         case "coldguard" -> b.addTerm(coldGuard(Double.parseDouble(kv[1])));
         case "ps" -> b.parallelStart(Double.parseDouble(kv[1]));
         case "rel" -> b.releaseParallelSiblings(true);
+        case "cg" -> b.congestionWeight(Double.parseDouble(kv[1]));
+        case "rv" -> b.addTerm(replicaValue(Double.parseDouble(kv[1]), false, age, load));
+        case "rvi" -> b.addTerm(replicaValue(Double.parseDouble(kv[1]), true, age, load));
+        case "rvload" -> {
+          load = Double.parseDouble(kv[1]);
+          loadGiven = true;
+        }
+        case "rvt" -> b.replicaValue(Double.parseDouble(kv[1]), loadGiven ? load : 0.05);
+        case "rvage" -> age = Double.parseDouble(kv[1]);
         case "" -> {}
         default -> throw new IllegalArgumentException("option " + o);
       }
@@ -468,6 +489,95 @@ final class ScorerProbe {
           boolean busy = c.ctx().pendingPrefillTokens(i) > 0 || c.waiting(i) > 0;
           out[i] = busy ? w * c.prefillMs(i, 0, 0) / c.weight(i) : 0;
         }
+      }
+    };
+  }
+
+  /**
+   * Research term {@code rv=H} (issue #18 session 19): the value of one more holder of a hot prefix
+   * group. A request that finds every holder of its group with a prefill step in progress waits for
+   * it (the hot-prefix tail); a new replica takes part of those collisions. A non-holder is
+   * credited {@code H × λ_g × Π_holders ρ_b × (1 − ρ_i) × r}: {@code λ_g} the group's decayed
+   * arrival rate (requests/s, 10 s), {@code ρ_b} the share of decisions at which a backend had
+   * prefill queued (arrivals see time averages), {@code r} half the best holder's own prefill, and
+   * {@code H} a horizon in seconds. Self-limiting: {@code ρ^h} falls with every holder, and in
+   * overload {@code 1 − ρ_i} goes to 0. Single-threaded (the simulator's).
+   */
+  static CostTerm replicaValue(double horizon, boolean instant, double minAgeS, double minLoad) {
+    return new CostTerm() {
+      // prefix key -> decayed count, last update, first seen (simulated ns)
+      final java.util.HashMap<Long, double[]> groups = new java.util.HashMap<>();
+      double[] busy = new double[64];
+      static final double TAU_S = 10;
+      static final double BUSY_WEIGHT = 1.0 / 256;
+
+      @Override
+      public String name() {
+        return "replica-value";
+      }
+
+      private double rate(long g, long now) {
+        double[] r = groups.get(g);
+        if (r == null || (now - r[2]) / 1e9 < minAgeS) {
+          return 0;
+        }
+        return r[0] * Math.exp(-(now - r[1]) / 1e9 / TAU_S) / TAU_S;
+      }
+
+      @Override
+      public void costs(Candidates c, double[] out) {
+        dev.prefixrouter.api.spi.ScoringContext ctx = c.ctx();
+        int n = c.size();
+        int most = 0;
+        for (int i = 0; i < n; i++) {
+          int s = ctx.slot(i);
+          if (s >= busy.length) {
+            busy = java.util.Arrays.copyOf(busy, 2 * s + 2);
+          }
+          boolean b = ctx.pendingPrefillTokens(i) > 0 || c.waiting(i) > 0;
+          busy[s] = instant ? (b ? 1 : 0) : busy[s] + ((b ? 1 : 0) - busy[s]) * BUSY_WEIGHT;
+          most = Math.max(most, ctx.matchedBlocks(i));
+          out[i] = 0;
+        }
+        if (most == 0) {
+          return;
+        }
+        double lambda = rate(ctx.key(most - 1), ctx.nowNanos());
+        if (lambda == 0) {
+          return;
+        }
+        double allBusy = 1;
+        double r = Double.POSITIVE_INFINITY;
+        int holders = 0;
+        for (int i = 0; i < n; i++) {
+          if (ctx.matchedBlocks(i) >= most) {
+            holders++;
+            allBusy *= busy[ctx.slot(i)];
+            r = Math.min(r, 0.5 * c.prefillMs(i, c.uncachedTokens(i), c.cachedTokens(i)));
+          }
+        }
+        if (holders == n || lambda * 2 * r / 1000 / holders < minLoad) {
+          return;
+        }
+        double base = horizon * lambda * allBusy * r;
+        for (int i = 0; i < n; i++) {
+          if (ctx.matchedBlocks(i) < most) {
+            out[i] = -base * (1 - busy[ctx.slot(i)]);
+          }
+        }
+      }
+
+      @Override
+      public void onRouted(dev.prefixrouter.api.spi.ScoringContext ctx, int candidate) {
+        int m = ctx.matchedBlocks(candidate);
+        if (m == 0) {
+          return;
+        }
+        long g = ctx.key(m - 1); // the prefix this request reused
+        long now = ctx.nowNanos();
+        double[] e = groups.computeIfAbsent(g, x -> new double[] {0, now, now});
+        e[0] = e[0] * Math.exp(-(now - e[1]) / 1e9 / TAU_S) + 1;
+        e[1] = now;
       }
     };
   }

@@ -1,0 +1,176 @@
+package dev.prefixrouter.scoring;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import dev.prefixrouter.api.spi.ScoringContext;
+import java.util.Arrays;
+
+/**
+ * Replica value ({@link EstimatedTtftScorer.Builder#replicaValue}): what one more holder of a hot
+ * prefix is worth to the requests of that prefix still to come.
+ *
+ * <p>A request whose prefix has one holder and finds it with a prefill step in progress waits for
+ * that step: on traffic concentrated on a few long shared prefixes (a handful of system prompts
+ * carrying most requests) these collisions are the TTFT tail, and a per-request estimate never pays
+ * the cold prefill that would give the prefix a second holder, because for the request at hand the
+ * wait is always the cheaper option. The term prices the future instead. When every holder of the
+ * request's longest matched prefix has a prefill queued now and a non-holder has none, each such
+ * non-holder is credited
+ *
+ * <pre>
+ * credit = horizon × λ × r        if λ × 2r / holders ≥ minLoad, else 0
+ * </pre>
+ *
+ * where {@code λ} is the prefix's recent request rate (requests per second that reused exactly this
+ * prefix, decayed with a {@value #RATE_TAU_SECONDS} s time constant), {@code r} half the fastest
+ * holder's prefill of the request (the mean residual of a colliding step, ms) and {@code horizon}
+ * the seconds of that prefix's future traffic a replica is credited with. "Busy now" is the
+ * request's sample of each backend's collision probability (requests arriving at random see the
+ * time average), so the expected credit follows the probability that every holder is busy.
+ * Self-limiting: with every new holder the chance that all are busy at once falls, and in overload,
+ * where no backend is idle, nothing is credited.
+ *
+ * <p>Two guards keep it off traffic where replicas do not pay: {@code minLoad}, the share of its
+ * holders' time the prefix's own requests keep busy — below it a holder's collisions come from
+ * other prefixes' traffic, which a replica of this one does not escape, and spreading many lukewarm
+ * prefixes costs the hits and the KV the cache-aware terms are there to keep — and a prefix must
+ * have been reused for at least {@value #MIN_AGE_SECONDS} s before it is credited, so a burst of
+ * identical requests (RL rollouts, a fan-out) waits for its first prefill to finish instead of
+ * starting copies of it.
+ *
+ * <p>Thread-safe. Cost per decision: a pass over the candidates' queue counts; only when every
+ * holder is busy and some non-holder is idle, one cache read and a short synchronized read of the
+ * prefix's rate. Per routed request that reused a prefix: one cache read (a Caffeine cache of at
+ * most {@code maxPrefixes} prefix rates, W-TinyLFU size eviction; a prefix no longer reused keeps
+ * its entry until evicted, with a rate that decays to 0), one boxed key and a short synchronized
+ * update.
+ */
+final class ReplicaValueTerm implements CostTerm {
+  static final String NAME = "replica-value";
+
+  /** Time constant of a prefix's decayed request rate, seconds. */
+  static final double RATE_TAU_SECONDS = 10;
+
+  /** A prefix reused more recently than this (from its first reuse) earns no credit, seconds. */
+  static final double MIN_AGE_SECONDS = 1;
+
+  /** Prefix rates held at most (Caffeine's size bound). */
+  static final long MAX_PREFIXES = 65_536;
+
+  private static final double TAU_NANOS = RATE_TAU_SECONDS * 1e9;
+  private static final long MIN_AGE_NANOS = (long) (MIN_AGE_SECONDS * 1e9);
+
+  private final double horizonSeconds;
+  private final double minLoad;
+  private final Cache<Long, Rate> rates;
+
+  /**
+   * @param horizonSeconds future traffic of a prefix a replica is credited with, seconds (> 0)
+   * @param minLoad the least share of its holders' time the prefix's own requests must take
+   * @param maxPrefixes prefix rates held at most
+   */
+  ReplicaValueTerm(double horizonSeconds, double minLoad, long maxPrefixes) {
+    this.horizonSeconds = horizonSeconds;
+    this.minLoad = minLoad;
+    // a size bound only: a prefix no longer reused decays to a zero rate by itself, and a cache
+    // without expiry keeps no per-read timestamps
+    this.rates = Caffeine.newBuilder().maximumSize(maxPrefixes).build();
+  }
+
+  /** A prefix's decayed reuse count, per second once divided by the time constant. */
+  private static final class Rate {
+    private final long first;
+    private double count;
+    private long at;
+
+    Rate(long now) {
+      this.first = now;
+      this.at = now;
+    }
+
+    synchronized void add(long now) {
+      count = decayed(now) + 1;
+      at = Math.max(at, now);
+    }
+
+    /** Requests per second, 0 until the prefix has been reused for {@link #MIN_AGE_NANOS}. */
+    synchronized double perSecond(long now) {
+      return now - first < MIN_AGE_NANOS ? 0 : decayed(now) / RATE_TAU_SECONDS;
+    }
+
+    private double decayed(long now) {
+      return now > at ? count * Math.exp(-(now - at) / TAU_NANOS) : count;
+    }
+  }
+
+  @Override
+  public String name() {
+    return NAME;
+  }
+
+  /**
+   * Whether candidate {@code i} has a prefill queued: router-pending tokens or reported waiting.
+   */
+  private static boolean busy(Candidates c, ScoringContext ctx, int i) {
+    return ctx.pendingPrefillTokens(i) > 0 || c.waiting(i) > 0;
+  }
+
+  @Override
+  public void costs(Candidates c, double[] out) {
+    ScoringContext ctx = c.ctx();
+    int n = c.size();
+    Arrays.fill(out, 0, n, 0.0);
+    int most = 0;
+    for (int i = 0; i < n; i++) {
+      most = Math.max(most, ctx.matchedBlocks(i));
+    }
+    most = Math.min(most, ctx.keyCount()); // a context whose keys were capped: the keys it has
+    if (most == 0) {
+      return;
+    }
+    int holders = 0;
+    boolean idleOther = false;
+    double r = Double.POSITIVE_INFINITY;
+    for (int i = 0; i < n; i++) {
+      boolean busy = busy(c, ctx, i);
+      if (ctx.matchedBlocks(i) >= most) {
+        if (!busy) {
+          return; // an idle holder: no collision to escape
+        }
+        holders++;
+        r = Math.min(r, 0.5 * c.prefillMs(i, c.uncachedTokens(i), c.cachedTokens(i)) / c.weight(i));
+      } else if (!busy) {
+        idleOther = true;
+      }
+    }
+    if (!idleOther) {
+      return;
+    }
+    Rate rate = rates.getIfPresent(ctx.key(most - 1));
+    double lambda = rate == null ? 0 : rate.perSecond(ctx.nowNanos());
+    if (lambda == 0 || lambda * 2 * r / 1000 / holders < minLoad) {
+      return;
+    }
+    double credit = horizonSeconds * lambda * r;
+    for (int i = 0; i < n; i++) {
+      if (ctx.matchedBlocks(i) < most && !busy(c, ctx, i)) {
+        out[i] = -credit;
+      }
+    }
+  }
+
+  @Override
+  public void onRouted(ScoringContext ctx, int candidate) {
+    int m = Math.min(ctx.matchedBlocks(candidate), ctx.keyCount());
+    if (m == 0) {
+      return;
+    }
+    long now = ctx.nowNanos();
+    Long prefix = ctx.key(m - 1); // the prefix this request reused
+    Rate rate = rates.getIfPresent(prefix);
+    if (rate == null) {
+      rate = rates.get(prefix, k -> new Rate(now)); // atomic: concurrent first reuses share one
+    }
+    rate.add(now);
+  }
+}

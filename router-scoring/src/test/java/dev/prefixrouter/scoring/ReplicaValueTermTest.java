@@ -1,0 +1,154 @@
+package dev.prefixrouter.scoring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
+
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The replica-value term: the credit a non-holder gets when every holder of a hot prefix is busy,
+ * and the guards that keep it off idle holders, bursts and lukewarm prefixes.
+ */
+class ReplicaValueTermTest {
+  private static final TtftCoefficients K = TtftCoefficients.DEFAULTS;
+  private static final int PREFIX_BLOCKS = 192; // a 3,072-token system prompt
+  private static final int PROMPT = 3372; // the prompt plus 300 tokens of question
+
+  /** Only the queue-prefill term and the one under test. */
+  private static EstimatedTtftScorer.Builder plain() {
+    return EstimatedTtftScorer.builder()
+        .calibrate(false)
+        .balance(0, 0, 1)
+        .futureWait(0, Duration.ZERO)
+        .parallelStart(0)
+        .releaseParallelSiblings(false)
+        .congestionWeight(0)
+        .cachePressure(0, 4);
+  }
+
+  private static long[] keys() {
+    long[] k = new long[PROMPT / 16];
+    for (int i = 0; i < k.length; i++) {
+      k[i] = 1000 + i;
+    }
+    return k;
+  }
+
+  /** A request of the hot prefix at {@code nowMs}: b0 holds the prefix, b1 and b2 do not. */
+  private static FakeContext request(long nowMs) {
+    FakeContext ctx = new FakeContext(3);
+    ctx.promptTokens = PROMPT;
+    ctx.keys = keys();
+    ctx.now = nowMs * 1_000_000L;
+    ctx.matchedBlocks[0] = PREFIX_BLOCKS;
+    return ctx;
+  }
+
+  /** {@code count} requests reusing the prefix on b0, every {@code everyMs} from 0. */
+  private static void history(EstimatedTtftScorer s, int count, long everyMs) {
+    for (int k = 0; k < count; k++) {
+      s.onRouted(request(k * everyMs), 0);
+    }
+  }
+
+  /** The decision: b0 (the holder) has {@code holderPending} tokens queued, b2 500, b1 none. */
+  private static FakeContext decision(long nowMs, long holderPending) {
+    FakeContext ctx = request(nowMs);
+    ctx.pending[0] = holderPending;
+    ctx.pending[2] = 500;
+    return ctx;
+  }
+
+  /** The prefix's rate at {@code nowMs} after {@link #history}: decayed count / 10 s. */
+  private static double rate(int count, long everyMs, long nowMs) {
+    double sum = 0;
+    for (int k = 0; k < count; k++) {
+      sum += Math.exp(-(nowMs - k * everyMs) / 10_000.0);
+    }
+    return sum / 10;
+  }
+
+  @Test
+  void anIdleNonHolderIsCreditedWhenTheHotPrefixsOnlyHolderIsBusy() {
+    EstimatedTtftScorer s = plain().replicaValue(10, 0.05).build();
+    EstimatedTtftScorer off = plain().replicaValue(0, 0.05).build();
+    assertThat(EstimatedTtftScorer.builder().build().termNames()).contains("replica-value");
+    assertThat(off.termNames()).doesNotContain("replica-value");
+    history(s, 200, 50); // 20 requests a second for ten seconds
+    history(off, 200, 50);
+    FakeContext on = decision(10_000, 300);
+    FakeContext without = decision(10_000, 300);
+    s.score(on);
+    off.score(without);
+
+    double r = 0.5 * K.prefillMs(300, 3072);
+    double credit = 10 * rate(200, 50, 10_000) * r;
+    assertThat(on.cost(1)).isCloseTo(without.cost(1) - credit, within(1e-6));
+    assertThat(on.cost(0)).as("the holder").isEqualTo(without.cost(0));
+    assertThat(on.cost(2)).as("a busy non-holder").isEqualTo(without.cost(2));
+    assertThat(without.best()).as("for this request alone the wait is cheaper").isEqualTo(0);
+    assertThat(on.best()).as("a second holder for the prefix's next requests").isEqualTo(1);
+  }
+
+  @Test
+  void nothingIsCreditedWhileAHolderIsIdle() {
+    EstimatedTtftScorer s = plain().replicaValue(10, 0.05).build();
+    EstimatedTtftScorer off = plain().replicaValue(0, 0.05).build();
+    history(s, 200, 50);
+    history(off, 200, 50);
+    FakeContext on = decision(10_000, 0);
+    FakeContext without = decision(10_000, 0);
+    s.score(on);
+    off.score(without);
+    for (int i = 0; i < 3; i++) {
+      assertThat(on.cost(i)).isEqualTo(without.cost(i));
+    }
+    assertThat(on.best()).isEqualTo(0);
+  }
+
+  @Test
+  void aBurstOfIdenticalRequestsWaitsForItsFirstPrefill() {
+    // 16 copies within 45 ms (an RL rollout): the prefix was first reused 45 ms ago (no load
+    // guard here, so only the age decides)
+    EstimatedTtftScorer s = plain().replicaValue(100, 0).build();
+    history(s, 15, 3);
+    FakeContext ctx = decision(45, 3000);
+    s.score(ctx);
+    assertThat(ctx.best()).isEqualTo(0);
+    // the same burst a second later: credited
+    EstimatedTtftScorer later = plain().replicaValue(100, 0).build();
+    history(later, 15, 3);
+    FakeContext after = decision(1045, 3000);
+    later.score(after);
+    assertThat(after.best()).isEqualTo(1);
+  }
+
+  @Test
+  void aLukewarmPrefixBelowTheLoadShareIsNotSpread() {
+    // one request every 5 s: about 0.2 per second, under 1 % of a holder's time
+    EstimatedTtftScorer gated = plain().replicaValue(1000, 0.05).build();
+    EstimatedTtftScorer ungated = plain().replicaValue(1000, 0).build();
+    history(gated, 12, 5000);
+    history(ungated, 12, 5000);
+    FakeContext a = decision(60_000, 300);
+    FakeContext b = decision(60_000, 300);
+    gated.score(a);
+    ungated.score(b);
+    assertThat(a.best()).isEqualTo(0);
+    assertThat(b.best()).as("the same prefix without the load guard").isEqualTo(1);
+  }
+
+  @Test
+  void invalidSettingsAreRejected() {
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().replicaValue(-1, 0.05))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("horizonSeconds");
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().replicaValue(10, 1.5))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("minLoad");
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().replicaValue(Double.NaN, 0.05))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+}
