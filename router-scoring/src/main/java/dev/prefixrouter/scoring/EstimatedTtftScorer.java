@@ -1333,16 +1333,17 @@ public final class EstimatedTtftScorer implements Scorer {
      * × λ × r}, where {@code λ} is the prefix's recent request rate (per second, decayed over 10 s)
      * and {@code r} half the holder's prefill time of the request — the waits that a second holder
      * would spare the prefix's next requests, against the cold prefill the queue-prefill term
-     * charges it now. Only for prefixes whose own requests keep their holders at least {@code
-     * minLoad} of the time busy ({@code λ × 2r / holders}, a share) and that have been reused for
-     * at least a second (a burst of identical requests waits for its first prefill instead). See
-     * {@code ReplicaValueTerm}; at most {@value ReplicaValueTerm#MAX_PREFIXES} prefix rates are
-     * held. {@code horizonSeconds} 0 turns the term off. Default {@code (10, 0.05)} since issue #18
-     * session 19 (off before): on 16 system prompts of 3k tokens with Zipf-1.2 popularity it takes
-     * TTFT p95 from 1.01× / 0.95× the best anchor's at 1× / 2× to 0.92× / 0.89× (tuning seeds;
-     * held-out figures in benchmarks/README.md); on every other workload measured the guards keep
-     * it idle or within noise. Past about 3 s the horizon changes little: once the guards pass, the
-     * credit outweighs the cold prefill; {@code minLoad} is the setting that matters.
+     * charges it now. Only for prefixes that cover at least half the prompt, whose own requests
+     * keep their holders at least {@code minLoad} of the time busy ({@code λ × 2r / holders}, a
+     * share) and that have been reused for at least a second (a burst of identical requests waits
+     * for its first prefill instead). See {@code ReplicaValueTerm}; at most {@value
+     * ReplicaValueTerm#MAX_PREFIXES} prefix rates are held. {@code horizonSeconds} 0 turns the term
+     * off. Default {@code (10, 0.05)} since issue #18 session 19 (off before): on 16 system prompts
+     * of 3k tokens with Zipf-1.2 popularity it takes TTFT p95 from 1.01× / 0.95× the best anchor's
+     * at 1× / 2× to 0.92× / 0.89× (tuning seeds; held-out figures in benchmarks/README.md); on
+     * every other workload measured the guards keep it idle or within noise. Past about 3 s the
+     * horizon changes little: once the guards pass, the credit outweighs the cold prefill; {@code
+     * minLoad} is the setting that matters.
      *
      * @throws IllegalArgumentException unless horizonSeconds is in [0, 3600] and minLoad in [0, 1]
      */

@@ -30,7 +30,10 @@ import java.util.Arrays;
  * Self-limiting: with every new holder the chance that all are busy at once falls, and in overload,
  * where no backend is idle, nothing is credited.
  *
- * <p>Two guards keep it off traffic where replicas do not pay: {@code minLoad}, the share of its
+ * <p>Three guards keep it off traffic where replicas do not pay: the prefix must cover at least
+ * half the prompt ({@value #MIN_PREFIX_SHARE}) — where it is a small part (a shared system prompt
+ * before a long document of the request's own) the request's own prefill is most of its time
+ * wherever it runs, and a copy of the prefix saves little of it; {@code minLoad}, the share of its
  * holders' time the prefix's own requests keep busy — below it a holder's collisions come from
  * other prefixes' traffic, which a replica of this one does not escape, and spreading many lukewarm
  * prefixes costs the hits and the KV the cache-aware terms are there to keep — and a prefix must
@@ -53,6 +56,9 @@ final class ReplicaValueTerm implements CostTerm {
 
   /** A prefix reused more recently than this (from its first reuse) earns no credit, seconds. */
   static final double MIN_AGE_SECONDS = 1;
+
+  /** The least share of the prompt the matched prefix must cover to be credited a replica. */
+  static final double MIN_PREFIX_SHARE = 0.5;
 
   /** Prefix rates held at most (Caffeine's size bound). */
   static final long MAX_PREFIXES = 65_536;
@@ -125,7 +131,7 @@ final class ReplicaValueTerm implements CostTerm {
       most = Math.max(most, ctx.matchedBlocks(i));
     }
     most = Math.min(most, ctx.keyCount()); // a context whose keys were capped: the keys it has
-    if (most == 0) {
+    if (most == 0 || (double) most * ctx.tokensPerBlock() < MIN_PREFIX_SHARE * ctx.promptTokens()) {
       return;
     }
     int holders = 0;

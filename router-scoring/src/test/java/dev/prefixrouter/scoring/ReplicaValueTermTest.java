@@ -141,6 +141,33 @@ class ReplicaValueTermTest {
   }
 
   @Test
+  void aSmallSharedPrefixBeforeALongPromptOfItsOwnIsNotCopied() {
+    // a 2,048-token system prompt before 7,952 tokens of the request's own: the prefix is a fifth
+    // of the prompt, so a copy of it saves little of the request's time wherever it runs
+    EstimatedTtftScorer s = plain().replicaValue(10, 0.05).build();
+    java.util.function.LongFunction<FakeContext> longPrompt =
+        nowMs -> {
+          FakeContext ctx = new FakeContext(3);
+          ctx.promptTokens = 10_000;
+          ctx.keys = new long[625];
+          for (int i = 0; i < ctx.keys.length; i++) {
+            ctx.keys[i] = 5000 + i;
+          }
+          ctx.now = nowMs * 1_000_000L;
+          ctx.matchedBlocks[0] = 128;
+          return ctx;
+        };
+    for (int k = 0; k < 200; k++) {
+      s.onRouted(longPrompt.apply(k * 50L), 0);
+    }
+    FakeContext ctx = longPrompt.apply(10_000);
+    ctx.pending[0] = 300;
+    ctx.pending[2] = 500;
+    s.score(ctx);
+    assertThat(ctx.best()).isEqualTo(0);
+  }
+
+  @Test
   void invalidSettingsAreRejected() {
     assertThatThrownBy(() -> EstimatedTtftScorer.builder().replicaValue(-1, 0.05))
         .isInstanceOf(IllegalArgumentException.class)
