@@ -61,11 +61,16 @@ class ReplicaValueTermTest {
     return ctx;
   }
 
-  /** The prefix's rate at {@code nowMs} after {@link #history}: decayed count / 10 s. */
+  /**
+   * The prefix's rate at {@code nowMs} after {@link #history}: the sampled requests' decayed count
+   * / 10 s.
+   */
   private static double rate(int count, long everyMs, long nowMs) {
     double sum = 0;
     for (int k = 0; k < count; k++) {
-      sum += Math.exp(-(nowMs - k * everyMs) / 10_000.0);
+      if (ReplicaValueTerm.sampled(k * everyMs * 1_000_000L)) { // one in four, weight four
+        sum += ReplicaValueTerm.SAMPLE_EVERY * Math.exp(-(nowMs - k * everyMs) / 10_000.0);
+      }
     }
     return sum / 10;
   }
