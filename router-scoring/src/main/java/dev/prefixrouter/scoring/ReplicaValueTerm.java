@@ -4,6 +4,7 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.prefixrouter.api.spi.ScoringContext;
 import java.util.Arrays;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Replica value ({@link EstimatedTtftScorer.Builder#replicaValue}): what one more holder of a hot
@@ -14,39 +15,47 @@ import java.util.Arrays;
  * carrying most requests) these collisions are the TTFT tail, and a per-request estimate never pays
  * the cold prefill that would give the prefix a second holder, because for the request at hand the
  * wait is always the cheaper option. The term prices the future instead. When every holder of the
- * request's longest matched prefix has a prefill queued now and a non-holder has none, each such
- * non-holder is credited
+ * request's longest matched prefix has a prefill queued now and a non-holder has none (and is not
+ * saturated), each such non-holder is credited
  *
  * <pre>
- * credit = horizon × λ × r        if λ × 2r / holders ≥ minLoad, else 0
+ * credit(i) = min(horizon × λ × r, prefill(i))      if λ × 2r / holders ≥ minLoad, else 0
  * </pre>
  *
- * where {@code λ} is the prefix's recent request rate (requests per second that reused exactly this
- * prefix, decayed with a {@value #RATE_TAU_SECONDS} s time constant), {@code r} half the fastest
- * holder's prefill of the request (the mean residual of a colliding step, ms) and {@code horizon}
- * the seconds of that prefix's future traffic a replica is credited with. "Busy now" is the
- * request's sample of each backend's collision probability (requests arriving at random see the
- * time average), so the expected credit follows the probability that every holder is busy.
- * Self-limiting: with every new holder the chance that all are busy at once falls, and in overload,
- * where no backend is idle, nothing is credited.
+ * where {@code λ} is the prefix's recent request rate (requests per second routed while this was
+ * their longest held prefix, decayed with a {@value #RATE_TAU_SECONDS} s time constant), {@code r}
+ * half the fastest holder's prefill of the request divided by its weight (the mean residual of a
+ * colliding step, ms), {@code horizon} the seconds of that prefix's future traffic a replica is
+ * credited with, and {@code prefill(i)} the candidate's own prefill of the request: at most the
+ * copy is priced as if it held the prompt, so no total falls below the candidate's queue (the rank
+ * rules compare against {@code best × ratio}). "Busy now" is the request's sample of each backend's
+ * collision probability (requests arriving at random see the time average), so the expected credit
+ * follows the probability that every holder is busy, and it falls with every new holder; in
+ * overload, where no backend is idle, nothing is credited. A decision this term turned reports
+ * {@code "est-ttft, replica of a busy hot prefix"}.
  *
- * <p>Three guards keep it off traffic where replicas do not pay: the prefix must cover at least
- * half the prompt ({@value #MIN_PREFIX_SHARE}) — where it is a small part (a shared system prompt
- * before a long document of the request's own) the request's own prefill is most of its time
- * wherever it runs, and a copy of the prefix saves little of it; {@code minLoad}, the share of its
- * holders' time the prefix's own requests keep busy — below it a holder's collisions come from
- * other prefixes' traffic, which a replica of this one does not escape, and spreading many lukewarm
- * prefixes costs the hits and the KV the cache-aware terms are there to keep — and a prefix must
- * have been reused for at least {@value #MIN_AGE_SECONDS} s before it is credited, so a burst of
- * identical requests (RL rollouts, a fan-out) waits for its first prefill to finish instead of
- * starting copies of it.
+ * <p>Guards keep it off traffic where replicas do not pay. The prefix must cover at least half the
+ * prompt ({@value #MIN_PREFIX_SHARE}): where it is a small part (a shared system prompt before a
+ * long document of the request's own) the request's own prefill is most of its time wherever it
+ * runs, and a copy of the prefix saves little of it. {@code minLoad} is the least share of its
+ * holders' time the prefix's own requests keep busy: below it a holder's collisions come from other
+ * prefixes' traffic, which a replica of this one does not escape, and spreading many lukewarm
+ * prefixes costs the hits and the KV the cache-aware terms are there to keep. A prefix must have
+ * been counted for at least {@value #MIN_AGE_SECONDS} s (again after it went cold), so a burst of
+ * identical requests (RL rollouts, a fan-out) waits for its first prefill instead of copying it;
+ * and after a copy of a prefix is routed (to a non-holder, for whatever reason) the prefix earns no
+ * credit for the same time, while the copy is a holder still busy with its cold prefill (without
+ * this every arrival in that window would find "all holders busy" and copy again).
  *
  * <p>Thread-safe. Cost per decision: a pass over the candidates' queue counts; only when every
- * holder is busy and some non-holder is idle, one cache read and a short synchronized read of the
- * prefix's rate. Per routed request that reused a prefix, one in {@value #SAMPLE_EVERY} (see {@link
- * #sampled}): one cache read (a Caffeine cache of at most {@code maxPrefixes} prefix rates,
- * W-TinyLFU size eviction; a prefix no longer reused keeps its entry until evicted, with a rate
- * that decays to 0), one boxed key and a short synchronized update.
+ * holder is busy and some non-holder is idle, one boxed key, one cache read and a short
+ * synchronized read of the prefix's rate. Per routed request whose longest held prefix covers half
+ * its prompt: a pass over the candidates' matches and, for one in {@value #SAMPLE_EVERY} (see
+ * {@link #sampled}) and for every copy, one boxed key, one cache read and a short synchronized
+ * update (a {@code Rate} and a cache node allocated for a prefix not yet held). The cache is
+ * Caffeine's, at most {@code maxPrefixes} prefix rates (about 150 B each), W-TinyLFU size eviction,
+ * maintenance on the routing threads; a prefix no longer reused keeps its entry until evicted, with
+ * a rate that decays to 0.
  */
 final class ReplicaValueTerm implements CostTerm {
   static final String NAME = "replica-value";
@@ -54,11 +63,14 @@ final class ReplicaValueTerm implements CostTerm {
   /** Time constant of a prefix's decayed request rate, seconds. */
   static final double RATE_TAU_SECONDS = 10;
 
-  /** A prefix reused more recently than this (from its first reuse) earns no credit, seconds. */
+  /**
+   * A prefix counted for less than this (from its first counted request, or since it went cold), or
+   * copied less than this ago, earns no credit, seconds.
+   */
   static final double MIN_AGE_SECONDS = 1;
 
   /** One routed request in this many is counted, with this weight ({@link #sampled}). */
-  static final int SAMPLE_EVERY = 4;
+  static final int SAMPLE_EVERY = 2;
 
   /** The least share of the prompt the matched prefix must cover to be credited a replica. */
   static final double MIN_PREFIX_SHARE = 0.5;
@@ -83,14 +95,20 @@ final class ReplicaValueTerm implements CostTerm {
     this.minLoad = minLoad;
     // a size bound only: a prefix no longer reused decays to a zero rate by itself, and a cache
     // without expiry keeps no per-read timestamps
-    this.rates = Caffeine.newBuilder().maximumSize(maxPrefixes).build();
+    this.rates =
+        Caffeine.newBuilder()
+            .maximumSize(maxPrefixes)
+            .executor(Runnable::run) // maintenance on the routing threads, amortized
+            .build();
   }
 
   /** A prefix's decayed reuse count, per second once divided by the time constant. */
   private static final class Rate {
-    private final long first;
+    private long first;
     private double count;
     private long at;
+    private long lastCopy;
+    private boolean copied;
 
     Rate(long now) {
       this.first = now;
@@ -98,13 +116,29 @@ final class ReplicaValueTerm implements CostTerm {
     }
 
     synchronized void add(long now) {
-      count = decayed(now) + SAMPLE_EVERY;
+      double d = decayed(now);
+      if (d < 1) {
+        first = now; // gone cold (or new): its next burst must age again
+      }
+      count = d + SAMPLE_EVERY;
       at = Math.max(at, now);
     }
 
-    /** Requests per second, 0 until the prefix has been reused for {@link #MIN_AGE_NANOS}. */
+    /** A copy of the prefix was routed at {@code now}. */
+    synchronized void copied(long now) {
+      lastCopy = now;
+      copied = true;
+    }
+
+    /**
+     * Requests per second; 0 until the prefix has been counted for {@link #MIN_AGE_NANOS}, and
+     * while its last copy is younger than that (the copy is a holder still prefilling it).
+     */
     synchronized double perSecond(long now) {
-      return now - first < MIN_AGE_NANOS ? 0 : decayed(now) / RATE_TAU_SECONDS;
+      if (now - first < MIN_AGE_NANOS || (copied && now - lastCopy < MIN_AGE_NANOS)) {
+        return 0;
+      }
+      return decayed(now) / RATE_TAU_SECONDS;
     }
 
     private double decayed(long now) {
@@ -121,7 +155,7 @@ final class ReplicaValueTerm implements CostTerm {
    * Whether candidate {@code i} has a prefill queued: router-pending tokens or reported waiting.
    */
   private static boolean busy(Candidates c, ScoringContext ctx, int i) {
-    return ctx.pendingPrefillTokens(i) > 0 || c.waiting(i) > 0;
+    return ctx.pendingPrefillTokens(i) > 0 || c.waiting(i) >= 0.5; // a faded report: not busy
   }
 
   @Override
@@ -148,7 +182,7 @@ final class ReplicaValueTerm implements CostTerm {
         }
         holders++;
         r = Math.min(r, 0.5 * c.prefillMs(i, c.uncachedTokens(i), c.cachedTokens(i)) / c.weight(i));
-      } else if (!busy) {
+      } else if (!busy && !c.saturated(i)) {
         idleOther = true;
       }
     }
@@ -162,38 +196,67 @@ final class ReplicaValueTerm implements CostTerm {
     }
     double credit = horizonSeconds * lambda * r;
     for (int i = 0; i < n; i++) {
-      if (ctx.matchedBlocks(i) < most && !busy(c, ctx, i)) {
-        out[i] = -credit;
+      if (ctx.matchedBlocks(i) < most && !busy(c, ctx, i) && !c.saturated(i)) {
+        // at most the candidate's own prefill: the copy is priced as if it held the prompt, and
+        // every total stays at or above the candidate's queue (the rules compare best × ratio)
+        double own = c.prefillMs(i, c.uncachedTokens(i), c.cachedTokens(i)) / c.weight(i);
+        out[i] = -Math.min(credit, own);
       }
     }
+  }
+
+  @Override
+  public @Nullable String reason(Candidates c) {
+    int winner = c.order()[0];
+    if (c.termCost(this, winner) >= 0) {
+      return null;
+    }
+    double bestWithout = Double.POSITIVE_INFINITY;
+    for (int i = 0, n = c.size(); i < n; i++) {
+      bestWithout = Math.min(bestWithout, c.costWithout(i, this));
+    }
+    return c.costWithout(winner, this) > c.bandLimit(bestWithout)
+        ? "est-ttft, replica of a busy hot prefix"
+        : null;
   }
 
   /**
    * Whether a routed request at {@code now} is counted: one in {@value #SAMPLE_EVERY}, chosen by a
    * multiplicative hash of its time (deterministic, no shared or per-thread state), each counted
    * one with weight {@value #SAMPLE_EVERY}. Arrival times carry no pattern at this resolution, so
-   * the rate stays unbiased while three routes in four skip the table (held routes over thousands
-   * of prefixes miss the CPU caches on every lookup).
+   * the rate stays unbiased while half the routes skip the table (held routes over thousands of
+   * prefixes miss the CPU caches on every lookup).
    */
   static boolean sampled(long now) {
-    return (now * 0x9E3779B97F4A7C15L) >>> 62 == 0;
+    return (now * 0x9E3779B97F4A7C15L) >>> 63 == 0;
   }
 
   @Override
   public void onRouted(ScoringContext ctx, int candidate) {
-    int m = Math.min(ctx.matchedBlocks(candidate), ctx.keyCount());
-    if (m == 0) {
-      return;
+    int n = ctx.size();
+    int most = 0;
+    for (int i = 0; i < n; i++) {
+      most = Math.max(most, ctx.matchedBlocks(i));
+    }
+    most = Math.min(most, ctx.keyCount()); // the prefix costs() reads: the longest one held
+    if (most == 0 || (double) most * ctx.tokensPerBlock() < MIN_PREFIX_SHARE * ctx.promptTokens()) {
+      return; // never credited: not counted
     }
     long now = ctx.nowNanos();
-    if (!sampled(now)) {
+    boolean copy = ctx.matchedBlocks(candidate) < most;
+    if (!copy && !sampled(now)) {
       return;
     }
-    Long prefix = ctx.key(m - 1); // the prefix this request reused
+    Long prefix = ctx.key(most - 1);
     Rate rate = rates.getIfPresent(prefix);
     if (rate == null) {
       rate = rates.get(prefix, k -> new Rate(now)); // atomic: concurrent first reuses share one
     }
-    rate.add(now);
+    if (copy) {
+      rate.copied(now); // a new holder, busy with its cold prefill for a while: pace the next
+    }
+    if (sampled(now)) {
+      rate.add(now);
+    }
   }
 }

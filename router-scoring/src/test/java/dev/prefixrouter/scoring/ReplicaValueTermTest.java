@@ -89,8 +89,11 @@ class ReplicaValueTermTest {
     off.score(without);
 
     double r = 0.5 * K.prefillMs(300, 3072);
-    double credit = 10 * rate(200, 50, 10_000) * r;
+    // at most the copy's own prefill: priced as if it held the prompt, never below its queue
+    double credit = Math.min(10 * rate(200, 50, 10_000) * r, K.prefillMs(PROMPT, 0));
     assertThat(on.cost(1)).isCloseTo(without.cost(1) - credit, within(1e-6));
+    assertThat(on.cost(1)).isGreaterThanOrEqualTo(0);
+    assertThat(on.reason).isEqualTo("est-ttft, replica of a busy hot prefix");
     assertThat(on.cost(0)).as("the holder").isEqualTo(without.cost(0));
     assertThat(on.cost(2)).as("a busy non-holder").isEqualTo(without.cost(2));
     assertThat(without.best()).as("for this request alone the wait is cheaper").isEqualTo(0);
@@ -170,6 +173,68 @@ class ReplicaValueTermTest {
     ctx.pending[2] = 500;
     s.score(ctx);
     assertThat(ctx.best()).isEqualTo(0);
+  }
+
+  @Test
+  void aSaturatedNonHolderIsNotCredited() {
+    EstimatedTtftScorer s = plain().replicaValue(10, 0.05).build();
+    history(s, 200, 50);
+    FakeContext ctx = decision(10_000, 300);
+    ctx.loads[1] = dev.prefixrouter.api.LoadReport.of(0, 0, 0.99); // idle, but its KV is full
+    ctx.loadAge[1] = 0;
+    s.score(ctx);
+    assertThat(ctx.costs[1]).isGreaterThan(ctx.costs[0]);
+    assertThat(ctx.best()).isEqualTo(0);
+  }
+
+  @Test
+  void aCopyStillPrefillingPacesTheNextOne() {
+    // four backends: b0 holds the hot prefix; a copy goes to b1 and, while it prefills, b1 holds
+    // the prefix too (predicted) and is busy: the next arrival finds every holder busy again
+    EstimatedTtftScorer s = plain().replicaValue(10, 0.05).build();
+    for (int k = 0; k < 200; k++) {
+      FakeContext h = fourBackends(k * 50L);
+      s.onRouted(h, 0);
+    }
+    FakeContext first = fourBackends(10_000);
+    first.pending[0] = 300;
+    s.score(first);
+    assertThat(first.best()).isIn(1, 2, 3);
+    int copy = first.best();
+    s.onRouted(first, copy);
+    FakeContext next = fourBackends(10_010);
+    next.pending[0] = 300;
+    next.matchedBlocks[copy] = PREFIX_BLOCKS;
+    next.pending[copy] = 3372;
+    s.score(next);
+    assertThat(next.best()).as("no second copy while the first prefills").isIn(0, copy);
+    FakeContext later = fourBackends(11_100); // a second on, both holders busy again
+    later.pending[0] = 300;
+    later.matchedBlocks[copy] = PREFIX_BLOCKS;
+    later.pending[copy] = 300;
+    s.score(later);
+    assertThat(later.best()).isNotIn(0, copy);
+  }
+
+  private static FakeContext fourBackends(long nowMs) {
+    FakeContext ctx = new FakeContext(4);
+    ctx.promptTokens = PROMPT;
+    ctx.keys = keys();
+    ctx.now = nowMs * 1_000_000L;
+    ctx.matchedBlocks[0] = PREFIX_BLOCKS;
+    return ctx;
+  }
+
+  @Test
+  void aPrefixThatWentColdMustAgeAgainBeforeItsNextBurstIsCopied() {
+    EstimatedTtftScorer s = plain().replicaValue(100, 0).build();
+    history(s, 15, 3); // a burst at 0 ms
+    for (int k = 0; k < 15; k++) { // the same prefix's next burst, 90 s later
+      s.onRouted(request(90_000 + 3L * k), 0);
+    }
+    FakeContext ctx = decision(90_045, 3000);
+    s.score(ctx);
+    assertThat(ctx.best()).as("45 ms into the new burst").isEqualTo(0);
   }
 
   @Test

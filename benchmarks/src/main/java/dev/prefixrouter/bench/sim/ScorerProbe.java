@@ -166,6 +166,9 @@ final class ScorerProbe {
     double age = 1;
     double load = 0; // the prototypes' (rv, rvi) default: no load guard
     boolean loadGiven = false;
+    double rvt = 0;
+    double rv = 0;
+    double rvi = 0;
     for (String o : spec.substring(spec.indexOf(':') + 1).split(",")) {
       String[] kv = o.split("=");
       switch (kv[0]) {
@@ -192,17 +195,27 @@ final class ScorerProbe {
         case "ps" -> b.parallelStart(Double.parseDouble(kv[1]));
         case "rel" -> b.releaseParallelSiblings(true);
         case "cg" -> b.congestionWeight(Double.parseDouble(kv[1]));
-        case "rv" -> b.addTerm(replicaValue(Double.parseDouble(kv[1]), false, age, load));
-        case "rvi" -> b.addTerm(replicaValue(Double.parseDouble(kv[1]), true, age, load));
+        case "rv" -> rv = Double.parseDouble(kv[1]);
+        case "rvi" -> rvi = Double.parseDouble(kv[1]);
         case "rvload" -> {
           load = Double.parseDouble(kv[1]);
           loadGiven = true;
         }
-        case "rvt" -> b.replicaValue(Double.parseDouble(kv[1]), loadGiven ? load : 0.05);
+        case "rvt" -> rvt = Double.parseDouble(kv[1]);
         case "rvage" -> age = Double.parseDouble(kv[1]);
         case "" -> {}
         default -> throw new IllegalArgumentException("option " + o);
       }
+    }
+    // after every option, so the order of rvload / rvage and the term does not matter
+    if (rvt > 0) {
+      b.replicaValue(rvt, loadGiven ? load : 0.05);
+    }
+    if (rv > 0) {
+      b.addTerm(replicaValue(rv, false, age, load));
+    }
+    if (rvi > 0) {
+      b.addTerm(replicaValue(rvi, true, age, load));
     }
     if (imp > 0) {
       b.addTerm(imposedWait(imp, impTau * 1e3));
@@ -512,7 +525,7 @@ final class ScorerProbe {
 
       @Override
       public String name() {
-        return "replica-value";
+        return "rv-proto";
       }
 
       private double rate(long g, long now) {
