@@ -377,6 +377,22 @@ public final class Candidates {
     withoutTerm = skip;
   }
 
+  /**
+   * Whether the winner (rank 0) got a credit from {@code term} (a negative cost) and, without the
+   * term, would cost more than the near-tie band above the best candidate: the term decided.
+   */
+  boolean wonByCredit(CostTerm term) {
+    int winner = order()[0];
+    if (termCost(term, winner) >= 0) {
+      return false;
+    }
+    double bestWithout = Double.POSITIVE_INFINITY;
+    for (int i = 0; i < n; i++) {
+      bestWithout = Math.min(bestWithout, costWithout(i, term));
+    }
+    return costWithout(winner, term) > bandLimit(bestWithout);
+  }
+
   /** The lowest cost among the candidates. */
   public double best() {
     return best;

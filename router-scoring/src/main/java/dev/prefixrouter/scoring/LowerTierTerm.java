@@ -69,16 +69,6 @@ final class LowerTierTerm implements CostTerm {
     if (s == null || !s.active) {
       return null;
     }
-    int winner = c.order()[0];
-    if (c.termCost(this, winner) >= 0) {
-      return null;
-    }
-    double bestWithout = Double.POSITIVE_INFINITY;
-    for (int i = 0, n = c.size(); i < n; i++) {
-      bestWithout = Math.min(bestWithout, c.costWithout(i, this));
-    }
-    return c.costWithout(winner, this) > c.bandLimit(bestWithout)
-        ? "est-ttft, lower-tier hit"
-        : null;
+    return c.wonByCredit(this) ? "est-ttft, lower-tier hit" : null;
   }
 }

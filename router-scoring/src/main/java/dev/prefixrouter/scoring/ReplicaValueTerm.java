@@ -207,17 +207,7 @@ final class ReplicaValueTerm implements CostTerm {
 
   @Override
   public @Nullable String reason(Candidates c) {
-    int winner = c.order()[0];
-    if (c.termCost(this, winner) >= 0) {
-      return null;
-    }
-    double bestWithout = Double.POSITIVE_INFINITY;
-    for (int i = 0, n = c.size(); i < n; i++) {
-      bestWithout = Math.min(bestWithout, c.costWithout(i, this));
-    }
-    return c.costWithout(winner, this) > c.bandLimit(bestWithout)
-        ? "est-ttft, replica of a busy hot prefix"
-        : null;
+    return c.wonByCredit(this) ? "est-ttft, replica of a busy hot prefix" : null;
   }
 
   /**
