@@ -675,6 +675,12 @@ final class ScorerProbe {
   }
 
   public static void main(String[] args) {
+    if (args.length < 4) {
+      System.err.println(
+          "usage: ScorerProbe WORKLOAD SEEDS RATES POLICY... (e.g. hot-prefix 1,2 1,2,4 est-ttft"
+              + " x:fw=64,tau=0,ps=1,rel sglang-cache-aware); see the class javadoc");
+      System.exit(2);
+    }
     String workload = args[0];
     List<Long> seeds = new ArrayList<>();
     for (String s : args[1].split(",")) {
