@@ -158,17 +158,27 @@ final class ReplicaValueTerm implements CostTerm {
     return ctx.pendingPrefillTokens(i) > 0 || c.waiting(i) >= 0.5; // a faded report: not busy
   }
 
+  /**
+   * The request's longest held prefix in blocks (capped at the context's keys), or 0 when none is
+   * held or it covers less than {@value #MIN_PREFIX_SHARE} of the prompt: the prefix this term
+   * credits and counts.
+   */
+  private static int creditablePrefix(ScoringContext ctx) {
+    int most = 0;
+    for (int i = 0, n = ctx.size(); i < n; i++) {
+      most = Math.max(most, ctx.matchedBlocks(i));
+    }
+    most = Math.min(most, ctx.keyCount()); // a context whose keys were capped: the keys it has
+    return (double) most * ctx.tokensPerBlock() < MIN_PREFIX_SHARE * ctx.promptTokens() ? 0 : most;
+  }
+
   @Override
   public void costs(Candidates c, double[] out) {
     ScoringContext ctx = c.ctx();
     int n = c.size();
     Arrays.fill(out, 0, n, 0.0);
-    int most = 0;
-    for (int i = 0; i < n; i++) {
-      most = Math.max(most, ctx.matchedBlocks(i));
-    }
-    most = Math.min(most, ctx.keyCount()); // a context whose keys were capped: the keys it has
-    if (most == 0 || (double) most * ctx.tokensPerBlock() < MIN_PREFIX_SHARE * ctx.promptTokens()) {
+    int most = creditablePrefix(ctx);
+    if (most == 0) {
       return;
     }
     int holders = 0;
@@ -223,18 +233,14 @@ final class ReplicaValueTerm implements CostTerm {
 
   @Override
   public void onRouted(ScoringContext ctx, int candidate) {
-    int n = ctx.size();
-    int most = 0;
-    for (int i = 0; i < n; i++) {
-      most = Math.max(most, ctx.matchedBlocks(i));
-    }
-    most = Math.min(most, ctx.keyCount()); // the prefix costs() reads: the longest one held
-    if (most == 0 || (double) most * ctx.tokensPerBlock() < MIN_PREFIX_SHARE * ctx.promptTokens()) {
+    int most = creditablePrefix(ctx); // the prefix costs() reads
+    if (most == 0) {
       return; // never credited: not counted
     }
     long now = ctx.nowNanos();
     boolean copy = ctx.matchedBlocks(candidate) < most;
-    if (!copy && !sampled(now)) {
+    boolean counted = sampled(now);
+    if (!copy && !counted) {
       return;
     }
     Long prefix = ctx.key(most - 1);
@@ -245,7 +251,7 @@ final class ReplicaValueTerm implements CostTerm {
     if (copy) {
       rate.copied(now); // a new holder, busy with its cold prefill for a while: pace the next
     }
-    if (sampled(now)) {
+    if (counted) {
       rate.add(now);
     }
   }
