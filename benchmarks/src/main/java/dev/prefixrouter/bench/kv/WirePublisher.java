@@ -21,6 +21,9 @@ import org.zeromq.ZMQ;
  * thread-safe); replays are served by the publisher's own thread. {@link #close} stops it.
  */
 public final class WirePublisher implements AutoCloseable {
+  /** How long a ZMTP handshake may take before the connection is dropped and retried. */
+  static final int HANDSHAKE_MILLIS = 2_000;
+
   private final ZContext context = new ZContext(1);
   private final ZMQ.Socket pub = context.createSocket(SocketType.XPUB);
   private final byte[] topic;
@@ -46,6 +49,10 @@ public final class WirePublisher implements AutoCloseable {
     this.bufferSteps = bufferSteps;
     pub.setLinger(0);
     pub.setSndHWM(100_000); // vLLM's default high-water mark
+    // a ZMTP handshake that stalls is dropped and retried after 2 s, not JeroMQ's default 30 s
+    // (seen
+    // once on a loaded CI host: a loopback subscriber never joined within 20 s)
+    pub.setHandshakeIvl(HANDSHAKE_MILLIS);
     endpoint = "tcp://127.0.0.1:" + pub.bindToRandomPort("tcp://127.0.0.1");
     ZMQ.Socket replay = context.createSocket(SocketType.ROUTER);
     replay.setLinger(0);
@@ -72,16 +79,29 @@ public final class WirePublisher implements AutoCloseable {
 
   /**
    * Blocks until a subscription reaches the PUB socket (what is published after it is not lost to
-   * ZMQ's slow-joiner window).
+   * ZMQ's slow-joiner window). An unsubscription (a subscriber that left, e.g. one whose handshake
+   * was retried) is skipped.
    *
    * @throws IllegalStateException if none arrives within {@code timeout}
    */
   public void awaitSubscriber(Duration timeout) {
-    pub.setReceiveTimeOut((int) timeout.toMillis());
-    byte[] sub = pub.recv(0);
-    if (sub == null || sub.length == 0 || sub[0] != 1) {
+    if (!tryAwaitSubscriber(timeout)) {
       throw new IllegalStateException("no subscriber joined within " + timeout);
     }
+  }
+
+  /** As {@link #awaitSubscriber}, but false instead of an exception when none arrives in time. */
+  public boolean tryAwaitSubscriber(Duration timeout) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    long left;
+    while ((left = deadline - System.nanoTime()) > 0) {
+      pub.setReceiveTimeOut((int) Math.max(1, left / 1_000_000));
+      byte[] sub = pub.recv(0);
+      if (sub != null && sub.length > 0 && sub[0] == 1) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Buffers and sends the next batch; returns its seq. */
