@@ -1,7 +1,5 @@
 package dev.prefixrouter.scoring;
 
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.prefixrouter.api.spi.ScoringContext;
 import java.util.Arrays;
 import org.jspecify.annotations.Nullable;
@@ -48,14 +46,14 @@ import org.jspecify.annotations.Nullable;
  * this every arrival in that window would find "all holders busy" and copy again).
  *
  * <p>Thread-safe. Cost per decision: a pass over the candidates' queue counts; only when every
- * holder is busy and some non-holder is idle, one boxed key, one cache read and a short
- * synchronized read of the prefix's rate. Per routed request whose longest held prefix covers half
- * its prompt: a pass over the candidates' matches and, for one in {@value #SAMPLE_EVERY} (see
- * {@link #sampled}) and for every copy, one boxed key, one cache read and a short synchronized
- * update (a {@code Rate} and a cache node allocated for a prefix not yet held). The cache is
- * Caffeine's, at most {@code maxPrefixes} prefix rates (about 150 B each), W-TinyLFU size eviction,
- * maintenance on the routing threads; a prefix no longer reused keeps its entry until evicted, with
- * a rate that decays to 0.
+ * holder is busy and some non-holder is idle, one read of the prefix's rate. Per routed request
+ * whose longest held prefix covers half its prompt: a pass over the candidates' matches and, for
+ * one in {@value #SAMPLE_EVERY} (see {@link #sampled}) and for every copy, one update of the
+ * prefix's rate. No allocation: the rates are a fixed table ({@link PrefixRates}) of at most
+ * {@value #MAX_PREFIXES} prefixes, 40 B each (2.6 MB per scorer, allocated when the term is built),
+ * two per set, where a new prefix displaces the colder of its set's two (a prefix no longer reused
+ * keeps its entry until displaced, with a rate that decays to 0); each set is read and written
+ * under a striped lock.
  */
 final class ReplicaValueTerm implements CostTerm {
   static final String NAME = "replica-value";
@@ -75,75 +73,22 @@ final class ReplicaValueTerm implements CostTerm {
   /** The least share of the prompt the matched prefix must cover to be credited a replica. */
   static final double MIN_PREFIX_SHARE = 0.5;
 
-  /** Prefix rates held at most (Caffeine's size bound). */
-  static final long MAX_PREFIXES = 65_536;
-
-  private static final double TAU_NANOS = RATE_TAU_SECONDS * 1e9;
-  private static final long MIN_AGE_NANOS = (long) (MIN_AGE_SECONDS * 1e9);
+  /** Prefix rates held at most (a power of two: {@link PrefixRates}' bound). */
+  static final int MAX_PREFIXES = 65_536;
 
   private final double horizonSeconds;
   private final double minLoad;
-  private final Cache<Long, Rate> rates;
+  private final PrefixRates rates;
 
   /**
    * @param horizonSeconds future traffic of a prefix a replica is credited with, seconds (> 0)
    * @param minLoad the least share of its holders' time the prefix's own requests must take
    * @param maxPrefixes prefix rates held at most
    */
-  ReplicaValueTerm(double horizonSeconds, double minLoad, long maxPrefixes) {
+  ReplicaValueTerm(double horizonSeconds, double minLoad, int maxPrefixes) {
     this.horizonSeconds = horizonSeconds;
     this.minLoad = minLoad;
-    // a size bound only: a prefix no longer reused decays to a zero rate by itself, and a cache
-    // without expiry keeps no per-read timestamps
-    this.rates =
-        Caffeine.newBuilder()
-            .maximumSize(maxPrefixes)
-            .executor(Runnable::run) // maintenance on the routing threads, amortized
-            .build();
-  }
-
-  /** A prefix's decayed reuse count, per second once divided by the time constant. */
-  private static final class Rate {
-    private long first;
-    private double count;
-    private long at;
-    private long lastCopy;
-    private boolean copied;
-
-    Rate(long now) {
-      this.first = now;
-      this.at = now;
-    }
-
-    synchronized void add(long now) {
-      double d = decayed(now);
-      if (d < 1) {
-        first = now; // gone cold (or new): its next burst must age again
-      }
-      count = d + SAMPLE_EVERY;
-      at = Math.max(at, now);
-    }
-
-    /** A copy of the prefix was routed at {@code now}. */
-    synchronized void copied(long now) {
-      lastCopy = now;
-      copied = true;
-    }
-
-    /**
-     * Requests per second; 0 until the prefix has been counted for {@link #MIN_AGE_NANOS}, and
-     * while its last copy is younger than that (the copy is a holder still prefilling it).
-     */
-    synchronized double perSecond(long now) {
-      if (now - first < MIN_AGE_NANOS || (copied && now - lastCopy < MIN_AGE_NANOS)) {
-        return 0;
-      }
-      return decayed(now) / RATE_TAU_SECONDS;
-    }
-
-    private double decayed(long now) {
-      return now > at ? count * Math.exp(-(now - at) / TAU_NANOS) : count;
-    }
+    this.rates = new PrefixRates(maxPrefixes, RATE_TAU_SECONDS, MIN_AGE_SECONDS);
   }
 
   @Override
@@ -199,8 +144,7 @@ final class ReplicaValueTerm implements CostTerm {
     if (!idleOther) {
       return;
     }
-    Rate rate = rates.getIfPresent(ctx.key(most - 1));
-    double lambda = rate == null ? 0 : rate.perSecond(ctx.nowNanos());
+    double lambda = rates.perSecond(ctx.key(most - 1), ctx.nowNanos());
     if (lambda == 0 || lambda * 2 * r / 1000 / holders < minLoad) {
       return;
     }
@@ -243,16 +187,6 @@ final class ReplicaValueTerm implements CostTerm {
     if (!copy && !counted) {
       return;
     }
-    Long prefix = ctx.key(most - 1);
-    Rate rate = rates.getIfPresent(prefix);
-    if (rate == null) {
-      rate = rates.get(prefix, k -> new Rate(now)); // atomic: concurrent first reuses share one
-    }
-    if (copy) {
-      rate.copied(now); // a new holder, busy with its cold prefill for a while: pace the next
-    }
-    if (counted) {
-      rate.add(now);
-    }
+    rates.record(ctx.key(most - 1), now, copy, counted ? SAMPLE_EVERY : 0);
   }
 }
