@@ -33,7 +33,6 @@ final class BareReceiver implements AutoCloseable {
     for (String e : endpoints) {
       ZMQ.Socket s = context.createSocket(SocketType.SUB);
       s.setLinger(0);
-      s.setHandshakeIvl(WirePublisher.HANDSHAKE_MILLIS);
       s.subscribe(new byte[0]);
       s.connect(e);
       subs.add(s);

@@ -263,7 +263,13 @@ public final class KvSoak {
           return ok;
         };
     Probe probe = new Probe(seconds);
-    try (Receiver sub = receiver(mode, sink, appliedAt);
+    // a stream silent for 20 batch intervals (at least 3 s) gets a new socket: while publishing
+    // that
+    // never happens, and before it a fresh loopback connection that never delivers its subscription
+    // (1-2 % of them on a loaded 2-core host) is made again while the publisher waits for it
+    Duration idle =
+        Duration.ofMillis(Math.max(3_000, 20_000L * backendCount * perBatch / eventsPerSecond));
+    try (Receiver sub = receiver(mode, sink, appliedAt, idle);
         Publishers pubs =
             separatePublisher
                 ? new ChildPublishers(seconds, eventsPerSecond, backendCount, dropRate, perBatch)
@@ -477,7 +483,8 @@ public final class KvSoak {
     void close() throws Exception;
   }
 
-  private static Receiver receiver(Mode mode, KvEventSubscriber.Sink sink, long[][] receivedAt) {
+  private static Receiver receiver(
+      Mode mode, KvEventSubscriber.Sink sink, long[][] receivedAt, Duration idle) {
     if (mode == Mode.BARE) {
       return new Receiver() {
         private @Nullable BareReceiver bare;
@@ -514,7 +521,7 @@ public final class KvSoak {
     }
     KvEventSubscriber sub =
         KvEventSubscriber.builder(sink)
-            .idleReconnect(Duration.ofMinutes(10))
+            .idleReconnect(idle)
             .applyOnIoThread(mode == Mode.IO)
             .build();
     return new Receiver() {
