@@ -1341,11 +1341,12 @@ public final class EstimatedTtftScorer implements Scorer {
      * off. Default {@code (10, 0.05)} since issue #18 session 19 (off before): on 16 system prompts
      * of 3k tokens with Zipf-1.2 popularity it takes TTFT p95 from 1.02× / 0.95× the best anchor's
      * at 1× / 2× to 0.90× / 0.88× (held-out seeds, benchmarks/README.md); on the other workloads
-     * measured the guards keep it idle or within about a null perturbation's band. Costs about 0.1
-     * µs and 12 B per held route (half the routes count their prefix). Past about 3 s the horizon
-     * changes little: once the guards pass, the credit outweighs the cold prefill; {@code minLoad}
-     * is the setting that matters. The session rule's hold test includes this term (a pinned
-     * session whose longest match is a hot shared prefix may move to a copy of it).
+     * measured the guards keep it idle or within about a null perturbation's band. Costs about
+     * 0.03-0.04 of a hash per held route and no allocation (half the routes count their prefix, in
+     * a fixed table of rates allocated at the first count, about 2.6 MB). Past about 3 s the
+     * horizon changes little: once the guards pass, the credit outweighs the cold prefill; {@code
+     * minLoad} is the setting that matters. The session rule's hold test includes this term (a
+     * pinned session whose longest match is a hot shared prefix may move to a copy of it).
      *
      * @throws IllegalArgumentException unless horizonSeconds is in [0, 3600] and minLoad in [0, 1]
      */
