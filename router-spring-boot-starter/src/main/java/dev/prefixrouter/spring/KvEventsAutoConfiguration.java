@@ -83,6 +83,8 @@ public class KvEventsAutoConfiguration {
     PrefixRouterPropertyException.naming(
         prefix + ".idle-reconnect", () -> b.idleReconnect(k.getIdleReconnect()));
     PrefixRouterPropertyException.naming(
+        prefix + ".handshake-timeout", () -> b.handshakeTimeout(k.getHandshakeTimeout()));
+    PrefixRouterPropertyException.naming(
         prefix + ".queue-capacity", () -> b.queueCapacity(k.getQueueCapacity()));
     b.applyOnIoThread(k.isApplyOnIoThread());
     for (int i = 0; i < p.getBackends().size(); i++) {
@@ -156,6 +158,12 @@ public class KvEventsAutoConfiguration {
       counter(r, s, "prefixrouter.kv.events", "KV events applied", x -> x.stats().appliedEvents());
       counter(r, s, "prefixrouter.kv.gaps", "sequence gaps seen", x -> x.stats().gaps());
       counter(r, s, "prefixrouter.kv.replays", "replay requests", x -> x.stats().replays());
+      counter(
+          r,
+          s,
+          "prefixrouter.kv.handshake.reconnects",
+          "SUB sockets replaced for not completing a handshake in time",
+          x -> x.stats().handshakeReconnects());
       counter(
           r,
           s,

@@ -17,6 +17,7 @@ public class KvEventsProperties {
   private String topic = "";
   private Duration replayTimeout = Duration.ofSeconds(2);
   private Duration idleReconnect = Duration.ofSeconds(30);
+  private Duration handshakeTimeout = Duration.ofSeconds(5);
   private int queueCapacity = 4096;
   private boolean applyOnIoThread = true;
   private int dataParallelSize = 1;
@@ -77,6 +78,18 @@ public class KvEventsProperties {
 
   public void setIdleReconnect(Duration idleReconnect) {
     this.idleReconnect = idleReconnect;
+  }
+
+  /**
+   * A SUB socket not through its ZMTP handshake this long after it was opened or lost its
+   * connection is replaced, 100 ms .. 10 min (default 5 s): ends a connection JeroMQ left stalled.
+   */
+  public Duration getHandshakeTimeout() {
+    return handshakeTimeout;
+  }
+
+  public void setHandshakeTimeout(Duration handshakeTimeout) {
+    this.handshakeTimeout = handshakeTimeout;
   }
 
   /**

@@ -183,6 +183,22 @@ class KvEventsAutoConfigurationTest {
   }
 
   @Test
+  void aHandshakeTimeoutOutOfRangeNamesItsProperty() {
+    runner
+        .withPropertyValues(
+            "prefix-router.backends[0].id=b0",
+            "prefix-router.backends[0].url=http://127.0.0.1:8000",
+            "prefix-router.backends[0].models=m",
+            "prefix-router.kv-events.enabled=true",
+            "prefix-router.kv-events.handshake-timeout=10ms")
+        .run(
+            ctx ->
+                assertThat(ctx.getStartupFailure())
+                    .hasStackTraceContaining("prefix-router.kv-events.handshake-timeout")
+                    .hasStackTraceContaining("handshakeTimeout"));
+  }
+
+  @Test
   void theLastRanksPortMustBeAPort() {
     runner
         .withPropertyValues(
@@ -204,7 +220,8 @@ class KvEventsAutoConfigurationTest {
         "prefix-router.backends[0].models=m",
         "prefix-router.kv-events.enabled=true",
         "prefix-router.kv-events.port=" + port,
-        "prefix-router.kv-events.idle-reconnect=1s");
+        "prefix-router.kv-events.idle-reconnect=1s",
+        "prefix-router.kv-events.handshake-timeout=1s");
   }
 
   /**

@@ -27,6 +27,7 @@ public final class KvEventStats {
   final LongAdder markedUnknown = new LongAdder();
   final LongAdder queueFullWaits = new LongAdder();
   final LongAdder idleReconnects = new LongAdder();
+  final LongAdder handshakeReconnects = new LongAdder();
   final LongAdder replayRetries = new LongAdder();
   final LongAdder appliedBatches = new LongAdder();
   final LongAdder appliedEvents = new LongAdder();
@@ -82,6 +83,7 @@ public final class KvEventStats {
         queued,
         queueFullWaits.sum(),
         idleReconnects.sum(),
+        handshakeReconnects.sum(),
         replayRetries.sum(),
         appliedBatches.sum(),
         appliedEvents.sum(),
@@ -117,6 +119,8 @@ public final class KvEventStats {
    * @param queued batches waiting for the apply thread now
    * @param queueFullWaits times the I/O thread waited 100 ms for room in the queue
    * @param idleReconnects SUB sockets replaced after a silence of {@code idleReconnect}
+   * @param handshakeReconnects SUB sockets replaced for not completing a handshake within {@code
+   *     handshakeTimeout} (a stalled connection, or an engine not reachable)
    * @param replayRetries replay requests sent again on a new socket after half the timeout without
    *     any answer
    * @param appliedBatches batches handed to the sink
@@ -148,6 +152,7 @@ public final class KvEventStats {
       int queued,
       long queueFullWaits,
       long idleReconnects,
+      long handshakeReconnects,
       long replayRetries,
       long appliedBatches,
       long appliedEvents,

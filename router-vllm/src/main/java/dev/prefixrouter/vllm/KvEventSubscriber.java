@@ -14,6 +14,7 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -61,6 +62,15 @@ import org.zeromq.ZMQ;
  * are refused by ZMQ. Reconnection is ZMQ's, with exponential backoff between the builder's two
  * intervals.
  *
+ * <p><b>Stalled connections.</b> JeroMQ (0.6.0) leaves a fresh TCP connection now and then with
+ * neither side ever starting the ZMTP handshake (measured on loopback on a loaded 2-core host: 1-6
+ * % of fresh connects, in runs of 300; its own handshake interval does not end it), and such a SUB
+ * socket receives nothing, ever. Each SUB socket is therefore watched through a ZMQ socket monitor:
+ * one that has not completed a handshake within {@link Builder#handshakeTimeout} of being opened
+ * (or of losing its connection) is replaced by a new one ({@link
+ * KvEventStats.Snapshot#handshakeReconnects}), while an engine that is down is retried at that
+ * interval. A stream that stays silent past {@link Builder#idleReconnect} is replaced as well.
+ *
  * <p><b>Lag</b> (an engine's send to the sink's return for that batch). On the subscriber's side a
  * batch costs JeroMQ's receive (its I/O thread, then this I/O thread through the poller: two thread
  * wake-ups, the least JeroMQ allows), the decode (allocating the events and little else, see {@link
@@ -83,6 +93,9 @@ public final class KvEventSubscriber implements AutoCloseable {
   private static final long END_OF_REPLAY = -1L;
   private static final int POLL_MILLIS = 100;
 
+  /** Numbers the socket monitors' inproc addresses (unique within the process). */
+  private static final AtomicLong MONITORS = new AtomicLong();
+
   /** Where decoded batches go; {@code RoutingEngine::applyKvEvents} fits. */
   @FunctionalInterface
   public interface Sink {
@@ -97,6 +110,8 @@ public final class KvEventSubscriber implements AutoCloseable {
   private final Duration reconnectMin;
   private final Duration reconnectMax;
   private final long idleReconnectNanos;
+  private final long handshakeTimeoutNanos;
+  private long nextHandshakeCheck = System.nanoTime(); // I/O thread only
   private final BlockingQueue<Work> queue; // unused when applying on the I/O thread
   private final int receiveHighWaterMark; // per SUB socket; 0 = JeroMQ's default
   private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
@@ -118,6 +133,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     this.reconnectMin = b.reconnectMin;
     this.reconnectMax = b.reconnectMax;
     this.idleReconnectNanos = b.idleReconnect.toNanos();
+    this.handshakeTimeoutNanos = b.handshakeTimeout.toNanos();
     this.queue = new ArrayBlockingQueue<>(b.applyOnIoThread ? 1 : b.queueCapacity);
     this.receiveHighWaterMark = b.applyOnIoThread ? b.queueCapacity : 0;
     this.io = new Thread(this::ioLoop, "prefix-router-kv-events-io");
@@ -245,7 +261,7 @@ public final class KvEventSubscriber implements AutoCloseable {
             drain(polled.get(i));
           }
         }
-        if (reopenSilent(polled)) {
+        if (reopenSilent(polled) | reopenStalled(polled)) {
           poller.close();
           poller = null; // rebuilt with the new sockets
         }
@@ -271,6 +287,27 @@ public final class KvEventSubscriber implements AutoCloseable {
       if (now - e.lastHeard > idleReconnectNanos) {
         e.reopen();
         stats.idleReconnects.increment();
+        any = true;
+      }
+    }
+    return any;
+  }
+
+  /**
+   * Reads the endpoints' socket monitors (at most once per poll interval) and replaces a SUB socket
+   * that has not completed a handshake in time; true if any was replaced.
+   */
+  private boolean reopenStalled(List<Endpoint> polled) {
+    long now = System.nanoTime();
+    if (now - nextHandshakeCheck < 0) {
+      return false;
+    }
+    nextHandshakeCheck = now + TimeUnit.MILLISECONDS.toNanos(POLL_MILLIS);
+    boolean any = false;
+    for (Endpoint e : polled) {
+      if (e.stalled(now)) {
+        e.reopen();
+        stats.handshakeReconnects.increment();
         any = true;
       }
     }
@@ -504,6 +541,8 @@ public final class KvEventSubscriber implements AutoCloseable {
     final String endpoint;
     final @Nullable String replayEndpoint;
     ZMQ.Socket sub;
+    ZMQ.Socket monitor; // PAIR receiving sub's connection events
+    long handshakeBy; // System.nanoTime() by which sub must complete a handshake; MAX_VALUE: done
     ZMQ.@Nullable Socket replay; // connected ahead of need, reused while replays end cleanly
     long last = Long.MIN_VALUE; // last seq accepted (live or replayed)
     long lastLive = Long.MIN_VALUE; // last seq seen on the live stream
@@ -514,6 +553,8 @@ public final class KvEventSubscriber implements AutoCloseable {
       this.endpoint = endpoint;
       this.replayEndpoint = replayEndpoint;
       this.sub = open();
+      this.monitor = monitor(sub);
+      this.handshakeBy = System.nanoTime() + handshakeTimeoutNanos;
       if (replayEndpoint != null) {
         replay = openReplay(replayEndpoint);
       }
@@ -563,15 +604,51 @@ public final class KvEventSubscriber implements AutoCloseable {
       return s;
     }
 
-    /** A new socket in place of a silent one; the sequence state is kept. */
+    /** A monitor of {@code s}'s handshakes and disconnections, on a PAIR socket of its own. */
+    private ZMQ.Socket monitor(ZMQ.Socket s) {
+      String address = "inproc://prefix-router-kv-monitor-" + MONITORS.incrementAndGet();
+      s.monitor(address, ZMQ.EVENT_HANDSHAKE_PROTOCOL | ZMQ.EVENT_DISCONNECTED);
+      ZMQ.Socket m = context.createSocket(SocketType.PAIR);
+      m.setLinger(0);
+      m.connect(address);
+      return m;
+    }
+
+    /**
+     * Reads the monitor's pending events; true if the SUB socket has gone past its handshake
+     * deadline (opened, or disconnected, longer ago than the handshake timeout without a
+     * handshake).
+     */
+    boolean stalled(long now) {
+      ZMQ.Event ev;
+      while ((ev = ZMQ.Event.recv(monitor, ZMQ.DONTWAIT)) != null) {
+        if (ev.getEvent() == ZMQ.EVENT_HANDSHAKE_PROTOCOL) {
+          handshakeBy = Long.MAX_VALUE;
+        } else if (ev.getEvent() == ZMQ.EVENT_DISCONNECTED) {
+          handshakeBy = now + handshakeTimeoutNanos; // ZMQ reconnects: it must handshake again
+        }
+      }
+      return handshakeBy != Long.MAX_VALUE && now - handshakeBy > 0;
+    }
+
+    /** A new socket in place of a silent or stalled one; the sequence state is kept. */
     void reopen() {
-      sub.close();
+      closeSub();
       sub = open();
-      lastHeard = System.nanoTime();
+      monitor = monitor(sub);
+      long now = System.nanoTime();
+      lastHeard = now;
+      handshakeBy = now + handshakeTimeoutNanos;
+    }
+
+    private void closeSub() {
+      sub.monitor(null, 0); // stops the monitor before its socket goes
+      monitor.close();
+      sub.close();
     }
 
     void close() {
-      sub.close();
+      closeSub();
       dropReplaySocket();
     }
   }
@@ -616,6 +693,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     private Duration reconnectMin = Duration.ofMillis(100);
     private Duration reconnectMax = Duration.ofSeconds(5);
     private Duration idleReconnect = Duration.ofSeconds(30);
+    private Duration handshakeTimeout = Duration.ofSeconds(5);
     private boolean applyOnIoThread = true;
 
     private Builder(Sink sink) {
@@ -686,6 +764,19 @@ public final class KvEventSubscriber implements AutoCloseable {
      */
     public Builder idleReconnect(Duration idle) {
       this.idleReconnect = Durations.within("idleReconnect", idle, 100, 3_600_000);
+      return this;
+    }
+
+    /**
+     * A SUB socket that has not completed its ZMTP handshake this long after it was opened, or
+     * after its connection was lost, is replaced by a new one (100 ms .. 10 min, default 5 s): it
+     * ends a connection that JeroMQ left stalled (see the class comment) within this time instead
+     * of the idle reconnect's, and retries an engine that is down at this interval, beside ZMQ's
+     * own backoff. A handshake takes a network round trip or two, so the default leaves a wide
+     * margin.
+     */
+    public Builder handshakeTimeout(Duration timeout) {
+      this.handshakeTimeout = Durations.within("handshakeTimeout", timeout, 100, 600_000);
       return this;
     }
 
