@@ -93,6 +93,9 @@ public final class KvEventSubscriber implements AutoCloseable {
   private static final long END_OF_REPLAY = -1L;
   private static final int POLL_MILLIS = 100;
 
+  /** A replay with less time than this left is not asked again on a new connection. */
+  private static final long MIN_REPLAY_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
   /** Numbers the socket monitors' inproc addresses (unique within the process). */
   private static final AtomicLong MONITORS = new AtomicLong();
 
@@ -456,6 +459,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
     stats.replays.increment();
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(replayTimeoutMillis);
+    // until the first answer, a new connection each time half the remaining time passes silent
     long firstAnswerBy = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(replayTimeoutMillis / 2);
     long expect = from;
     ZMQ.Socket d = e.replaySocket();
@@ -472,16 +476,17 @@ public final class KvEventSubscriber implements AutoCloseable {
           frames = receive(d, 0);
         }
         if (frames == null) {
-          if (answered || firstAnswerBy == Long.MAX_VALUE) {
+          long remaining = deadline - System.nanoTime();
+          if (answered || remaining < MIN_REPLAY_RETRY_NANOS) {
             break; // timed out
           }
-          // no answer at all: ask once more on a new connection
+          // no answer at all (a connection JeroMQ left stalled, or a slow engine): ask again on a
+          // new connection, which gets half of what remains before the next one
           stats.replayRetries.increment();
           e.dropReplaySocket();
           d = e.replaySocket();
           sendRequest(d, from);
-          firstAnswerBy = Long.MAX_VALUE;
-          answered = true; // the rest of the time is the overall deadline
+          firstAnswerBy = System.nanoTime() + remaining / 2;
           continue;
         }
         answered = true;
@@ -552,8 +557,10 @@ public final class KvEventSubscriber implements AutoCloseable {
       this.backendId = backendId;
       this.endpoint = endpoint;
       this.replayEndpoint = replayEndpoint;
-      this.sub = open();
-      this.monitor = monitor(sub);
+      ZMQ.Socket s = unconnectedSub();
+      this.monitor = monitor(s); // before the connect: its handshake must not go unseen
+      s.connect(endpoint);
+      this.sub = s;
       this.handshakeBy = System.nanoTime() + handshakeTimeoutNanos;
       if (replayEndpoint != null) {
         replay = openReplay(replayEndpoint);
@@ -590,7 +597,8 @@ public final class KvEventSubscriber implements AutoCloseable {
       return d;
     }
 
-    private ZMQ.Socket open() {
+    /** A SUB socket with the options and the topic, not connected yet. */
+    private ZMQ.Socket unconnectedSub() {
       ZMQ.Socket s = context.createSocket(SocketType.SUB);
       s.setLinger(0);
       s.setMaxMsgSize(maxMessageBytes);
@@ -600,7 +608,6 @@ public final class KvEventSubscriber implements AutoCloseable {
         s.setRcvHWM(receiveHighWaterMark);
       }
       s.subscribe(topic);
-      s.connect(endpoint);
       return s;
     }
 
@@ -634,8 +641,10 @@ public final class KvEventSubscriber implements AutoCloseable {
     /** A new socket in place of a silent or stalled one; the sequence state is kept. */
     void reopen() {
       closeSub();
-      sub = open();
-      monitor = monitor(sub);
+      ZMQ.Socket s = unconnectedSub();
+      monitor = monitor(s);
+      s.connect(endpoint);
+      sub = s;
       long now = System.nanoTime();
       lastHeard = now;
       handshakeBy = now + handshakeTimeoutNanos;

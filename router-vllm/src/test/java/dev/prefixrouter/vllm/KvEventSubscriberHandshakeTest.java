@@ -67,10 +67,10 @@ class KvEventSubscriberHandshakeTest {
   }
 
   /**
-   * A connection that completes its handshake is kept: over three seconds at a 200 ms timeout, a
-   * subscriber that did not see its handshakes would replace its socket about fourteen times.
-   * (JeroMQ stalls a fresh loopback connection now and then on a loaded host, which is replaced
-   * once; hence at most two, not zero.)
+   * A connection that completes its handshake is kept: over three seconds at a 300 ms timeout, a
+   * subscriber that did not see its handshakes would replace its socket about ten times. (JeroMQ
+   * stalls a fresh loopback connection now and then on a loaded host, which is replaced once; hence
+   * at most two, not zero.)
    */
   @Test
   void aConnectionThatHandshakesIsKept() throws Exception {
@@ -82,7 +82,7 @@ class KvEventSubscriberHandshakeTest {
                       batches.incrementAndGet();
                       return true;
                     })
-                .handshakeTimeout(Duration.ofMillis(200))
+                .handshakeTimeout(Duration.ofMillis(300))
                 .idleReconnect(Duration.ofHours(1))
                 .build()) {
       sub.subscribe("b0", pub.endpoint, null);
@@ -95,6 +95,57 @@ class KvEventSubscriberHandshakeTest {
       }
       assertThat(batches.get()).as("the batch arrived on the kept connection").isEqualTo(1);
       assertThat(sub.stats().handshakeReconnects()).isLessThanOrEqualTo(2);
+    }
+  }
+
+  /**
+   * A replay whose connection never answers is asked again on new connections while time remains
+   * (at half the replay timeout, then at half of what remains, down to 100 ms): a silent listener
+   * as the replay endpoint sees the first connection and at least three more within one replay.
+   */
+  @Test
+  void aReplayWithoutAnswerIsAskedAgainOnNewConnections() throws Exception {
+    AtomicInteger accepted = new AtomicInteger();
+    List<Socket> held = new CopyOnWriteArrayList<>();
+    try (ServerSocket silent = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+        TestPublisher pub = new TestPublisher("", 16)) {
+      Thread acceptor =
+          new Thread(
+              () -> {
+                try {
+                  while (true) {
+                    held.add(silent.accept());
+                    accepted.incrementAndGet();
+                  }
+                } catch (IOException closed) {
+                  // the listener was closed: done
+                }
+              },
+              "silent-replay");
+      acceptor.setDaemon(true);
+      acceptor.start();
+      try (KvEventSubscriber sub =
+          KvEventSubscriber.builder((backend, batch) -> true)
+              .replayTimeout(Duration.ofSeconds(2))
+              .idleReconnect(Duration.ofHours(1))
+              .build()) {
+        sub.subscribe("b0", pub.endpoint, "tcp://127.0.0.1:" + silent.getLocalPort());
+        pub.awaitSubscriber();
+        pub.publish(Batches.batch(1.0, p -> Batches.removedMap(p, 5L)));
+        pub.lose(Batches.batch(2.0, p -> Batches.removedMap(p, 6L)));
+        pub.publish(Batches.batch(3.0, p -> Batches.removedMap(p, 7L))); // a gap: seq 1
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+        while (sub.stats().replayFailures() < 1 && System.nanoTime() < deadline) {
+          Thread.sleep(20);
+        }
+        assertThat(sub.stats().replayFailures()).as("the gap could not be filled").isEqualTo(1);
+        assertThat(sub.stats().replayRetries()).isGreaterThanOrEqualTo(3);
+        assertThat(accepted.get()).as("replay connections").isGreaterThanOrEqualTo(4);
+      }
+    } finally {
+      for (Socket s : held) {
+        s.close();
+      }
     }
   }
 

@@ -32,7 +32,7 @@ final class WireLink implements AutoCloseable {
     void apply(int backend, List<KvEvent> batch);
   }
 
-  private static final long RESEND_AFTER_MILLIS = 1_000;
+  private static final long RESEND_AFTER_MILLIS = 5_000;
   private static final int MAX_RESENDS = 10;
 
   private final List<WirePublisher> publishers = new ArrayList<>();
@@ -70,7 +70,10 @@ final class WireLink implements AutoCloseable {
                   }
                   return true;
                 })
-            .idleReconnect(Duration.ofSeconds(2))
+            // a stalled loopback connect is made again after 1 s; a backend's stream that is only
+            // quiet (the simulation gave it no events for a while) is never reopened
+            .handshakeTimeout(Duration.ofSeconds(1))
+            .idleReconnect(Duration.ofMinutes(10))
             .queueCapacity(1 << 16)
             .build();
     for (int b = 0; b < backends; b++) {
@@ -79,7 +82,7 @@ final class WireLink implements AutoCloseable {
       subscriber.subscribe("b" + b, p.endpoint(), p.replayEndpoint());
     }
     for (WirePublisher p : publishers) {
-      p.awaitSubscriber(Duration.ofSeconds(30)); // a hung handshake: reopened after 2 s
+      p.awaitSubscriber(Duration.ofSeconds(30)); // a stalled connection: reopened after 1 s
     }
   }
 
@@ -104,7 +107,7 @@ final class WireLink implements AutoCloseable {
   }
 
   /**
-   * Waits until every batch that can arrive has been applied. A backend still short after 1 s has
+   * Waits until every batch that can arrive has been applied. A backend still short after 5 s has
    * its last batch sent again (ZMQ loses what is published while a SUB reconnects; the subscriber
    * applies a lost batch, replaying any gap before it, and ignores one it has), up to 10 times;
    * then the wait is counted as a timeout and the simulation moves on.
@@ -125,7 +128,7 @@ final class WireLink implements AutoCloseable {
           }
           continue;
         }
-        if (++tries > MAX_RESENDS) { // no progress for 1 s, ten times over
+        if (++tries > MAX_RESENDS) { // no progress for 5 s, ten times over
           timeouts++;
           break;
         }
