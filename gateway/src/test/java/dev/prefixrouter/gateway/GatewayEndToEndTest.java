@@ -258,7 +258,8 @@ class GatewayEndToEndTest {
         assertThat(res.body()).contains("hang-ok");
         assertThat(res.headers().firstValue(PrefixRouterGatewayFilter.BACKEND_HEADER))
             .hasValue("hang-ok");
-        assertThat(System.nanoTime() - t0).isLessThan(TimeUnit.SECONDS.toNanos(4));
+        // well inside "never": the header timeout and a failover, with room for a loaded host
+        assertThat(System.nanoTime() - t0).isLessThan(TimeUnit.SECONDS.toNanos(8));
       }
       assertThat(HANG.requests.get()).as("the hanging engine was tried").isGreaterThan(before);
     }

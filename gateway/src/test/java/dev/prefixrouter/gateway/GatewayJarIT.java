@@ -109,9 +109,10 @@ class GatewayJarIT {
     long total = System.nanoTime() - t0;
     String all = String.join("\n", lines).strip();
     assertThat(all).contains("from engine-").endsWith("data: [DONE]").doesNotContain("usage");
-    // 64 tokens 20 ms apart: the first one came through alone, ~1.2 s before the end
+    // 64 tokens 20 ms apart: the first one came through alone, ~1.2 s before the end (a buffered
+    // response would show it at the end; 400 ms leaves room for a loaded host)
     assertThat(firstContent).isPositive();
-    assertThat(total - firstContent).isGreaterThan(TimeUnit.MILLISECONDS.toNanos(800));
+    assertThat(total - firstContent).isGreaterThan(TimeUnit.MILLISECONDS.toNanos(400));
   }
 
   private void start(String name, String... command) throws IOException {

@@ -167,6 +167,8 @@ public class RedisAutoConfiguration {
     PrefixRouterPropertyException.naming(
         PREFIX + ".expected-replicas", () -> b.expectedReplicas(r.getExpectedReplicas()));
     PrefixRouterPropertyException.naming(
+        PREFIX + ".lease-wait", () -> b.leaseWait(r.getLeaseWait()));
+    PrefixRouterPropertyException.naming(
         "prefix-router.limiter.max-tenants", () -> b.maxTenants(l.getMaxTenants()));
     PrefixRouterPropertyException.naming(
         "prefix-router.limiter.tokens-per-minute",

@@ -22,6 +22,7 @@ public class RedisProperties {
   private boolean shareSessionPins = true;
   private boolean shareQuotas;
   private int expectedReplicas = 1;
+  private Duration leaseWait = Duration.ofMillis(100);
   private Duration commandTimeout = Duration.ofMillis(250);
   private Duration retryInterval = Duration.ofSeconds(1);
 
@@ -125,6 +126,19 @@ public class RedisProperties {
 
   public void setExpectedReplicas(int expectedReplicas) {
     this.expectedReplicas = expectedReplicas;
+  }
+
+  /**
+   * With {@code share-quotas}: how long a tenant waits for a lease it asked Redis for before a
+   * request that finds too little is admitted from the replica's local share instead, 1 ms .. 10 s
+   * (default 100 ms); keep it below {@code command-timeout}.
+   */
+  public Duration getLeaseWait() {
+    return leaseWait;
+  }
+
+  public void setLeaseWait(Duration leaseWait) {
+    this.leaseWait = leaseWait;
   }
 
   public Duration getCommandTimeout() {

@@ -222,6 +222,9 @@ class RedisAutoConfigurationTest {
             .withPropertyValues(
                 "prefix-router.redis.share-quotas=true",
                 "prefix-router.redis.expected-replicas=2",
+                // a lease round trip on a loaded host may take over the default 100 ms, which
+                // would admit from the local share: this test is about the shared bucket
+                "prefix-router.redis.lease-wait=1500ms",
                 "prefix-router.limiter.tokens-per-minute=" + perMinute);
     replica.run(
         a ->

@@ -182,7 +182,7 @@ class RedisSlowTest {
         .as(
             "slowest route while Redis was frozen (ms); before %.1f ms, after %.1f ms",
             maxNanos.get(0) / 1e6, maxNanos.get(2) / 1e6)
-        .isLessThan(TimeUnit.MILLISECONDS.toNanos(1000));
+        .isLessThan(TimeUnit.MILLISECONDS.toNanos(1500)); // a wait on Redis would be 2 s
     assertThat(health.health().getDetails().values()).containsOnly("shared");
     for (int i = 0; i < PARTS.length; i++) {
       assertThat(transitions(meters, PARTS[i]) - transitionsBefore[i])
