@@ -9,11 +9,14 @@ import org.jspecify.annotations.Nullable;
  * after construction, no boxing: a lookup is one set of two entries (80 bytes).
  *
  * <p><b>Bound.</b> At most {@code entries} prefixes (a power of two, two per set). A prefix not in
- * the table takes its set's empty entry, or the one whose decayed count is smaller: a cold prefix
- * never displaces a hotter one from its set, and a displaced prefix starts again at zero (it must
- * age {@link ReplicaValueTerm#MIN_AGE_SECONDS} again before it is credited). Key 0 is stored as 1
- * (the chained keys are 64-bit hashes: a one-in-2^64 merge). Memory: 40 bytes per entry, allocated
- * at the first {@link #record} (an engine that never records a prefix pays nothing).
+ * the table takes its set's empty entry, or the one whose decayed count is smaller (the hotter of
+ * the two stays), and a displaced prefix starts again at zero (it must age {@link
+ * ReplicaValueTerm#MIN_AGE_SECONDS} again before it is credited). Entries are never freed, so a set
+ * overflows once three prefixes ever recorded share it (with uniform keys, about one set at 2,000
+ * prefixes and 150 at 10,000); a displacement changes a decision only when it drops a prefix still
+ * warm. Key 0 is stored as 1 (the chained keys are 64-bit hashes: a one-in-2^64 merge). Memory: 40
+ * bytes per entry, allocated at the first {@link #record} (an engine that never records a prefix
+ * pays nothing).
  *
  * <p><b>Thread safety.</b> Thread-safe: each set is read and written under one of {@value #LOCKS}
  * lock objects (striped by set; a few stores per hold), so no update is lost and no read sees half
@@ -40,6 +43,7 @@ final class PrefixRates {
   private volatile long @Nullable [] table;
   private final Object[] locks = new Object[LOCKS];
   private final double tauNanos;
+  private final double tauSeconds;
   private final long minAgeNanos;
 
   /**
@@ -54,6 +58,7 @@ final class PrefixRates {
     this.entries = entries;
     this.setMask = entries / 2 - 1;
     this.tauNanos = tauSeconds * 1e9;
+    this.tauSeconds = tauSeconds;
     this.minAgeNanos = (long) (minAgeSeconds * 1e9);
     for (int i = 0; i < LOCKS; i++) {
       locks[i] = new Object();
@@ -105,7 +110,7 @@ final class PrefixRates {
           || (table[e + COPY] != NEVER && now - table[e + COPY] < minAgeNanos)) {
         return 0;
       }
-      return decayed(table, e, now) * 1e9 / tauNanos;
+      return decayed(table, e, now) / tauSeconds;
     }
   }
 

@@ -50,8 +50,8 @@ import org.jspecify.annotations.Nullable;
  * whose longest held prefix covers half its prompt: a pass over the candidates' matches and, for
  * one in {@value #SAMPLE_EVERY} (see {@link #sampled}) and for every copy, one update of the
  * prefix's rate. No allocation: the rates are a fixed table ({@link PrefixRates}) of at most
- * {@value #MAX_PREFIXES} prefixes, 40 B each (2.6 MB per scorer, allocated when the term is built),
- * two per set, where a new prefix displaces the colder of its set's two (a prefix no longer reused
+ * {@value #MAX_PREFIXES} prefixes, 40 B each (2.6 MB per scorer, allocated at the first count), two
+ * per set, where a new prefix displaces the colder of its set's two (a prefix no longer reused
  * keeps its entry until displaced, with a rate that decays to 0); each set is read and written
  * under a striped lock.
  */

@@ -162,7 +162,7 @@ public class KvEventsAutoConfiguration {
           r,
           s,
           "prefixrouter.kv.handshake.reconnects",
-          "SUB sockets replaced for not completing a handshake in time",
+          "SUB sockets replaced for no ZMTP greeting in time (stalled, or engine unreachable)",
           x -> x.stats().handshakeReconnects());
       counter(
           r,

@@ -81,8 +81,9 @@ public class KvEventsProperties {
   }
 
   /**
-   * A SUB socket not through its ZMTP handshake this long after it was opened or lost its
-   * connection is replaced, 100 ms .. 10 min (default 5 s): ends a connection JeroMQ left stalled.
+   * A SUB socket not through its ZMTP greeting this long after it was opened or lost its connection
+   * is replaced, 100 ms .. 10 min (default 5 s): ends a connection JeroMQ left stalled; doubles per
+   * replacement while an engine stays unreachable, up to 4 × the reconnect maximum.
    */
   public Duration getHandshakeTimeout() {
     return handshakeTimeout;

@@ -119,10 +119,11 @@ public final class KvEventStats {
    * @param queued batches waiting for the apply thread now
    * @param queueFullWaits times the I/O thread waited 100 ms for room in the queue
    * @param idleReconnects SUB sockets replaced after a silence of {@code idleReconnect}
-   * @param handshakeReconnects SUB sockets replaced for not completing a handshake within {@code
-   *     handshakeTimeout} (a stalled connection, or an engine not reachable)
-   * @param replayRetries replay requests sent again on a new socket after half the timeout without
-   *     any answer
+   * @param handshakeReconnects SUB sockets replaced for not completing the ZMTP greeting within
+   *     their deadline ({@code handshakeTimeout}, doubling while an engine stays unreachable): a
+   *     stalled connection, or an engine that is down or whose host does not resolve
+   * @param replayRetries replay requests sent again on a new connection after half the remaining
+   *     time passed without any answer (while a new connection would still get 100 ms)
    * @param appliedBatches batches handed to the sink
    * @param appliedEvents events handed to the sink
    * @param applyErrors batches whose sink call threw

@@ -63,13 +63,18 @@ import org.zeromq.ZMQ;
  * intervals.
  *
  * <p><b>Stalled connections.</b> JeroMQ (0.6.0) leaves a fresh TCP connection now and then with
- * neither side ever starting the ZMTP handshake (measured on loopback on a loaded 2-core host: 1-6
+ * neither side ever completing the ZMTP greeting (measured on loopback on a loaded 2-core host: 1-6
  * % of fresh connects, in runs of 300; its own handshake interval does not end it), and such a SUB
  * socket receives nothing, ever. Each SUB socket is therefore watched through a ZMQ socket monitor:
- * one that has not completed a handshake within {@link Builder#handshakeTimeout} of being opened
+ * one that has not completed the greeting within {@link Builder#handshakeTimeout} of being opened
  * (or of losing its connection) is replaced by a new one ({@link
- * KvEventStats.Snapshot#handshakeReconnects}), while an engine that is down is retried at that
- * interval. A stream that stays silent past {@link Builder#idleReconnect} is replaced as well.
+ * KvEventStats.Snapshot#handshakeReconnects}). An engine that stays unreachable (down, or a host
+ * name that does not resolve: logged once) is retried the same way, each deadline twice the last up
+ * to four times the reconnect backoff's maximum, beside ZMQ's own backoff; the deadline is back at
+ * the timeout after the next greeting. A stall after the greeting (not seen in those measurements)
+ * is left to {@link Builder#idleReconnect}: a stream silent that long is replaced as well. Sockets:
+ * four per endpoint (SUB, the monitor's two PAIRs, the replay DEALER), at most {@value
+ * #MAX_SOCKETS} in all.
  *
  * <p><b>Lag</b> (an engine's send to the sink's return for that batch). On the subscriber's side a
  * batch costs JeroMQ's receive (its I/O thread, then this I/O thread through the poller: two thread
@@ -93,7 +98,13 @@ public final class KvEventSubscriber implements AutoCloseable {
   private static final long END_OF_REPLAY = -1L;
   private static final int POLL_MILLIS = 100;
 
-  /** A replay with less time than this left is not asked again on a new connection. */
+  /**
+   * JeroMQ sockets of this subscriber's context at most: four per endpoint (SUB, its monitor's two
+   * PAIRs, the replay DEALER), so about 4,000 endpoints (JeroMQ's default is 1,024 sockets).
+   */
+  static final int MAX_SOCKETS = 16_384;
+
+  /** A new replay connection gets at least this long for its first answer. */
   private static final long MIN_REPLAY_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
   /** Numbers the socket monitors' inproc addresses (unique within the process). */
@@ -114,6 +125,7 @@ public final class KvEventSubscriber implements AutoCloseable {
   private final Duration reconnectMax;
   private final long idleReconnectNanos;
   private final long handshakeTimeoutNanos;
+  private final long maxStallTimeoutNanos;
   private long nextHandshakeCheck = System.nanoTime(); // I/O thread only
   private final BlockingQueue<Work> queue; // unused when applying on the I/O thread
   private final int receiveHighWaterMark; // per SUB socket; 0 = JeroMQ's default
@@ -137,6 +149,8 @@ public final class KvEventSubscriber implements AutoCloseable {
     this.reconnectMax = b.reconnectMax;
     this.idleReconnectNanos = b.idleReconnect.toNanos();
     this.handshakeTimeoutNanos = b.handshakeTimeout.toNanos();
+    this.maxStallTimeoutNanos = Math.max(handshakeTimeoutNanos, 4 * reconnectMax.toNanos());
+    context.getContext().setMaxSockets(MAX_SOCKETS);
     this.queue = new ArrayBlockingQueue<>(b.applyOnIoThread ? 1 : b.queueCapacity);
     this.receiveHighWaterMark = b.applyOnIoThread ? b.queueCapacity : 0;
     this.io = new Thread(this::ioLoop, "prefix-router-kv-events-io");
@@ -224,6 +238,21 @@ public final class KvEventSubscriber implements AutoCloseable {
       throw new IllegalArgumentException(
           field + " must start with tcp://, ipc:// or inproc://, was '" + shorten(endpoint) + "'");
     }
+    if (endpoint.startsWith("tcp://")) {
+      int colon = endpoint.lastIndexOf(':');
+      int port = -1;
+      if (colon > "tcp://".length()) {
+        try {
+          port = Integer.parseInt(endpoint.substring(colon + 1));
+        } catch (NumberFormatException e) {
+          port = -1;
+        }
+      }
+      if (port < 1 || port > 65535) {
+        throw new IllegalArgumentException(
+            field + " must end in :PORT (1..65535), was '" + shorten(endpoint) + "'");
+      }
+    }
   }
 
   private static String shorten(String s) {
@@ -288,7 +317,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     boolean any = false;
     for (Endpoint e : polled) {
       if (now - e.lastHeard > idleReconnectNanos) {
-        e.reopen();
+        e.reopen(false);
         stats.idleReconnects.increment();
         any = true;
       }
@@ -309,7 +338,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     boolean any = false;
     for (Endpoint e : polled) {
       if (e.stalled(now)) {
-        e.reopen();
+        e.reopen(true);
         stats.handshakeReconnects.increment();
         any = true;
       }
@@ -477,7 +506,7 @@ public final class KvEventSubscriber implements AutoCloseable {
         }
         if (frames == null) {
           long remaining = deadline - System.nanoTime();
-          if (answered || remaining < MIN_REPLAY_RETRY_NANOS) {
+          if (answered || remaining < 2 * MIN_REPLAY_RETRY_NANOS) {
             break; // timed out
           }
           // no answer at all (a connection JeroMQ left stalled, or a slow engine): ask again on a
@@ -548,6 +577,8 @@ public final class KvEventSubscriber implements AutoCloseable {
     ZMQ.Socket sub;
     ZMQ.Socket monitor; // PAIR receiving sub's connection events
     long handshakeBy; // System.nanoTime() by which sub must complete a handshake; MAX_VALUE: done
+    long stallTimeout = handshakeTimeoutNanos; // doubles while reopens find no handshake
+    boolean connectFailed; // the last connect threw (logged once until a handshake)
     ZMQ.@Nullable Socket replay; // connected ahead of need, reused while replays end cleanly
     long last = Long.MIN_VALUE; // last seq accepted (live or replayed)
     long lastLive = Long.MIN_VALUE; // last seq seen on the live stream
@@ -558,10 +589,10 @@ public final class KvEventSubscriber implements AutoCloseable {
       this.endpoint = endpoint;
       this.replayEndpoint = replayEndpoint;
       ZMQ.Socket s = unconnectedSub();
-      this.monitor = monitor(s); // before the connect: its handshake must not go unseen
-      s.connect(endpoint);
       this.sub = s;
-      this.handshakeBy = System.nanoTime() + handshakeTimeoutNanos;
+      this.monitor = monitor(s); // before the connect: its handshake must not go unseen
+      this.handshakeBy = System.nanoTime() + stallTimeout;
+      connect(s, endpoint);
       if (replayEndpoint != null) {
         replay = openReplay(replayEndpoint);
       }
@@ -593,7 +624,7 @@ public final class KvEventSubscriber implements AutoCloseable {
       d.setMaxMsgSize(maxMessageBytes);
       d.setReconnectIVL(reconnectMin.toMillis());
       d.setReconnectIVLMax(reconnectMax.toMillis());
-      d.connect(address);
+      connect(d, address);
       return d;
     }
 
@@ -611,10 +642,37 @@ public final class KvEventSubscriber implements AutoCloseable {
       return s;
     }
 
-    /** A monitor of {@code s}'s handshakes and disconnections, on a PAIR socket of its own. */
+    /**
+     * Connects {@code s}; an address that cannot be connected now (a host name that does not
+     * resolve, e.g. an engine's pod gone from DNS while it restarts) is logged once until the next
+     * handshake, and tried again when the handshake deadline passes. Never throws: the I/O thread
+     * serves every endpoint.
+     */
+    private void connect(ZMQ.Socket s, String address) {
+      try {
+        s.connect(address);
+      } catch (RuntimeException e) {
+        if (!connectFailed) {
+          log.warn(
+              "KV events of backend {}: cannot connect to {} ({}); retrying",
+              backendId,
+              address,
+              e.toString());
+        }
+        connectFailed = true;
+      }
+    }
+
+    /**
+     * A monitor of {@code s}'s greetings and disconnections, on a PAIR socket of its own. JeroMQ
+     * writes monitor events from its own I/O thread and blocks when about a thousand are unread;
+     * they are read every poll interval, and only connection changes are monitored.
+     */
     private ZMQ.Socket monitor(ZMQ.Socket s) {
       String address = "inproc://prefix-router-kv-monitor-" + MONITORS.incrementAndGet();
-      s.monitor(address, ZMQ.EVENT_HANDSHAKE_PROTOCOL | ZMQ.EVENT_DISCONNECTED);
+      if (!s.monitor(address, ZMQ.EVENT_HANDSHAKE_PROTOCOL | ZMQ.EVENT_DISCONNECTED)) {
+        throw new IllegalStateException("JeroMQ refused a socket monitor at " + address);
+      }
       ZMQ.Socket m = context.createSocket(SocketType.PAIR);
       m.setLinger(0);
       m.connect(address);
@@ -622,32 +680,42 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     /**
-     * Reads the monitor's pending events; true if the SUB socket has gone past its handshake
-     * deadline (opened, or disconnected, longer ago than the handshake timeout without a
-     * handshake).
+     * Reads the monitor's pending events; true if the SUB socket has gone past its greeting
+     * deadline (opened, or disconnected, longer ago than its stall timeout without completing the
+     * ZMTP greeting).
      */
     boolean stalled(long now) {
       ZMQ.Event ev;
       while ((ev = ZMQ.Event.recv(monitor, ZMQ.DONTWAIT)) != null) {
         if (ev.getEvent() == ZMQ.EVENT_HANDSHAKE_PROTOCOL) {
           handshakeBy = Long.MAX_VALUE;
+          stallTimeout = handshakeTimeoutNanos;
+          connectFailed = false;
         } else if (ev.getEvent() == ZMQ.EVENT_DISCONNECTED) {
-          handshakeBy = now + handshakeTimeoutNanos; // ZMQ reconnects: it must handshake again
+          handshakeBy = now + stallTimeout; // ZMQ reconnects: it must greet again
         }
       }
       return handshakeBy != Long.MAX_VALUE && now - handshakeBy > 0;
     }
 
-    /** A new socket in place of a silent or stalled one; the sequence state is kept. */
-    void reopen() {
+    /**
+     * A new socket in place of a silent or stalled one; the sequence state is kept. After a stall
+     * the next deadline doubles, up to {@link #maxStallTimeoutNanos} (an engine that is down is not
+     * retried faster than ZMQ's own backoff would), and is back at the handshake timeout after the
+     * next greeting.
+     */
+    void reopen(boolean afterStall) {
       closeSub();
       ZMQ.Socket s = unconnectedSub();
-      monitor = monitor(s);
-      s.connect(endpoint);
       sub = s;
+      monitor = monitor(s);
+      if (afterStall) {
+        stallTimeout = Math.min(2 * stallTimeout, maxStallTimeoutNanos);
+      }
       long now = System.nanoTime();
       lastHeard = now;
-      handshakeBy = now + handshakeTimeoutNanos;
+      handshakeBy = now + stallTimeout;
+      connect(s, endpoint);
     }
 
     private void closeSub() {
@@ -767,9 +835,9 @@ public final class KvEventSubscriber implements AutoCloseable {
 
     /**
      * An endpoint silent this long gets a new SUB socket (100 ms .. 1 h, default 30 s). An idle
-     * engine sends nothing, and a new socket costs one connect; it guards against a connection that
-     * never completes its handshake, which JeroMQ was seen to leave in about one of 20 fresh
-     * loopback connects on a loaded host. A gap across the new socket is replayed as usual.
+     * engine sends nothing, and a new socket costs one connect. It is the fallback for a connection
+     * that completed its greeting but never delivers anything (a stall before the greeting is
+     * {@link #handshakeTimeout}'s). A gap across the new socket is replayed as usual.
      */
     public Builder idleReconnect(Duration idle) {
       this.idleReconnect = Durations.within("idleReconnect", idle, 100, 3_600_000);
@@ -777,12 +845,12 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     /**
-     * A SUB socket that has not completed its ZMTP handshake this long after it was opened, or
-     * after its connection was lost, is replaced by a new one (100 ms .. 10 min, default 5 s): it
-     * ends a connection that JeroMQ left stalled (see the class comment) within this time instead
-     * of the idle reconnect's, and retries an engine that is down at this interval, beside ZMQ's
-     * own backoff. A handshake takes a network round trip or two, so the default leaves a wide
-     * margin.
+     * A SUB socket that has not completed its ZMTP greeting this long after it was opened, or after
+     * its connection was lost, is replaced by a new one (100 ms .. 10 min, default 5 s): it ends a
+     * connection that JeroMQ left stalled (see the class comment) within this time instead of the
+     * idle reconnect's. While the engine stays unreachable the deadline doubles on each
+     * replacement, up to four times the reconnect backoff's maximum. A greeting takes a network
+     * round trip or two, so the default leaves a wide margin.
      */
     public Builder handshakeTimeout(Duration timeout) {
       this.handshakeTimeout = Durations.within("handshakeTimeout", timeout, 100, 600_000);

@@ -149,6 +149,53 @@ class KvEventSubscriberHandshakeTest {
     }
   }
 
+  /**
+   * An endpoint whose host does not resolve (an engine's pod gone from DNS while it restarts:
+   * JeroMQ throws from connect) is retried and counted, and the other endpoints go on being served.
+   */
+  @Test
+  void anUnresolvableHostDoesNotStopTheOtherEndpoints() throws Exception {
+    AtomicInteger batches = new AtomicInteger();
+    try (TestPublisher pub = new TestPublisher("", 16);
+        KvEventSubscriber sub =
+            KvEventSubscriber.builder(
+                    (backend, batch) -> {
+                      batches.incrementAndGet();
+                      return true;
+                    })
+                .handshakeTimeout(Duration.ofMillis(200))
+                .reconnectBackoff(Duration.ofMillis(10), Duration.ofMillis(20))
+                .build()) {
+      sub.subscribe("gone", "tcp://no-such-host.invalid:5557", "tcp://no-such-host.invalid:5558");
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(40); // a slow resolver
+      while (sub.stats().handshakeReconnects() < 2 && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertThat(sub.stats().handshakeReconnects()).as("retried").isGreaterThanOrEqualTo(2);
+      sub.subscribe("b1", pub.endpoint, null);
+      pub.awaitSubscriber();
+      pub.publish(Batches.batch(1.0, p -> Batches.removedMap(p, 5L)));
+      while (batches.get() < 1 && System.nanoTime() < deadline) {
+        Thread.sleep(5);
+      }
+      assertThat(batches.get()).as("the other endpoint's batch").isEqualTo(1);
+      assertThat(sub.stats().endpoints()).isEqualTo(2);
+    }
+  }
+
+  @Test
+  void aTcpEndpointNeedsAPort() {
+    try (KvEventSubscriber sub = KvEventSubscriber.builder((backend, batch) -> true).build()) {
+      for (String bad :
+          new String[] {"tcp://10.0.0.5", "tcp://10.0.0.5:0", "tcp://h:99999", "tcp://h:x"}) {
+        assertThatThrownBy(() -> sub.subscribe("b0", bad, null))
+            .isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining(":PORT");
+      }
+      sub.subscribe("b0", "tcp://[::1]:5557", null); // accepted
+    }
+  }
+
   @Test
   void theTimeoutIsBounded() {
     KvEventSubscriber.Builder b = KvEventSubscriber.builder((backend, batch) -> true);
