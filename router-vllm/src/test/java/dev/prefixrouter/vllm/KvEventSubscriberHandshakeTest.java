@@ -21,48 +21,25 @@ import org.junit.jupiter.api.Test;
 class KvEventSubscriberHandshakeTest {
 
   /**
-   * A TCP listener that accepts and never speaks, as a connection JeroMQ left stalled looks from
-   * the subscriber's side: connected, no greeting. Without the handshake timeout the SUB socket
-   * would sit on the first connection for JeroMQ's 30 s handshake interval.
+   * A listener that never greets: without the handshake timeout the SUB socket would sit on the
+   * first connection for JeroMQ's 30 s handshake interval.
    */
   @Test
   void aConnectionThatNeverHandshakesIsReplaced() throws Exception {
-    AtomicInteger accepted = new AtomicInteger();
-    List<Socket> held = new CopyOnWriteArrayList<>();
-    try (ServerSocket silent = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
-      Thread acceptor =
-          new Thread(
-              () -> {
-                try {
-                  while (true) {
-                    held.add(silent.accept()); // kept open, never written
-                    accepted.incrementAndGet();
-                  }
-                } catch (IOException closed) {
-                  // the listener was closed: done
-                }
-              },
-              "silent-acceptor");
-      acceptor.setDaemon(true);
-      acceptor.start();
-      try (KvEventSubscriber sub =
-          KvEventSubscriber.builder((backend, batch) -> true)
-              .handshakeTimeout(Duration.ofMillis(300))
-              .idleReconnect(Duration.ofHours(1))
-              .build()) {
-        sub.subscribe("b0", "tcp://127.0.0.1:" + silent.getLocalPort(), null);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-        while (accepted.get() < 3 && System.nanoTime() < deadline) {
-          Thread.sleep(20);
-        }
-        assertThat(accepted.get()).as("connections the subscriber made").isGreaterThanOrEqualTo(3);
-        assertThat(sub.stats().handshakeReconnects()).isGreaterThanOrEqualTo(2);
-        assertThat(sub.stats().idleReconnects()).isZero();
+    try (SilentListener silent = new SilentListener();
+        KvEventSubscriber sub =
+            KvEventSubscriber.builder((backend, batch) -> true)
+                .handshakeTimeout(Duration.ofMillis(300))
+                .idleReconnect(Duration.ofHours(1))
+                .build()) {
+      sub.subscribe("b0", silent.endpoint(), null);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+      while (silent.accepted() < 3 && System.nanoTime() < deadline) {
+        Thread.sleep(20);
       }
-    } finally {
-      for (Socket s : held) {
-        s.close();
-      }
+      assertThat(silent.accepted()).as("connections the subscriber made").isGreaterThanOrEqualTo(3);
+      assertThat(sub.stats().handshakeReconnects()).isGreaterThanOrEqualTo(2);
+      assertThat(sub.stats().idleReconnects()).isZero();
     }
   }
 
@@ -77,11 +54,7 @@ class KvEventSubscriberHandshakeTest {
     AtomicInteger batches = new AtomicInteger();
     try (TestPublisher pub = new TestPublisher("", 16);
         KvEventSubscriber sub =
-            KvEventSubscriber.builder(
-                    (backend, batch) -> {
-                      batches.incrementAndGet();
-                      return true;
-                    })
+            counting(batches)
                 .handshakeTimeout(Duration.ofMillis(300))
                 .idleReconnect(Duration.ofHours(1))
                 .build()) {
@@ -105,47 +78,25 @@ class KvEventSubscriberHandshakeTest {
    */
   @Test
   void aReplayWithoutAnswerIsAskedAgainOnNewConnections() throws Exception {
-    AtomicInteger accepted = new AtomicInteger();
-    List<Socket> held = new CopyOnWriteArrayList<>();
-    try (ServerSocket silent = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-        TestPublisher pub = new TestPublisher("", 16)) {
-      Thread acceptor =
-          new Thread(
-              () -> {
-                try {
-                  while (true) {
-                    held.add(silent.accept());
-                    accepted.incrementAndGet();
-                  }
-                } catch (IOException closed) {
-                  // the listener was closed: done
-                }
-              },
-              "silent-replay");
-      acceptor.setDaemon(true);
-      acceptor.start();
-      try (KvEventSubscriber sub =
-          KvEventSubscriber.builder((backend, batch) -> true)
-              .replayTimeout(Duration.ofSeconds(2))
-              .idleReconnect(Duration.ofHours(1))
-              .build()) {
-        sub.subscribe("b0", pub.endpoint, "tcp://127.0.0.1:" + silent.getLocalPort());
-        pub.awaitSubscriber();
-        pub.publish(Batches.batch(1.0, p -> Batches.removedMap(p, 5L)));
-        pub.lose(Batches.batch(2.0, p -> Batches.removedMap(p, 6L)));
-        pub.publish(Batches.batch(3.0, p -> Batches.removedMap(p, 7L))); // a gap: seq 1
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-        while (sub.stats().replayFailures() < 1 && System.nanoTime() < deadline) {
-          Thread.sleep(20);
-        }
-        assertThat(sub.stats().replayFailures()).as("the gap could not be filled").isEqualTo(1);
-        assertThat(sub.stats().replayRetries()).isGreaterThanOrEqualTo(3);
-        assertThat(accepted.get()).as("replay connections").isGreaterThanOrEqualTo(4);
+    try (SilentListener silent = new SilentListener();
+        TestPublisher pub = new TestPublisher("", 16);
+        KvEventSubscriber sub =
+            KvEventSubscriber.builder((backend, batch) -> true)
+                .replayTimeout(Duration.ofSeconds(2))
+                .idleReconnect(Duration.ofHours(1))
+                .build()) {
+      sub.subscribe("b0", pub.endpoint, silent.endpoint());
+      pub.awaitSubscriber();
+      pub.publish(Batches.batch(1.0, p -> Batches.removedMap(p, 5L)));
+      pub.lose(Batches.batch(2.0, p -> Batches.removedMap(p, 6L)));
+      pub.publish(Batches.batch(3.0, p -> Batches.removedMap(p, 7L))); // a gap: seq 1
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+      while (sub.stats().replayFailures() < 1 && System.nanoTime() < deadline) {
+        Thread.sleep(20);
       }
-    } finally {
-      for (Socket s : held) {
-        s.close();
-      }
+      assertThat(sub.stats().replayFailures()).as("the gap could not be filled").isEqualTo(1);
+      assertThat(sub.stats().replayRetries()).isGreaterThanOrEqualTo(3);
+      assertThat(silent.accepted()).as("replay connections").isGreaterThanOrEqualTo(4);
     }
   }
 
@@ -158,11 +109,7 @@ class KvEventSubscriberHandshakeTest {
     AtomicInteger batches = new AtomicInteger();
     try (TestPublisher pub = new TestPublisher("", 16);
         KvEventSubscriber sub =
-            KvEventSubscriber.builder(
-                    (backend, batch) -> {
-                      batches.incrementAndGet();
-                      return true;
-                    })
+            counting(batches)
                 .handshakeTimeout(Duration.ofMillis(200))
                 .reconnectBackoff(Duration.ofMillis(10), Duration.ofMillis(20))
                 .build()) {
@@ -205,5 +152,59 @@ class KvEventSubscriberHandshakeTest {
     assertThatThrownBy(() -> b.handshakeTimeout(Duration.ofMinutes(11)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("handshakeTimeout");
+  }
+
+  /** A subscriber builder whose sink counts the batches. */
+  private static KvEventSubscriber.Builder counting(AtomicInteger batches) {
+    return KvEventSubscriber.builder(
+        (backend, batch) -> {
+          batches.incrementAndGet();
+          return true;
+        });
+  }
+
+  /**
+   * A loopback TCP listener that accepts and never speaks, as a connection JeroMQ left stalled
+   * looks from the subscriber's side: connected, no greeting. Keeps what it accepted open until
+   * closed.
+   */
+  private static final class SilentListener implements AutoCloseable {
+    private final ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+    private final AtomicInteger accepted = new AtomicInteger();
+    private final List<Socket> held = new CopyOnWriteArrayList<>();
+
+    SilentListener() throws IOException {
+      Thread acceptor =
+          new Thread(
+              () -> {
+                try {
+                  while (true) {
+                    held.add(server.accept());
+                    accepted.incrementAndGet();
+                  }
+                } catch (IOException closed) {
+                  // the listener was closed: done
+                }
+              },
+              "silent-listener");
+      acceptor.setDaemon(true);
+      acceptor.start();
+    }
+
+    String endpoint() {
+      return "tcp://127.0.0.1:" + server.getLocalPort();
+    }
+
+    int accepted() {
+      return accepted.get();
+    }
+
+    @Override
+    public void close() throws IOException {
+      server.close();
+      for (Socket s : held) {
+        s.close();
+      }
+    }
   }
 }
