@@ -54,6 +54,17 @@ class ReplicaValueTermTest {
   }
 
   /** The decision: b0 (the holder) has {@code holderPending} tokens queued, b2 500, b1 none. */
+  /**
+   * {@code count} routed requests {@code everyMs} apart, then a decision scored at {@code nowMs}.
+   */
+  private static FakeContext scoredAfter(
+      EstimatedTtftScorer s, int count, long everyMs, long nowMs, long holderPending) {
+    history(s, count, everyMs);
+    FakeContext ctx = decision(nowMs, holderPending);
+    s.score(ctx);
+    return ctx;
+  }
+
   private static FakeContext decision(long nowMs, long holderPending) {
     FakeContext ctx = request(nowMs);
     ctx.pending[0] = holderPending;
@@ -81,12 +92,9 @@ class ReplicaValueTermTest {
     EstimatedTtftScorer off = plain().replicaValue(0, 0.05).build();
     assertThat(EstimatedTtftScorer.builder().build().termNames()).contains("replica-value");
     assertThat(off.termNames()).doesNotContain("replica-value");
-    history(s, 200, 50); // 20 requests a second for ten seconds
-    history(off, 200, 50);
-    FakeContext on = decision(10_000, 300);
-    FakeContext without = decision(10_000, 300);
-    s.score(on);
-    off.score(without);
+    // 20 requests a second for ten seconds
+    FakeContext on = scoredAfter(s, 200, 50, 10_000, 300);
+    FakeContext without = scoredAfter(off, 200, 50, 10_000, 300);
 
     double r = 0.5 * K.prefillMs(300, 3072);
     // at most the copy's own prefill: priced as if it held the prompt, never below its queue
@@ -104,12 +112,8 @@ class ReplicaValueTermTest {
   void nothingIsCreditedWhileAHolderIsIdle() {
     EstimatedTtftScorer s = plain().replicaValue(10, 0.05).build();
     EstimatedTtftScorer off = plain().replicaValue(0, 0.05).build();
-    history(s, 200, 50);
-    history(off, 200, 50);
-    FakeContext on = decision(10_000, 0);
-    FakeContext without = decision(10_000, 0);
-    s.score(on);
-    off.score(without);
+    FakeContext on = scoredAfter(s, 200, 50, 10_000, 0);
+    FakeContext without = scoredAfter(off, 200, 50, 10_000, 0);
     for (int i = 0; i < 3; i++) {
       assertThat(on.cost(i)).isEqualTo(without.cost(i));
     }
@@ -121,15 +125,11 @@ class ReplicaValueTermTest {
     // 16 copies within 45 ms (an RL rollout): the prefix was first reused 45 ms ago (no load
     // guard here, so only the age decides)
     EstimatedTtftScorer s = plain().replicaValue(100, 0).build();
-    history(s, 15, 3);
-    FakeContext ctx = decision(45, 3000);
-    s.score(ctx);
+    FakeContext ctx = scoredAfter(s, 15, 3, 45, 3000);
     assertThat(ctx.best()).isEqualTo(0);
     // the same burst a second later: credited
     EstimatedTtftScorer later = plain().replicaValue(100, 0).build();
-    history(later, 15, 3);
-    FakeContext after = decision(1045, 3000);
-    later.score(after);
+    FakeContext after = scoredAfter(later, 15, 3, 1045, 3000);
     assertThat(after.best()).isEqualTo(1);
   }
 
@@ -138,12 +138,8 @@ class ReplicaValueTermTest {
     // one request every 5 s: about 0.2 per second, under 1 % of a holder's time
     EstimatedTtftScorer gated = plain().replicaValue(1000, 0.05).build();
     EstimatedTtftScorer ungated = plain().replicaValue(1000, 0).build();
-    history(gated, 12, 5000);
-    history(ungated, 12, 5000);
-    FakeContext a = decision(60_000, 300);
-    FakeContext b = decision(60_000, 300);
-    gated.score(a);
-    ungated.score(b);
+    FakeContext a = scoredAfter(gated, 12, 5000, 60_000, 300);
+    FakeContext b = scoredAfter(ungated, 12, 5000, 60_000, 300);
     assertThat(a.best()).isEqualTo(0);
     assertThat(b.best()).as("the same prefix without the load guard").isEqualTo(1);
   }

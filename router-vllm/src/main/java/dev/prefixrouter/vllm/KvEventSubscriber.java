@@ -588,11 +588,7 @@ public final class KvEventSubscriber implements AutoCloseable {
       this.backendId = backendId;
       this.endpoint = endpoint;
       this.replayEndpoint = replayEndpoint;
-      ZMQ.Socket s = unconnectedSub();
-      this.sub = s;
-      this.monitor = monitor(s); // before the connect: its handshake must not go unseen
-      this.handshakeBy = System.nanoTime() + stallTimeout;
-      connect(s, endpoint);
+      openSub();
       if (replayEndpoint != null) {
         replay = openReplay(replayEndpoint);
       }
@@ -706,15 +702,22 @@ public final class KvEventSubscriber implements AutoCloseable {
      */
     void reopen(boolean afterStall) {
       closeSub();
-      ZMQ.Socket s = unconnectedSub();
-      sub = s;
-      monitor = monitor(s);
       if (afterStall) {
         stallTimeout = Math.min(2 * stallTimeout, maxStallTimeoutNanos);
       }
-      long now = System.nanoTime();
-      lastHeard = now;
-      handshakeBy = now + stallTimeout;
+      lastHeard = System.nanoTime();
+      openSub();
+    }
+
+    /**
+     * A new SUB socket and its monitor (attached before the connect: its greeting must not go
+     * unseen), due to greet within the stall timeout, then connected.
+     */
+    private void openSub() {
+      ZMQ.Socket s = unconnectedSub();
+      sub = s;
+      monitor = monitor(s);
+      handshakeBy = System.nanoTime() + stallTimeout;
       connect(s, endpoint);
     }
 
