@@ -456,7 +456,8 @@ final class RoutePipeline {
           emptiedBy = EligibilityFilter.HEALTH; // half-open with no probe left
           continue;
         }
-        int matchedTokens = c.matchedTokens(cand);
+        int matched = c.matchedTokens(cand);
+        int matchedTokens = Math.max(0, Math.min(matched, scorer.cachedTokens(c, cand)));
         int uncached = promptTokens - matchedTokens;
         e.addInFlight(1);
         long queuedBefore = e.addPendingPrefillTokens(uncached);

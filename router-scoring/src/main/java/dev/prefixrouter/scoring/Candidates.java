@@ -50,6 +50,7 @@ public final class Candidates {
   private double[] fade = new double[16];
   private double[] kvUsage = new double[16]; // NaN without a load report
   private int[] ownQueued = new int[16];
+  private int[] held = new int[16]; // matched blocks that count as held (heldBlocks)
   private int[] slot = new int[16];
   private double[] weight = new double[16];
   private double[][] termCosts;
@@ -96,6 +97,7 @@ public final class Candidates {
       fade = new double[cap];
       kvUsage = new double[cap];
       ownQueued = new int[cap];
+      held = new int[cap];
       slot = new int[cap];
       weight = new double[cap];
       total = new double[cap];
@@ -109,6 +111,7 @@ public final class Candidates {
       slot[i] = s;
       scorer.readCoefficients(s, coef, K * i);
       k[i] = null;
+      held[i] = c.matchedBlocks(i);
       double matched = c.matchedTokens(i);
       cached[i] = matched;
       uncached[i] = Math.max(0, prompt - matched);
@@ -264,6 +267,29 @@ public final class Candidates {
   /** Prompt tokens the candidate would have to prefill ({@code >= 0}). */
   public double uncachedTokens(int i) {
     return uncached[i];
+  }
+
+  /**
+   * Counts the candidate's matched blocks from {@code block} on ({@code tokens} of its cached
+   * tokens) as uncached for this decision (a prefix another request is still about to prefill
+   * there), before the terms run.
+   */
+  void uncache(int i, int block, double tokens) {
+    double t = Math.min(tokens, cached[i]);
+    cached[i] -= t;
+    uncached[i] += t;
+    held[i] = Math.min(held[i], block);
+  }
+
+  /**
+   * The candidate's matched blocks ({@link ScoringContext#matchedBlocks}) that count as held in
+   * this decision: all of them, or those before a prefix still about to be prefilled there.
+   */
+  public int heldBlocks(int i) {
+    if (i < 0 || i >= n) {
+      throw new IndexOutOfBoundsException("candidate " + i + " of " + n);
+    }
+    return held[i];
   }
 
   /** Running requests: the router's decoding leases or the faded reported count, the larger. */

@@ -123,6 +123,7 @@ public final class EstimatedTtftScorer implements Scorer {
   private final RankRule[] defaultReasonRules;
   private final RankRule[] routedRules;
   private final @Nullable SessionAffinityRule sessionRule;
+  private final @Nullable PendingPrefixes pendingPrefix;
   private final ThreadLocal<Candidates> candidates;
 
   /**
@@ -273,6 +274,7 @@ public final class EstimatedTtftScorer implements Scorer {
     ts.removeIf(t -> b.without.contains(t.name()));
     rs.removeIf(r -> b.without.contains(r.name()));
     this.sessionRule = rs.contains(session) ? session : null;
+    this.pendingPrefix = b.pendingPrefix ? new PendingPrefixes(b.coefficients) : null;
     ts.addAll(b.addedTerms);
     rs.addAll(b.addedRules);
     Set<String> names = new HashSet<>();
@@ -543,6 +545,10 @@ public final class EstimatedTtftScorer implements Scorer {
   double estimate(ScoringContext ctx, int i) {
     Candidates c = candidates.get();
     c.reset(ctx, this, terms, owners);
+    PendingPrefixes p = pendingPrefix;
+    if (p != null) {
+      p.adjust(c);
+    }
     double e = 0;
     double[] out = new double[ctx.size()];
     for (CostTerm t : terms) {
@@ -583,6 +589,10 @@ public final class EstimatedTtftScorer implements Scorer {
     Candidates c = candidates.get();
     c.reset(ctx, this, terms, owners);
     try {
+      PendingPrefixes p = pendingPrefix;
+      if (p != null) {
+        p.adjust(c);
+      }
       c.sum(rotation.getAndIncrement());
       String reason = null;
       for (RankRule r : rules) {
@@ -652,8 +662,23 @@ public final class EstimatedTtftScorer implements Scorer {
   private static final ThreadLocal<String[]> SESSION_KEYS =
       ThreadLocal.withInitial(() -> new String[3]);
 
+  /**
+   * The candidate's matched tokens less those another request routed there is still about to
+   * prefill ({@link Builder#pendingPrefix}); the matched tokens when that is off.
+   */
+  @Override
+  public int cachedTokens(ScoringContext ctx, int candidate) {
+    int matched = ctx.matchedTokens(candidate);
+    PendingPrefixes p = pendingPrefix;
+    return p == null ? matched : Math.max(0, matched - p.pendingTokens(candidate));
+  }
+
   @Override
   public void onRouted(ScoringContext ctx, int candidate) {
+    PendingPrefixes p = pendingPrefix;
+    if (p != null) {
+      p.onRouted(ctx, candidate);
+    }
     for (CostTerm t : routedTerms) {
       t.onRouted(ctx, candidate);
     }
@@ -794,6 +819,10 @@ public final class EstimatedTtftScorer implements Scorer {
       }
       speeds.remove(slot);
       idleSpeeds.remove(slot);
+      PendingPrefixes p = pendingPrefix;
+      if (p != null) {
+        p.removeBackend(slot);
+      }
     }
     for (CostTerm t : terms) {
       t.removeBackend(slot);
@@ -885,6 +914,7 @@ public final class EstimatedTtftScorer implements Scorer {
     private double futureWaitWeight = 64;
     private Duration futureWaitTau = Duration.ZERO;
     private double parallelStartWeight = 1;
+    private boolean pendingPrefix;
     private boolean releaseParallelSiblings = true;
     private double replicaHorizonSeconds = 10;
     private double replicaMinLoad = 0.05;
@@ -1307,6 +1337,23 @@ public final class EstimatedTtftScorer implements Scorer {
         throw new IllegalArgumentException("parallelStart: weight in [0, 1000]; was " + weight);
       }
       this.parallelStartWeight = weight;
+      return this;
+    }
+
+    /**
+     * Whether a prefix another request is still about to prefill on a candidate counts as not
+     * cached there. The index holds a routed request's blocks at once, but an engine caches them
+     * only once that prefill has run and admits every waiting request at a step boundary: a request
+     * routed with the same prefix to a busy backend before the step in progress ends is admitted
+     * with the first and recomputes the prefix. With this on, those tokens are uncached in the
+     * decision (every term and rule sees them so) and for the engine ({@link
+     * EstimatedTtftScorer#cachedTokens}: pending prefill, the decision's {@code matchedTokens}, the
+     * first tokens the calibration learns from). Requests that share no new prefix with a request
+     * routed to a busy backend within its step, and requests to idle backends, route as without it.
+     * See {@code PendingPrefixes}. Default false.
+     */
+    public Builder pendingPrefix(boolean on) {
+      this.pendingPrefix = on;
       return this;
     }
 

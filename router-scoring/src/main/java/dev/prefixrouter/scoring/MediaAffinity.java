@@ -184,6 +184,11 @@ public final class MediaAffinity implements Scorer {
   }
 
   @Override
+  public int cachedTokens(ScoringContext ctx, int candidate) {
+    return delegate.cachedTokens(ctx, candidate);
+  }
+
+  @Override
   public void onFirstToken(FirstTokenObservation observation) {
     delegate.onFirstToken(observation);
   }

@@ -36,12 +36,12 @@ final class PrefixAffinityRule implements RankRule {
     int[] order = c.order();
     int n = c.size();
     int keys = ctx.keyCount();
-    if (keys == 0 || 2 * ctx.matchedBlocks(order[0]) >= keys) {
+    if (keys == 0 || 2 * c.heldBlocks(order[0]) >= keys) {
       return null;
     }
     for (int r = 1; r < n; r++) {
       int h = order[r];
-      if (2 * ctx.matchedBlocks(h) >= keys) {
+      if (2 * c.heldBlocks(h) >= keys) {
         boolean fair = balance == null || balance.fair(c, h);
         boolean briefly = ctx.inFlight(h) - ctx.runningDecodes(h) <= maxWaiting;
         if (fair && briefly && !c.saturated(h) && c.cost(h) <= c.best() * ratio) {

@@ -129,6 +129,7 @@ public class PrefixRouterAutoConfiguration {
           "minLoad",
           "replica-min-load");
       b.balanceMovesSessions(s.isBalanceMovesSessions());
+      b.pendingPrefix(s.isPendingPrefix());
       return guard("prefix-router.scorer", b::build);
     }
     return guard("prefix-router.scorer.policy", () -> Policies.byName(s.getPolicy()));

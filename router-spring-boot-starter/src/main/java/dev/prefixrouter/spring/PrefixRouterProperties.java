@@ -360,6 +360,14 @@ public class PrefixRouterProperties {
     private double replicaMinLoad = 0.05;
 
     /**
+     * Whether a prefix another request is still about to prefill on a busy backend counts as not
+     * cached there (est-ttft {@code pendingPrefix}): siblings sent at once (map-reduce maps on one
+     * document) spread to backends that start them at once. Off by default: it costs bursts of
+     * identical prompts (RL rollouts) a tenth of their TTFT p95 (benchmarks/README.md).
+     */
+    private boolean pendingPrefix = false;
+
+    /**
      * Whether the fleet-balance term may move a pinned session (est-ttft); false: only time and
      * saturation move a session, balance places new sessions and sessionless requests.
      */
@@ -367,6 +375,14 @@ public class PrefixRouterProperties {
 
     public double getFutureWait() {
       return futureWait;
+    }
+
+    public boolean isPendingPrefix() {
+      return pendingPrefix;
+    }
+
+    public void setPendingPrefix(boolean pendingPrefix) {
+      this.pendingPrefix = pendingPrefix;
     }
 
     public void setFutureWait(double futureWait) {

@@ -146,9 +146,10 @@ final class ScorerProbe {
    * (least age of a prefix, default 1 s), with {@code rvload} 0 unless given. So {@code
    * x:fw=64,tau=0,ps=1,rel,rvt=10} is the default. Research terms of issue #18 session 19, added
    * only when given: {@code imp=W} (and {@code imptau=S}): {@link #imposedWait}; {@code live=W}
-   * (and {@code liveh=H}): {@link #liveWait}; {@code coldguard=MS}: {@link #coldGuard}. Since issue
-   * #18 session 17 the future-wait term includes its {@code kept} and {@code open} factors; session
-   * 16's figures are the term without them (commit ee1cc58).
+   * (and {@code liveh=H}): {@link #liveWait}; {@code coldguard=MS}: {@link #coldGuard}; {@code pp}:
+   * {@code pendingPrefix(true)} (issue #18 session 21, opt-in). Since issue #18 session 17 the
+   * future-wait term includes its {@code kept} and {@code open} factors; session 16's figures are
+   * the term without them (commit ee1cc58).
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
     // without ps / rel / rvt a variant routes as before issue #18 sessions 18 and 19
@@ -203,6 +204,7 @@ final class ScorerProbe {
         }
         case "rvt" -> rvt = Double.parseDouble(kv[1]);
         case "rvage" -> age = Double.parseDouble(kv[1]);
+        case "pp" -> b.pendingPrefix(true);
         case "" -> {}
         default -> throw new IllegalArgumentException("option " + o);
       }

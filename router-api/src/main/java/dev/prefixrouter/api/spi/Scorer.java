@@ -32,6 +32,22 @@ public interface Scorer extends SlotLifecycle {
     return OptionalLong.empty();
   }
 
+  /**
+   * Of the candidate's {@link ScoringContext#matchedTokens matched tokens}, those the scorer
+   * expects the engine to serve from its cache, right after {@link #score} ranked {@code ctx}: the
+   * index holds a routed request's blocks from the moment it is routed, but an engine caches them
+   * only once that prefill has run, so a prefix another request is still about to prefill there is
+   * matched but not served. The engine asks it for the candidate it routes to, before {@link
+   * #onRouted}, and uses it as the decision's {@link dev.prefixrouter.api.Routed#matchedTokens}:
+   * the backend's pending prefill, the first-token observation calibration learns from, and the
+   * prediction that engine-reported cache hits are counted against. A value outside {@code [0,
+   * matchedTokens]} is clamped into it. The default is {@code ctx.matchedTokens(candidate)}. Called
+   * on the routing thread, at most once per placement attempt; O(1).
+   */
+  default int cachedTokens(ScoringContext ctx, int candidate) {
+    return ctx.matchedTokens(candidate);
+  }
+
   /** The candidate at rank 0 that the engine actually routed to; called before route returns. */
   default void onRouted(ScoringContext ctx, int candidate) {}
 

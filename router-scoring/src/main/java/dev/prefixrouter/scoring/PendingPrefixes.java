@@ -1,0 +1,186 @@
+package dev.prefixrouter.scoring;
+
+import dev.prefixrouter.api.spi.ScoringContext;
+import java.util.concurrent.locks.StampedLock;
+
+/**
+ * No credit for a prefix whose prefill has not started ({@link
+ * EstimatedTtftScorer.Builder#pendingPrefix}): a view of each decision's cached tokens, applied
+ * before the terms and rules run. The router's index holds a routed request's blocks from the
+ * moment it is routed; the engine caches them only once that request's prefill has run, and admits
+ * every request waiting when it plans a step. A request routed to a backend whose step is in
+ * progress waits for the step boundary; a second request with the same prefix routed there before
+ * that boundary is admitted with it and recomputes the prefix (the step grows by a whole prefill);
+ * one routed after it waits for the step and hits.
+ *
+ * <p><b>What is recorded.</b> Each request routed to a busy backend (decodes running, prefill
+ * queued or requests waiting, as the decision saw it) that brought new blocks leaves one record on
+ * that backend: the index of its first new block, that block's key, and a deadline = routing time +
+ * one step's intercept at the configured coefficients ({@code alpha}, divided by the backend's
+ * weight), when the step in progress is expected to have ended. A request routed to an idle backend
+ * starts its step at once and leaves nothing. Each backend keeps its last {@value #RING} records.
+ *
+ * <p><b>The view.</b> For a candidate whose match runs past the first new block of a live record
+ * (its own key at that index equal to the record's: the same chain, so the same prefix), the blocks
+ * from there to the end of its match count as uncached in this decision ({@link
+ * Candidates#cachedTokens}, {@link Candidates#uncachedTokens}): every term and rule sees a
+ * candidate that recomputes them (the queue-prefill term prices the prefill, the prefix-affinity
+ * rule no longer sees a holder). {@link #pendingTokens} gives the same tokens to {@link
+ * EstimatedTtftScorer#cachedTokens}, so the engine counts them as prefill to do (its pending
+ * prefill, the decision's {@code matchedTokens}) and the online calibration learns from what the
+ * engine actually served. When every candidate has a prefill queued (the router's pending prefill
+ * or a reported waiting count), nothing counts as pending: a recompute elsewhere would queue as
+ * well, and keeping the copies together measured better (bursts of identical prompts).
+ *
+ * <p>Thread-safe: records are written under a per-backend {@link StampedLock} and read with an
+ * optimistic read (retried under the read lock when a write intervened), so {@code adjust} never
+ * blocks a writer for long and never sees a torn record. Cost per decision: one volatile read per
+ * candidate with a match; a scan of at most {@value #RING} records only on a backend that was
+ * routed a request while busy within the last step. Per routed request: nothing on an idle backend,
+ * else one short locked write. Memory: {@value #RING} records (20 B each) per backend slot used.
+ */
+final class PendingPrefixes {
+  /** Records kept per backend. */
+  static final int RING = 16;
+
+  private final TtftCoefficients coefficients;
+  private final SlotTable<Ring> rings = new SlotTable<>(this);
+
+  /**
+   * Per routing thread: each candidate's pending tokens and step deadline offset of the thread's
+   * last decision (read by {@link #onRouted} and {@link #pendingTokens} right after it). A JDK
+   * array: the value must not reach this term (a ThreadLocal value that reaches its key's owner is
+   * never cleared).
+   */
+  private final ThreadLocal<double[][]> scratch =
+      ThreadLocal.withInitial(() -> new double[][] {new double[16], new double[16]});
+
+  PendingPrefixes(TtftCoefficients coefficients) {
+    this.coefficients = coefficients;
+  }
+
+  /** Counts each candidate's pending tokens as uncached in {@code c} (right after its reset). */
+  void adjust(Candidates c) {
+    ScoringContext ctx = c.ctx();
+    int n = c.size();
+    double[][] s = scratch.get();
+    if (s[0].length < n) {
+      s[0] = new double[Math.max(n, 2 * s[0].length)];
+      s[1] = new double[s[0].length];
+    }
+    double[] pending = s[0];
+    double[] step = s[1];
+    long now = ctx.nowNanos();
+    int tokensPerBlock = ctx.tokensPerBlock();
+    // a recompute elsewhere only pays where it starts without a prefill queued ahead of it: when
+    // every candidate has one, a pending prefix counts as cached (as without this view)
+    boolean free = false;
+    for (int i = 0; i < n && !free; i++) {
+      free = ctx.pendingPrefillTokens(i) == 0 && c.waiting(i) == 0;
+    }
+    for (int i = 0; i < n; i++) {
+      boolean busy = c.running(i) > 0 || c.ownQueued(i) > 0 || c.waiting(i) > 0;
+      step[i] = busy ? coefficients.alphaMs() / c.weight(i) : 0;
+      pending[i] = 0;
+      int m = ctx.matchedBlocks(i);
+      if (!free || m == 0) {
+        continue;
+      }
+      Ring r = rings.get(ctx.slot(i));
+      if (r == null || r.latest - now <= 0) {
+        continue;
+      }
+      int p = r.firstPending(ctx, m, now);
+      if (p < m) {
+        double t = Math.min(c.cachedTokens(i), (double) (m - p) * tokensPerBlock);
+        pending[i] = t;
+        c.uncache(i, p, t);
+      }
+    }
+  }
+
+  /**
+   * Prompt tokens of candidate {@code i}'s match in the routing thread's last decision that a
+   * request still ahead of its step is prefilling (0 when none); valid right after {@link #adjust}.
+   */
+  int pendingTokens(int i) {
+    double[] p = scratch.get()[0];
+    return i < p.length ? (int) p[i] : 0;
+  }
+
+  /** The engine routed to {@code candidate} of the thread's last decision. */
+  void onRouted(ScoringContext ctx, int candidate) {
+    double[] step = scratch.get()[1];
+    double ms = candidate < step.length ? step[candidate] : 0;
+    int m = ctx.matchedBlocks(candidate);
+    if (ms <= 0 || m >= ctx.keyCount()) {
+      return; // an idle backend starts the step at once; nothing new to prefill
+    }
+    long now = ctx.nowNanos();
+    rings.getOrCreate(ctx.slot(candidate), Ring::new).add(m, ctx.key(m), now + (long) (ms * 1e6));
+  }
+
+  /** A backend left: its records go. */
+  void removeBackend(int slot) {
+    rings.remove(slot);
+  }
+
+  /** One backend's last {@value #RING} records. */
+  static final class Ring {
+    private final StampedLock lock = new StampedLock();
+    private final int[] from = new int[RING];
+    private final long[] key = new long[RING];
+    private final long[] until = new long[RING];
+    private int head;
+    private int size;
+
+    /** The latest deadline of any record (engine nanos); written under the lock. */
+    volatile long latest;
+
+    void add(int firstNew, long firstKey, long deadline) {
+      long stamp = lock.writeLock();
+      try {
+        from[head] = firstNew;
+        key[head] = firstKey;
+        until[head] = deadline;
+        head = (head + 1) % RING;
+        if (size == 0 || deadline - latest > 0) {
+          latest = deadline;
+        }
+        size = Math.min(RING, size + 1);
+      } finally {
+        lock.unlockWrite(stamp);
+      }
+    }
+
+    /**
+     * The lowest block index below {@code m} at which a live record's chain meets the request's
+     * ({@code m} when none).
+     */
+    int firstPending(ScoringContext ctx, int m, long now) {
+      long stamp = lock.tryOptimisticRead();
+      int p = scan(ctx, m, now);
+      if (!lock.validate(stamp)) {
+        stamp = lock.readLock();
+        try {
+          p = scan(ctx, m, now);
+        } finally {
+          lock.unlockRead(stamp);
+        }
+      }
+      return p;
+    }
+
+    private int scan(ScoringContext ctx, int m, long now) {
+      int p = m;
+      int keys = ctx.keyCount();
+      for (int r = 0, k = size; r < k; r++) {
+        int f = from[r];
+        if (f < p && f < keys && until[r] - now > 0 && ctx.key(f) == key[r]) {
+          p = f;
+        }
+      }
+      return p;
+    }
+  }
+}
