@@ -452,12 +452,13 @@ final class RoutePipeline {
         continue; // removed while we scored
       }
       try {
+        // asked before a half-open probe is taken: a throwing scorer does not leak the probe
+        int matched = c.matchedTokens(cand);
+        int matchedTokens = Math.max(0, Math.min(matched, scorer.cachedTokens(c, cand)));
         if (!health.tryAcquire(e.slot, now)) {
           emptiedBy = EligibilityFilter.HEALTH; // half-open with no probe left
           continue;
         }
-        int matched = c.matchedTokens(cand);
-        int matchedTokens = Math.max(0, Math.min(matched, scorer.cachedTokens(c, cand)));
         int uncached = promptTokens - matchedTokens;
         e.addInFlight(1);
         long queuedBefore = e.addPendingPrefillTokens(uncached);

@@ -670,7 +670,7 @@ public final class EstimatedTtftScorer implements Scorer {
   public int cachedTokens(ScoringContext ctx, int candidate) {
     int matched = ctx.matchedTokens(candidate);
     PendingPrefixes p = pendingPrefix;
-    return p == null ? matched : Math.max(0, matched - p.pendingTokens(candidate));
+    return p == null ? matched : Math.max(0, matched - p.pendingTokens(ctx, candidate));
   }
 
   @Override
@@ -1346,11 +1346,12 @@ public final class EstimatedTtftScorer implements Scorer {
      * only once that prefill has run and admits every waiting request at a step boundary: a request
      * routed with the same prefix to a busy backend before the step in progress ends is admitted
      * with the first and recomputes the prefix. With this on, those tokens are uncached in the
-     * decision (every term and rule sees them so) and for the engine ({@link
-     * EstimatedTtftScorer#cachedTokens}: pending prefill, the decision's {@code matchedTokens}, the
-     * first tokens the calibration learns from). Requests that share no new prefix with a request
-     * routed to a busy backend within its step, and requests to idle backends, route as without it.
-     * See {@code PendingPrefixes}. Default false.
+     * decision (for the terms and rules that read the decision's cached tokens, see {@code
+     * PendingPrefixes}) and for the engine ({@link EstimatedTtftScorer#cachedTokens}: pending
+     * prefill, the decision's {@code matchedTokens}, the first tokens the calibration learns from).
+     * Requests that share no new prefix with a request routed to a busy backend within its step,
+     * and requests to idle backends, route as without it. See {@code PendingPrefixes}. Default
+     * false.
      */
     public Builder pendingPrefix(boolean on) {
       this.pendingPrefix = on;

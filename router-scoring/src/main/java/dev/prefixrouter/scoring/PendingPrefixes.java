@@ -24,8 +24,11 @@ import java.util.concurrent.locks.StampedLock;
  * (its own key at that index equal to the record's: the same chain, so the same prefix), the blocks
  * from there to the end of its match count as uncached in this decision ({@link
  * Candidates#cachedTokens}, {@link Candidates#uncachedTokens}): every term and rule sees a
- * candidate that recomputes them (the queue-prefill term prices the prefill, the prefix-affinity
- * rule no longer sees a holder). {@link #pendingTokens} gives the same tokens to {@link
+ * candidate that recomputes them wherever a term or rule reads them there (the queue-prefill term
+ * prices the prefill; the prefix-affinity rule, through {@link Candidates#heldBlocks}, no longer
+ * sees a holder). What reads the index's match itself still sees it: the balance term's replica
+ * pacing, the replica-value term, and the future-wait and parallel-start terms' accounting when a
+ * request is routed. {@link #pendingTokens} gives the same tokens to {@link
  * EstimatedTtftScorer#cachedTokens}, so the engine counts them as prefill to do (its pending
  * prefill, the decision's {@code matchedTokens}) and the online calibration learns from what the
  * engine actually served. When every candidate has a prefill queued (the router's pending prefill
@@ -34,14 +37,19 @@ import java.util.concurrent.locks.StampedLock;
  *
  * <p>Thread-safe: records are written under a per-backend {@link StampedLock} and read with an
  * optimistic read (retried under the read lock when a write intervened), so {@code adjust} never
- * blocks a writer for long and never sees a torn record. Cost per decision: one volatile read per
- * candidate with a match; a scan of at most {@value #RING} records only on a backend that was
- * routed a request while busy within the last step. Per routed request: nothing on an idle backend,
- * else one short locked write. Memory: {@value #RING} records (20 B each) per backend slot used.
+ * blocks a writer for long and never sees a torn record. Not atomic across decisions: two requests
+ * of one prefix scored at the same moment on two threads may both miss the other's record (each is
+ * written when its request is routed). Cost per decision: one volatile read per candidate with a
+ * match; a scan of at most {@value #RING} records only on a backend that was routed a request while
+ * busy within the last step. Per routed request: nothing on an idle backend, else one short locked
+ * write. Memory: {@value #RING} records (20 B each) per backend slot used.
  */
 final class PendingPrefixes {
   /** Records kept per backend. */
   static final int RING = 16;
+
+  /** The longest step a record lives for (a backend of tiny weight), in ms. */
+  static final double MAX_STEP_MS = 60_000;
 
   private final TtftCoefficients coefficients;
   private final SlotTable<Ring> rings = new SlotTable<>(this);
@@ -53,7 +61,7 @@ final class PendingPrefixes {
    * never cleared).
    */
   private final ThreadLocal<double[][]> scratch =
-      ThreadLocal.withInitial(() -> new double[][] {new double[16], new double[16]});
+      ThreadLocal.withInitial(() -> new double[][] {new double[16], new double[16], new double[2]});
 
   PendingPrefixes(TtftCoefficients coefficients) {
     this.coefficients = coefficients;
@@ -71,6 +79,8 @@ final class PendingPrefixes {
     double[] pending = s[0];
     double[] step = s[1];
     long now = ctx.nowNanos();
+    s[2][0] = now;
+    s[2][1] = n;
     int tokensPerBlock = ctx.tokensPerBlock();
     // a recompute elsewhere only pays where it starts without a prefill queued ahead of it: when
     // every candidate has one, a pending prefix counts as cached (as without this view)
@@ -92,7 +102,7 @@ final class PendingPrefixes {
       }
       int p = r.firstPending(ctx, m, now);
       if (p < m) {
-        double t = Math.min(c.cachedTokens(i), (double) (m - p) * tokensPerBlock);
+        double t = Math.max(0, c.cachedTokens(i) - (double) p * tokensPerBlock);
         pending[i] = t;
         c.uncache(i, p, t);
       }
@@ -103,15 +113,21 @@ final class PendingPrefixes {
    * Prompt tokens of candidate {@code i}'s match in the routing thread's last decision that a
    * request still ahead of its step is prefilling (0 when none); valid right after {@link #adjust}.
    */
-  int pendingTokens(int i) {
-    double[] p = scratch.get()[0];
-    return i < p.length ? (int) p[i] : 0;
+  int pendingTokens(ScoringContext ctx, int i) {
+    double[][] s = scratch.get();
+    return mine(s, ctx) && i < s[0].length ? (int) s[0][i] : 0;
+  }
+
+  /** Whether the thread's scratch is from the decision of {@code ctx} (same time, same size). */
+  private static boolean mine(double[][] s, ScoringContext ctx) {
+    return s[2][0] == (double) ctx.nowNanos() && s[2][1] == ctx.size();
   }
 
   /** The engine routed to {@code candidate} of the thread's last decision. */
   void onRouted(ScoringContext ctx, int candidate) {
-    double[] step = scratch.get()[1];
-    double ms = candidate < step.length ? step[candidate] : 0;
+    double[][] s = scratch.get();
+    double ms =
+        mine(s, ctx) && candidate < s[1].length ? Math.min(s[1][candidate], MAX_STEP_MS) : 0;
     int m = ctx.matchedBlocks(candidate);
     if (ms <= 0 || m >= ctx.keyCount()) {
       return; // an idle backend starts the step at once; nothing new to prefill

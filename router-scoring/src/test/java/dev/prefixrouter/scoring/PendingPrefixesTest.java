@@ -195,6 +195,42 @@ class PendingPrefixesTest {
     assertThat(s.cachedTokens(sibling, 0)).isZero();
   }
 
+  @Test
+  void aRemovedBackendsRecordsGoWithIt() {
+    EstimatedTtftScorer s = plain().pendingPrefix(true).build();
+    FakeContext first = request(7, 1, 0, 0);
+    s.score(first);
+    s.onRouted(first, 0);
+    s.removeBackend(0);
+    FakeContext sibling = request(7, 2, 1, 256);
+    s.score(sibling);
+    assertThat(s.cachedTokens(sibling, 0)).isEqualTo(4096);
+  }
+
+  @Test
+  void aWrappingScorerForwardsTheCachedTokens() {
+    MediaAffinity m = MediaAffinity.wrap(plain().pendingPrefix(true).build());
+    FakeContext first = request(7, 1, 0, 0);
+    m.score(first);
+    m.onRouted(first, 0);
+    FakeContext sibling = request(7, 2, 1, 256);
+    m.score(sibling);
+    assertThat(m.cachedTokens(sibling, 0)).isZero();
+    assertThat(m.cachedTokens(sibling, 1)).isZero();
+  }
+
+  @Test
+  void anAnswerForAnotherDecisionIsTheMatch() {
+    EstimatedTtftScorer s = plain().pendingPrefix(true).build();
+    FakeContext first = request(7, 1, 0, 0);
+    s.score(first);
+    s.onRouted(first, 0);
+    FakeContext sibling = request(7, 2, 1, 256);
+    s.score(sibling);
+    FakeContext other = request(7, 3, 2, 256); // not scored on this thread
+    assertThat(s.cachedTokens(other, 0)).isEqualTo(4096);
+  }
+
   /** A 4,096-token document {@code doc} and a 256-token suffix {@code tail}. */
   private static RouteRequest tokens(int doc, int tail) {
     int[] ids = new int[4096 + 256];

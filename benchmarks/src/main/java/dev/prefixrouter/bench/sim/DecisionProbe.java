@@ -238,6 +238,11 @@ final class DecisionProbe implements FleetSimulator.DecisionTap {
       }
 
       @Override
+      public int cachedTokens(ScoringContext ctx, int candidate) {
+        return delegate.cachedTokens(ctx, candidate);
+      }
+
+      @Override
       public void onRouted(ScoringContext ctx, int candidate) {
         delegate.onRouted(ctx, candidate);
       }

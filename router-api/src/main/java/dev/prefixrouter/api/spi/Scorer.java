@@ -34,15 +34,16 @@ public interface Scorer extends SlotLifecycle {
 
   /**
    * Of the candidate's {@link ScoringContext#matchedTokens matched tokens}, those the scorer
-   * expects the engine to serve from its cache, right after {@link #score} ranked {@code ctx}: the
-   * index holds a routed request's blocks from the moment it is routed, but an engine caches them
-   * only once that prefill has run, so a prefix another request is still about to prefill there is
-   * matched but not served. The engine asks it for the candidate it routes to, before {@link
-   * #onRouted}, and uses it as the decision's {@link dev.prefixrouter.api.Routed#matchedTokens}:
-   * the backend's pending prefill, the first-token observation calibration learns from, and the
-   * prediction that engine-reported cache hits are counted against. A value outside {@code [0,
-   * matchedTokens]} is clamped into it. The default is {@code ctx.matchedTokens(candidate)}. Called
-   * on the routing thread, at most once per placement attempt; O(1).
+   * expects the engine to serve from its cache: the index holds a routed request's blocks from the
+   * moment it is routed, but an engine caches them only once that prefill has run, so a prefix
+   * another request is still about to prefill there is matched but not served. The engine asks it
+   * on the routing thread with the same {@code ctx}, after {@link #score} (and any steering and SLO
+   * admission), before {@link #onRouted}, for each candidate it tries to place on, and uses the
+   * answer as the decision's {@link dev.prefixrouter.api.Routed#matchedTokens}: the backend's
+   * pending prefill, the first-token observation calibration learns from, and the prediction that
+   * engine-reported cache hits are counted against. An implementation may rely on per-thread state
+   * its {@code score} left for this {@code ctx}. A value outside {@code [0, matchedTokens]} is
+   * clamped into it. The default is {@code ctx.matchedTokens(candidate)}. O(1).
    */
   default int cachedTokens(ScoringContext ctx, int candidate) {
     return ctx.matchedTokens(candidate);
