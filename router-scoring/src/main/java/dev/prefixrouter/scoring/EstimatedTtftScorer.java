@@ -1037,7 +1037,15 @@ public final class EstimatedTtftScorer implements Scorer {
 
     /**
      * Whether calibration fits the constant α per backend (default true); false keeps the prior's α
-     * and fits only the per-token and per-running-request costs.
+     * and fits only the per-token and per-running-request costs. A fitted constant absorbs whatever
+     * the queue term does not model: under overload it learned 0.6–1.9 s on some backends and 0 on
+     * others of one homogeneous fleet (the queueing of budget-sized steps), so the router piled
+     * work where the constant happened to be low. Keeping the prior's α took TTFT p95 at 4× the
+     * low-cache load from 1.31× the best anchor's (above least-request's) to 0.99×, RL-rollout
+     * bursts 0.05–0.12 lower and a half-slow fleet at 2× 0.08 lower, but the Mooncake trace at 4×
+     * from 737.6 to 757.6 ms (behind Dynamo's rule) and the published (b) and (f) runs slightly
+     * worse (benchmarks/README.md, issue #18 session 21): false suits fleets that run near or past
+     * saturation; keep true when backends differ by a fixed latency the prior does not carry.
      */
     public Builder calibrateIntercept(boolean fit) {
       this.calibrateIntercept = fit;

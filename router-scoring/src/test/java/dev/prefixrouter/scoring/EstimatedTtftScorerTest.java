@@ -415,7 +415,11 @@ class EstimatedTtftScorerTest {
   void calibrationConvergesToTheTrueCoefficientsDespiteNoiseAndOutliers() {
     TtftCoefficients truth = new TtftCoefficients(25.0, 0.04, 1.5e-6, 2.0, 50);
     EstimatedTtftScorer s =
-        EstimatedTtftScorer.builder().minObservations(50).forgetting(0.999).build();
+        EstimatedTtftScorer.builder()
+            .calibrateIntercept(true)
+            .minObservations(50)
+            .forgetting(0.999)
+            .build();
     SplittableRandom rnd = new SplittableRandom(1);
     for (int i = 0; i < 5_000; i++) {
       int prompt = 64 + rnd.nextInt(8_000);
@@ -514,6 +518,7 @@ class EstimatedTtftScorerTest {
     TtftCoefficients p = TtftCoefficients.DEFAULTS;
     EstimatedTtftScorer s =
         EstimatedTtftScorer.builder()
+            .calibrateIntercept(true)
             .minObservations(20)
             .calibrationScope(CalibrationScope.FLEET)
             .build();
@@ -530,11 +535,13 @@ class EstimatedTtftScorerTest {
     TtftCoefficients p = TtftCoefficients.DEFAULTS;
     EstimatedTtftScorer same =
         EstimatedTtftScorer.builder()
+            .calibrateIntercept(true)
             .minObservations(20)
             .calibrationScope(CalibrationScope.HIERARCHICAL)
             .build();
     EstimatedTtftScorer mixed =
         EstimatedTtftScorer.builder()
+            .calibrateIntercept(true)
             .minObservations(20)
             .calibrationScope(CalibrationScope.HIERARCHICAL)
             .build();
@@ -566,7 +573,11 @@ class EstimatedTtftScorerTest {
    */
   private static EstimatedTtftScorer halfTwiceAsSlow(CalibrationScope scope) {
     EstimatedTtftScorer s =
-        EstimatedTtftScorer.builder().minObservations(20).calibrationScope(scope).build();
+        EstimatedTtftScorer.builder()
+            .calibrateIntercept(true)
+            .minObservations(20)
+            .calibrationScope(scope)
+            .build();
     for (int round = 0; round < 1_500; round++) {
       for (int slot = 0; slot < 8; slot++) {
         feed(s, slot, slot < 4 ? 1 : 2, 1, 100L * round + slot);
@@ -654,6 +665,7 @@ class EstimatedTtftScorerTest {
     // a 10 % difference is below the default margin: one fit
     EstimatedTtftScorer near =
         EstimatedTtftScorer.builder()
+            .calibrateIntercept(true)
             .minObservations(20)
             .calibrationScope(CalibrationScope.IDLE_SPEED)
             .build();
@@ -665,7 +677,7 @@ class EstimatedTtftScorerTest {
     for (int slot = 0; slot < 8; slot++) {
       assertThat(near.describe(slot)).containsEntry("speedFactor", 1.0);
     }
-    assertThatThrownBy(() -> EstimatedTtftScorer.builder().speedMargin(0))
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().calibrateIntercept(true).speedMargin(0))
         .hasMessage("speedMargin must be in (0, 10], was 0.0");
   }
 
@@ -731,14 +743,19 @@ class EstimatedTtftScorerTest {
   void theAdvantageGateKeepsThePriorsWhileTheFitPredictsNoBetter() {
     TtftCoefficients p = TtftCoefficients.DEFAULTS;
     EstimatedTtftScorer gated =
-        EstimatedTtftScorer.builder().minObservations(20).calibrationAdvantage(0.1).build();
+        EstimatedTtftScorer.builder()
+            .calibrateIntercept(true)
+            .minObservations(20)
+            .calibrationAdvantage(0.1)
+            .build();
     feed(gated, 0, 1, 3_000, 7); // the priors are right: a fit cannot beat them by 10 %
     feed(gated, 1, 2, 3_000, 8); // twice as slow: the fit beats the priors by far
     assertThat(gated.coefficients(0)).isEqualTo(p);
     assertThat(gated.describe(0)).containsEntry("fitted", 0.0);
     assertThat(gated.coefficients(1).betaMsPerToken())
         .isCloseTo(2 * p.betaMsPerToken(), within(0.004));
-    assertThatThrownBy(() -> EstimatedTtftScorer.builder().calibrationAdvantage(0.95))
+    assertThatThrownBy(
+            () -> EstimatedTtftScorer.builder().calibrateIntercept(true).calibrationAdvantage(0.95))
         .hasMessageContaining("calibrationAdvantage");
   }
 

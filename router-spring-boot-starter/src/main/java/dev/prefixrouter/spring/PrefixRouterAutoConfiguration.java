@@ -93,7 +93,10 @@ public class PrefixRouterAutoConfiguration {
       PrefixRouterProperties p, ObjectProvider<SessionPins> sessionPins) {
     PrefixRouterProperties.Scorer s = p.getScorer();
     if (s.getPolicy().equals("est-ttft")) {
-      EstimatedTtftScorer.Builder b = EstimatedTtftScorer.builder().calibrate(s.isCalibrate());
+      EstimatedTtftScorer.Builder b =
+          EstimatedTtftScorer.builder()
+              .calibrate(s.isCalibrate())
+              .calibrateIntercept(s.isCalibrateIntercept());
       guard("prefix-router.scorer", () -> b.sessions(s.getSessionTtl(), s.getMaxSessions()));
       SessionPins pins = sessionPins.getIfUnique(); // e.g. prefix-router.redis.share-session-pins
       if (pins != null && s.getMaxSessions() != 0) {

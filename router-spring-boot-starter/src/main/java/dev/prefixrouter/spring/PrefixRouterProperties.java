@@ -299,6 +299,13 @@ public class PrefixRouterProperties {
     /** Fit TTFT coefficients online from observed first tokens (est-ttft). */
     private boolean calibrate = true;
 
+    /**
+     * Whether calibration also fits each backend's constant (est-ttft); false keeps the configured
+     * one, which a fit confuses with queueing in overload (better for fleets run near or past
+     * saturation, slightly worse at moderate load).
+     */
+    private boolean calibrateIntercept = true;
+
     /** Idle time after which a session pin is dropped (est-ttft). */
     private Duration sessionTtl = Duration.ofMinutes(30);
 
@@ -467,6 +474,14 @@ public class PrefixRouterProperties {
 
     public void setPolicy(String policy) {
       this.policy = policy;
+    }
+
+    public boolean isCalibrateIntercept() {
+      return calibrateIntercept;
+    }
+
+    public void setCalibrateIntercept(boolean calibrateIntercept) {
+      this.calibrateIntercept = calibrateIntercept;
     }
 
     public boolean isCalibrate() {

@@ -205,6 +205,7 @@ final class ScorerProbe {
         case "rvt" -> rvt = Double.parseDouble(kv[1]);
         case "rvage" -> age = Double.parseDouble(kv[1]);
         case "pp" -> b.pendingPrefix(true);
+        case "noint" -> b.calibrateIntercept(false);
         case "" -> {}
         default -> throw new IllegalArgumentException("option " + o);
       }
