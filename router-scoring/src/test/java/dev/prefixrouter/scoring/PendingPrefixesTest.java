@@ -9,6 +9,7 @@ import dev.prefixrouter.api.RouteRequest;
 import dev.prefixrouter.api.Routed;
 import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.Usage;
+import dev.prefixrouter.api.spi.Scorer;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
@@ -64,12 +65,9 @@ class PendingPrefixesTest {
   void aSiblingRoutedBeforeTheStepEndsIsPricedAndCountedAsRecomputingThePrefix() {
     EstimatedTtftScorer s = plain().pendingPrefix(true).build();
     // the first request: nothing cached, to the busy b0 (a step in progress there)
-    FakeContext first = request(7, 1, 0, 0);
-    s.score(first);
-    s.onRouted(first, 0);
+    routeFirst(s);
     // a sibling 1 ms later: the index already holds the document on b0 (256 blocks)
-    FakeContext sibling = request(7, 2, 1, 256);
-    s.score(sibling);
+    FakeContext sibling = scoredSibling(s);
     double queue = K.decodeMsPerRunning();
     double recompute = K.prefillMs(272 * 16, 0) - K.prefillMs(256, 4096);
     assertThat(sibling.cost(0)).isCloseTo(queue + K.prefillMs(256, 4096) + recompute, within(1e-9));
@@ -83,11 +81,8 @@ class PendingPrefixesTest {
 
     // without the term the cached document on b0 wins and counts as cached
     EstimatedTtftScorer off = plain().build();
-    FakeContext f2 = request(7, 1, 0, 0);
-    off.score(f2);
-    off.onRouted(f2, 0);
-    FakeContext s2 = request(7, 2, 1, 256);
-    off.score(s2);
+    routeFirst(off);
+    FakeContext s2 = scoredSibling(off);
     assertThat(s2.best()).isEqualTo(0);
     assertThat(off.cachedTokens(s2, 0)).isEqualTo(4096);
   }
@@ -95,9 +90,7 @@ class PendingPrefixesTest {
   @Test
   void afterTheStepInProgressEndsThePrefixCountsAsCached() {
     EstimatedTtftScorer s = plain().pendingPrefix(true).build();
-    FakeContext first = request(7, 1, 0, 0);
-    s.score(first);
-    s.onRouted(first, 0);
+    routeFirst(s);
     // the record lives one step intercept (alpha) after routing
     long after = (long) Math.ceil(K.alphaMs()) + 1;
     FakeContext later = request(7, 2, after, 256);
@@ -124,9 +117,7 @@ class PendingPrefixesTest {
   @Test
   void aRequestOnAnotherPrefixIsNotAffected() {
     EstimatedTtftScorer s = plain().pendingPrefix(true).build();
-    FakeContext first = request(7, 1, 0, 0);
-    s.score(first);
-    s.onRouted(first, 0);
+    routeFirst(s);
     // another document whose blocks b0 holds from earlier: its chain differs at block 0
     FakeContext other = request(8, 2, 1, 256);
     s.score(other);
@@ -142,8 +133,7 @@ class PendingPrefixesTest {
     FakeContext first = request(7, 1, 0, 64);
     s.score(first);
     s.onRouted(first, 0);
-    FakeContext sibling = request(7, 2, 1, 256);
-    s.score(sibling);
+    FakeContext sibling = scoredSibling(s);
     assertThat(s.cachedTokens(sibling, 0)).isEqualTo(64 * 16);
   }
 
@@ -180,9 +170,7 @@ class PendingPrefixesTest {
   @Test
   void whenEveryCandidateHasAPrefillQueuedAPendingPrefixCountsAsCached() {
     EstimatedTtftScorer s = plain().pendingPrefix(true).build();
-    FakeContext first = request(7, 1, 0, 0);
-    s.score(first);
-    s.onRouted(first, 0);
+    routeFirst(s);
     FakeContext sibling = request(7, 2, 1, 256);
     sibling.pending[0] = 4352; // the first request's prefill, queued on b0
     sibling.pending[1] = 1000; // and another on b1: no backend would start a recompute at once
@@ -198,23 +186,17 @@ class PendingPrefixesTest {
   @Test
   void aRemovedBackendsRecordsGoWithIt() {
     EstimatedTtftScorer s = plain().pendingPrefix(true).build();
-    FakeContext first = request(7, 1, 0, 0);
-    s.score(first);
-    s.onRouted(first, 0);
+    routeFirst(s);
     s.removeBackend(0);
-    FakeContext sibling = request(7, 2, 1, 256);
-    s.score(sibling);
+    FakeContext sibling = scoredSibling(s);
     assertThat(s.cachedTokens(sibling, 0)).isEqualTo(4096);
   }
 
   @Test
   void aWrappingScorerForwardsTheCachedTokens() {
     MediaAffinity m = MediaAffinity.wrap(plain().pendingPrefix(true).build());
-    FakeContext first = request(7, 1, 0, 0);
-    m.score(first);
-    m.onRouted(first, 0);
-    FakeContext sibling = request(7, 2, 1, 256);
-    m.score(sibling);
+    routeFirst(m);
+    FakeContext sibling = scoredSibling(m);
     assertThat(m.cachedTokens(sibling, 0)).isZero();
     assertThat(m.cachedTokens(sibling, 1)).isZero();
   }
@@ -222,13 +204,24 @@ class PendingPrefixesTest {
   @Test
   void anAnswerForAnotherDecisionIsTheMatch() {
     EstimatedTtftScorer s = plain().pendingPrefix(true).build();
+    routeFirst(s);
+    FakeContext sibling = scoredSibling(s);
+    FakeContext other = request(7, 3, 2, 256); // not scored on this thread
+    assertThat(s.cachedTokens(other, 0)).isEqualTo(4096);
+  }
+
+  /** A sibling on document 7 at 1 ms, the index holding the document on b0, scored by {@code s}. */
+  private static FakeContext scoredSibling(Scorer s) {
+    FakeContext sibling = request(7, 2, 1, 256);
+    s.score(sibling);
+    return sibling;
+  }
+
+  /** The first request on document 7 (nothing cached), scored and routed to the busy b0 at 0 ms. */
+  private static void routeFirst(Scorer s) {
     FakeContext first = request(7, 1, 0, 0);
     s.score(first);
     s.onRouted(first, 0);
-    FakeContext sibling = request(7, 2, 1, 256);
-    s.score(sibling);
-    FakeContext other = request(7, 3, 2, 256); // not scored on this thread
-    assertThat(s.cachedTokens(other, 0)).isEqualTo(4096);
   }
 
   /** A 4,096-token document {@code doc} and a 256-token suffix {@code tail}. */
