@@ -50,7 +50,8 @@ public final class Candidates {
   private double[] fade = new double[16];
   private double[] kvUsage = new double[16]; // NaN without a load report
   private int[] ownQueued = new int[16];
-  private int[] held = new int[16]; // matched blocks that count as held (heldBlocks)
+  private int[] held = new int[16]; // matched blocks that count as held, once uncache ran
+  private boolean adjusted; // whether uncache ran in this decision (held[] valid)
   private int[] slot = new int[16];
   private double[] weight = new double[16];
   private double[][] termCosts;
@@ -105,13 +106,13 @@ public final class Candidates {
       termCosts = new double[terms.length][cap];
     }
     withoutTerm = null;
+    adjusted = false;
     int prompt = c.promptTokens();
     for (int i = 0; i < n; i++) {
       int s = c.slot(i);
       slot[i] = s;
       scorer.readCoefficients(s, coef, K * i);
       k[i] = null;
-      held[i] = c.matchedBlocks(i);
       double matched = c.matchedTokens(i);
       cached[i] = matched;
       uncached[i] = Math.max(0, prompt - matched);
@@ -278,6 +279,13 @@ public final class Candidates {
     double t = Math.min(tokens, cached[i]);
     cached[i] -= t;
     uncached[i] += t;
+    if (!adjusted) { // the first in this decision: every candidate's matched blocks, once
+      ScoringContext c = ctx();
+      for (int j = 0; j < n; j++) {
+        held[j] = c.matchedBlocks(j);
+      }
+      adjusted = true;
+    }
     held[i] = Math.min(held[i], block);
   }
 
@@ -289,7 +297,7 @@ public final class Candidates {
     if (i < 0 || i >= n) {
       throw new IndexOutOfBoundsException("candidate " + i + " of " + n);
     }
-    return held[i];
+    return adjusted ? held[i] : ctx().matchedBlocks(i);
   }
 
   /** Running requests: the router's decoding leases or the faded reported count, the larger. */
