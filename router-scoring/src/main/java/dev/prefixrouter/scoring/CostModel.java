@@ -17,8 +17,12 @@ import org.jspecify.annotations.Nullable;
  *
  * <p><b>Physics.</b> The fit is published only within a band around the configured priors: β in
  * [prior/band, prior·band] (prefill always grows with uncached tokens), γ and the decode cost in
- * [0, prior·band], α in [0, 10 s] (a host that reports the first token late adds a constant). With
- * β &gt; 0 and γ ≥ 0 a cached token never costs more than an uncached one.
+ * [0, prior·band], α in [0, prior·band] (at most 10 s). With β &gt; 0 and γ ≥ 0 a cached token
+ * never costs more than an uncached one. The intercept is fitted freely (so that a constant the
+ * priors do not carry does not bias β) but published only within its band: a per-backend constant
+ * far above the prior's is queueing the queue term does not model (admission waits of an overloaded
+ * engine), learned with a lag and different on every backend of one homogeneous fleet (0 to 1.9 s
+ * measured), and published it steers work to whichever backend drained last.
  *
  * <p><b>Signal.</b> Observed TTFTs may carry no information about the prompt (a host that reports
  * the first token after a fixed or random delay, queueing outside the engine): fitted blindly,
@@ -255,7 +259,9 @@ final class CostModel {
   }
 
   private double fitAlpha() {
-    return fitIntercept ? clamp(fit[THETA], 0, 10_000) : defaults.alphaMs();
+    return fitIntercept
+        ? clamp(fit[THETA], 0, Math.min(10_000, defaults.alphaMs() * band))
+        : defaults.alphaMs(); // the band, as for beta: see the class comment
   }
 
   private double fitBeta() {

@@ -1008,8 +1008,8 @@ public final class EstimatedTtftScorer implements Scorer {
 
     /**
      * How far calibration may move the prefill coefficients from {@link #coefficients}, a factor in
-     * [1, 1000] (default 8): β stays in [β/band, β·band], γ and the decode cost in [0, prior·band].
-     * 1 pins them to the priors (only α, the constant, is fitted).
+     * [1, 1000] (default 8): β stays in [β/band, β·band], γ, the decode cost and the constant α in
+     * [0, prior·band]. 1 pins β to the prior and lets the others only fall below theirs.
      */
     public Builder calibrationBand(double band) {
       if (!(band >= 1 && band <= 1000)) {
@@ -1036,16 +1036,13 @@ public final class EstimatedTtftScorer implements Scorer {
     }
 
     /**
-     * Whether calibration fits the constant α per backend (default true); false keeps the prior's α
-     * and fits only the per-token and per-running-request costs. A fitted constant absorbs whatever
-     * the queue term does not model: under overload it learned 0.6–1.9 s on some backends and 0 on
-     * others of one homogeneous fleet (the queueing of budget-sized steps), so the router piled
-     * work where the constant happened to be low. Keeping the prior's α took TTFT p95 at 4× the
-     * low-cache load from 1.31× the best anchor's (above least-request's) to 0.99×, RL-rollout
-     * bursts 0.05–0.12 lower and a half-slow fleet at 2× 0.08 lower, but the Mooncake trace at 4×
-     * from 737.6 to 757.6 ms (behind Dynamo's rule) and the published (b) and (f) runs slightly
-     * worse (benchmarks/README.md, issue #18 session 21): false suits fleets that run near or past
-     * saturation; keep true when backends differ by a fixed latency the prior does not carry.
+     * Whether calibration fits the constant α per backend (default true; published within the
+     * {@link #calibrationBand band}, [0, α·band]); false keeps the prior's α and fits only the
+     * per-token and per-running-request costs, which then absorb any constant the prior does not
+     * carry. Before the band applied to α, a fitted constant absorbed the queueing the queue term
+     * does not model (0.6–1.9 s on some backends of one homogeneous fleet under overload, 0 on
+     * others) and false was the remedy for saturated fleets; with the band, true is as good or
+     * better on every simulated workload (benchmarks/README.md, issue #18 sessions 21–22).
      */
     public Builder calibrateIntercept(boolean fit) {
       this.calibrateIntercept = fit;

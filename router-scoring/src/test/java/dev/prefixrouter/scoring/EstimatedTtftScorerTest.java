@@ -776,6 +776,33 @@ class EstimatedTtftScorerTest {
   }
 
   @Test
+  void theFittedConstantIsPublishedOnlyWithinTheBand() {
+    TtftCoefficients p = TtftCoefficients.DEFAULTS;
+    EstimatedTtftScorer s = EstimatedTtftScorer.builder().minObservations(20).build();
+    SplittableRandom rnd = new SplittableRandom(11);
+    for (int i = 0; i < 3_000; i++) {
+      int prompt = 100 + rnd.nextInt(8_000);
+      int matched = rnd.nextInt(prompt + 1);
+      double prefill = 2 * p.prefillMs(prompt - matched, matched); // alpha 12 ms, beta 2x
+      double noise = 1 + 0.02 * rnd.nextGaussian();
+      // slot 1 waits 900 ms more on every request: queueing no feature of the model explains
+      s.onFirstToken(obs(0, prefill * noise, prompt, matched));
+      s.onFirstToken(obs(1, (900 + prefill) * noise, prompt, matched));
+    }
+    assertThat(s.describe(0)).containsEntry("fitted", 1.0);
+    assertThat(s.describe(1)).containsEntry("fitted", 1.0);
+    assertThat(s.coefficients(0).alphaMs()).isCloseTo(2 * p.alphaMs(), within(4.0));
+    assertThat(s.coefficients(1).alphaMs()).isEqualTo(8 * p.alphaMs());
+    // fitted jointly with the free constant, beta is not biased by it
+    assertThat(s.coefficients(1).betaMsPerToken())
+        .isCloseTo(2 * p.betaMsPerToken(), within(0.2 * p.betaMsPerToken()));
+  }
+
+  private static FirstTokenObservation obs(int slot, double ms, int prompt, int matched) {
+    return new FirstTokenObservation(slot, (long) (ms * 1e6), prompt, matched, 0, 0, 0);
+  }
+
+  @Test
   void calibrationTracksDrift() {
     EstimatedTtftScorer s = EstimatedTtftScorer.builder().minObservations(20).build();
     SplittableRandom rnd = new SplittableRandom(2);
