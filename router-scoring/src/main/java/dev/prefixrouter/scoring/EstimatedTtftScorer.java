@@ -1041,8 +1041,11 @@ public final class EstimatedTtftScorer implements Scorer {
      * per-token and per-running-request costs, which then absorb any constant the prior does not
      * carry. Before the band applied to α, a fitted constant absorbed the queueing the queue term
      * does not model (0.6–1.9 s on some backends of one homogeneous fleet under overload, 0 on
-     * others) and false was the remedy for saturated fleets; with the band, true is as good or
-     * better on every simulated workload (benchmarks/README.md, issue #18 sessions 21–22).
+     * others) and piled work where it happened to be low; false was the remedy for saturated
+     * fleets. With the band the two are within 0.04 of the best anchor's TTFT p95 of each other on
+     * every simulated workload and rate but RL-rollout bursts, where false is 0.04–0.08 lower
+     * (benchmarks/README.md, issue #18 session 22; false cost the Mooncake trace at 4× 2.7 % of p95
+     * in session 21).
      */
     public Builder calibrateIntercept(boolean fit) {
       this.calibrateIntercept = fit;

@@ -300,9 +300,8 @@ public class PrefixRouterProperties {
     private boolean calibrate = true;
 
     /**
-     * Whether calibration also fits each backend's constant (est-ttft); false keeps the configured
-     * one, which a fit confuses with queueing in overload (better for fleets run near or past
-     * saturation, slightly worse at moderate load).
+     * Whether calibration also fits each backend's constant (est-ttft; published within the
+     * calibration band, at most 8× the configured one); false keeps the configured one.
      */
     private boolean calibrateIntercept = true;
 
