@@ -80,6 +80,10 @@ final class CostModel {
   private double fitError;
   private boolean better;
   private final @Nullable PublishedCoefficients reference;
+  // the fleet's published fit and how far this backend's may stray from it (0: not bounded)
+  private final @Nullable PublishedCoefficients fleet;
+  private final double fleetBand;
+  private final double[] fleetScratch = new double[5];
   private final double[] refScratch = new double[5];
   // scope SHRUNK: this backend's forgotten count of first tokens as of the fleet's count
   // evidenceAt; written under the lock, read without it (a torn pair misweighs one decision)
@@ -87,7 +91,7 @@ final class CostModel {
   private volatile long evidenceAt;
 
   CostModel(TtftCoefficients defaults, double forgetting, int minObservations, double band) {
-    this(defaults, forgetting, minObservations, band, Double.NaN, true, null);
+    this(defaults, forgetting, minObservations, band, Double.NaN, true, null, null, 0);
   }
 
   CostModel(
@@ -97,8 +101,12 @@ final class CostModel {
       double band,
       double advantage,
       boolean fitIntercept,
-      @Nullable PublishedCoefficients reference) {
+      @Nullable PublishedCoefficients reference,
+      @Nullable PublishedCoefficients fleet,
+      double fleetBand) {
     this.reference = reference;
+    this.fleet = fleet;
+    this.fleetBand = fleet == null ? 0 : fleetBand;
     this.advantage = advantage;
     this.fitIntercept = fitIntercept;
     this.defaults = defaults;
@@ -226,7 +234,7 @@ final class CostModel {
     observations++;
     signal = signal ? signalT >= SIGNAL_OFF : signalT >= SIGNAL_ON;
     if (observations >= minObservations && signal && (Double.isNaN(advantage) || better)) {
-      published.set(fitAlpha(), fitBeta(), fitGamma(), fitDecode(), defaults.waitingMs());
+      publishFit();
       fitted = true;
     } else if (fitted) {
       published.set(
@@ -237,6 +245,27 @@ final class CostModel {
           defaults.waitingMs());
       fitted = false;
     }
+  }
+
+  /**
+   * Publishes the fit, each coefficient within [fleet/fleetBand, fleet·fleetBand] of the fleet's
+   * published one when bounded by a fleet (the fleet's as of this observation).
+   */
+  private void publishFit() {
+    double a = fitAlpha();
+    double b = fitBeta();
+    double g = fitGamma();
+    double d = fitDecode();
+    if (fleet != null) {
+      double[] f = fleetScratch;
+      fleet.readInto(f, 0);
+      double k = fleetBand;
+      a = clamp(a, f[0] / k, f[0] * k);
+      b = clamp(b, f[1] / k, f[1] * k);
+      g = clamp(g, f[2] / k, f[2] * k);
+      d = clamp(d, f[3] / k, f[3] * k);
+    }
+    published.set(a, b, g, d, defaults.waitingMs());
   }
 
   /**

@@ -88,11 +88,12 @@ import org.jspecify.annotations.Nullable;
  *
  * <p><b>Calibration.</b> With {@link Builder#calibrate} on (default), each backend's coefficients
  * are fitted online from observed TTFTs (robust recursive least squares with forgetting), within a
- * {@link Builder#calibrationBand band} around the priors, and only while the observed TTFTs carry a
- * signal of the prompt's cost (their correlation with the priors' estimate is significant): a host
- * that reports first tokens after a fixed or random delay leaves the priors in place instead of
- * fitting prefill as free. {@code inspect()} shows the values in use, {@code fitted} (1 fitted, 0
- * priors) and {@code signalT} (the correlation's t-statistic).
+ * {@link Builder#calibrationBand band} around the priors and within a {@link Builder#fleetBand
+ * band} around the whole fleet's fit, and only while the observed TTFTs carry a signal of the
+ * prompt's cost (their correlation with the priors' estimate is significant): a host that reports
+ * first tokens after a fixed or random delay leaves the priors in place instead of fitting prefill
+ * as free. {@code inspect()} shows the values in use, {@code fitted} (1 fitted, 0 priors) and
+ * {@code signalT} (the correlation's t-statistic).
  *
  * <p>Thread-safe. Cost: O(candidates × (terms + rules)) per decision plus one pin lookup for
  * session requests; allocation: none of its own on the steady state (a per-thread {@link
@@ -108,6 +109,7 @@ public final class EstimatedTtftScorer implements Scorer {
   private final double forgetting;
   private final int minObservations;
   private final double calibrationBand;
+  private final double fleetBand;
   private final double calibrationAdvantage;
   private final boolean calibrateIntercept;
   private final double bandMs;
@@ -176,8 +178,9 @@ public final class EstimatedTtftScorer implements Scorer {
     this.speedMargin = b.speedMargin;
     this.speedEvidenceMaxQueued = b.speedEvidenceMaxQueued;
     this.fleetIdleSpeed = b.scope == CalibrationScope.IDLE_SPEED ? newIdleSpeed() : null;
+    this.fleetBand = b.fleetBand;
     this.fleetModel =
-        b.scope == CalibrationScope.BACKEND
+        b.scope == CalibrationScope.BACKEND && !(b.fleetBand < Builder.FLEET_BAND_OFF)
             ? null
             : new CostModel(
                 b.coefficients,
@@ -186,7 +189,9 @@ public final class EstimatedTtftScorer implements Scorer {
                 b.calibrationBand,
                 b.calibrationAdvantage,
                 b.calibrateIntercept,
-                null);
+                null,
+                null,
+                0);
     this.fleetPublished = fleetModel == null ? null : fleetModel.published();
     this.bandMs = b.bandMs;
     this.bandFraction = b.bandFraction;
@@ -412,7 +417,7 @@ public final class EstimatedTtftScorer implements Scorer {
   /** The model whose coefficients a slot uses (null: the defaults). */
   private @Nullable CostModel effectiveModel(int slot) {
     CostModel f = fleetModel;
-    if (f == null) {
+    if (f == null || scope == CalibrationScope.BACKEND) { // BACKEND's fleet fit only bounds
       return model(slot, false);
     }
     CostModel own = scope == CalibrationScope.HIERARCHICAL ? model(slot, false) : null;
@@ -517,7 +522,9 @@ public final class EstimatedTtftScorer implements Scorer {
               calibrationBand,
               ownAgainstFleet() ? fleetAdvantage() : calibrationAdvantage,
               calibrateIntercept,
-              ownAgainstFleet() ? Objects.requireNonNull(fleetModel).published() : null);
+              ownAgainstFleet() ? Objects.requireNonNull(fleetModel).published() : null,
+              boundedByFleet() ? Objects.requireNonNull(fleetModel).published() : null,
+              fleetBand);
       ms[slot] = created;
       PublishedCoefficients[] ps =
           Arrays.copyOf(ownPublished, Math.max(ownPublished.length, ms.length));
@@ -530,7 +537,12 @@ public final class EstimatedTtftScorer implements Scorer {
 
   /** Whether a backend's own fit is judged against the fleet's (hierarchical scope). */
   private boolean ownAgainstFleet() {
-    return fleetModel != null && scope != CalibrationScope.SHRUNK;
+    return fleetModel != null && scope == CalibrationScope.HIERARCHICAL;
+  }
+
+  /** Whether a backend's own fit is published within the fleet band (scope BACKEND). */
+  private boolean boundedByFleet() {
+    return fleetModel != null && scope == CalibrationScope.BACKEND;
   }
 
   /** The margin a backend's own fit must beat the fleet's by (hierarchical scope). */
@@ -890,6 +902,11 @@ public final class EstimatedTtftScorer implements Scorer {
     private double speedMargin = 0.25;
     private long speedEvidenceMaxQueued;
     private double calibrationBand = 8;
+
+    /** {@link #fleetBand} value that turns the bound off. */
+    static final double FLEET_BAND_OFF = Double.POSITIVE_INFINITY;
+
+    private double fleetBand = 2;
     private double calibrationAdvantage = Double.NaN;
     private boolean calibrateIntercept = true;
     private CalibrationScope scope = CalibrationScope.BACKEND;
@@ -1003,6 +1020,33 @@ public final class EstimatedTtftScorer implements Scorer {
 
     public Builder calibrate(boolean calibrate) {
       this.calibrate = calibrate;
+      return this;
+    }
+
+    /**
+     * With {@link CalibrationScope#BACKEND} (the default scope): how far a backend's own fitted
+     * coefficients may stray from the fleet's, a factor ≥ 1 (default 2; {@code
+     * Double.POSITIVE_INFINITY} turns the bound off). The scorer then also fits one model from
+     * every backend's first tokens, and each backend's fit is published with every coefficient
+     * within [fleet/factor, fleet·factor] of that fleet fit (as of the backend's latest first
+     * token).
+     *
+     * <p>Why: per-backend fits are needed for a mixed fleet (a GPU 2× slower fits 1.3× the fleet's
+     * cost where half the fleet is such), but on a fleet past saturation each backend's fit absorbs
+     * the queueing it happened to see, and equal backends were fitted up to 60× apart (the decode
+     * cost 0 on one, 4 ms per running request on another), so the router piled work on whichever
+     * looked cheap. Measured (benchmarks/README.md, issue #18 session 22): TTFT p95 at 4× the
+     * published (b) load, high-cache 1.09 → 0.98 of the best anchor's over four seeds, low-cache's
+     * one runaway trajectory of eight (1.63×) gone. Cost: one more O(1) model update per first
+     * token, under the fleet model's lock; nothing per decision.
+     *
+     * @throws IllegalArgumentException unless factor ≥ 1
+     */
+    public Builder fleetBand(double factor) {
+      if (!(factor >= 1)) { // also rejects NaN; +infinity turns the bound off
+        throw new IllegalArgumentException("fleetBand must be >= 1, was " + factor);
+      }
+      this.fleetBand = factor;
       return this;
     }
 

@@ -473,7 +473,12 @@ class EstimatedTtftScorerTest {
   @Test
   void calibrationFollowsASlowerBackendAndStaysWithinTheBand() {
     TtftCoefficients p = TtftCoefficients.DEFAULTS;
-    EstimatedTtftScorer s = EstimatedTtftScorer.builder().minObservations(20).build();
+    // the priors' band alone: two backends 50x apart are also outside any fleet band
+    EstimatedTtftScorer s =
+        EstimatedTtftScorer.builder()
+            .minObservations(20)
+            .fleetBand(Double.POSITIVE_INFINITY)
+            .build();
     SplittableRandom rnd = new SplittableRandom(4);
     for (int i = 0; i < 3_000; i++) {
       int prompt = 100 + rnd.nextInt(8_000);
@@ -778,7 +783,12 @@ class EstimatedTtftScorerTest {
   @Test
   void theFittedConstantIsPublishedOnlyWithinTheBand() {
     TtftCoefficients p = TtftCoefficients.DEFAULTS;
-    EstimatedTtftScorer s = EstimatedTtftScorer.builder().minObservations(20).build();
+    // the priors' band alone (the fleet band is tested below)
+    EstimatedTtftScorer s =
+        EstimatedTtftScorer.builder()
+            .minObservations(20)
+            .fleetBand(Double.POSITIVE_INFINITY)
+            .build();
     SplittableRandom rnd = new SplittableRandom(11);
     for (int i = 0; i < 3_000; i++) {
       int prompt = 100 + rnd.nextInt(8_000);
@@ -800,6 +810,56 @@ class EstimatedTtftScorerTest {
 
   private static FirstTokenObservation obs(int slot, double ms, int prompt, int matched) {
     return new FirstTokenObservation(slot, (long) (ms * 1e6), prompt, matched, 0, 0, 0);
+  }
+
+  @Test
+  void aBackendsOwnFitIsPublishedWithinTheFleetBandOfTheFleetsFit() {
+    // a mixed fleet (two backends 2x slower) is fitted as it is
+    EstimatedTtftScorer mixed = EstimatedTtftScorer.builder().minObservations(20).build();
+    feedFleet(mixed, new double[] {1, 1, 2, 2}, 3_000, 21);
+    assertThat(mixed.coefficients(2).betaMsPerToken() / mixed.coefficients(0).betaMsPerToken())
+        .isCloseTo(2.0, within(0.3));
+    // one backend 6x the others (the queueing it absorbed, say) is held within 2x of the fleet's
+    EstimatedTtftScorer bounded = EstimatedTtftScorer.builder().minObservations(20).build();
+    EstimatedTtftScorer free =
+        EstimatedTtftScorer.builder()
+            .minObservations(20)
+            .fleetBand(Double.POSITIVE_INFINITY)
+            .build();
+    double[] outlier = {1, 1, 1, 6};
+    feedFleet(bounded, outlier, 3_000, 22);
+    feedFleet(free, outlier, 3_000, 22);
+    double freeRatio =
+        free.coefficients(3).betaMsPerToken() / free.coefficients(0).betaMsPerToken();
+    double boundedRatio =
+        bounded.coefficients(3).betaMsPerToken() / bounded.coefficients(0).betaMsPerToken();
+    assertThat(freeRatio).isCloseTo(6.0, within(0.8));
+    assertThat(boundedRatio).isLessThanOrEqualTo(4.0 + 1e-9); // each within 2x of one fleet fit
+    assertThat(bounded.coefficients(3).decodeMsPerRunning())
+        .isLessThanOrEqualTo(4 * bounded.coefficients(0).decodeMsPerRunning() + 1e-9);
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().fleetBand(0.5))
+        .hasMessageContaining("fleetBand");
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().fleetBand(Double.NaN))
+        .hasMessageContaining("fleetBand");
+  }
+
+  /** Feeds every slot in turn TTFTs of its factor times the priors' cost (5 % noise). */
+  private static void feedFleet(EstimatedTtftScorer s, double[] factors, int rounds, long seed) {
+    TtftCoefficients p = TtftCoefficients.DEFAULTS;
+    SplittableRandom rnd = new SplittableRandom(seed);
+    for (int i = 0; i < rounds; i++) {
+      for (int slot = 0; slot < factors.length; slot++) {
+        int prompt = 100 + rnd.nextInt(8_000);
+        int matched = rnd.nextInt(prompt + 1);
+        int running = rnd.nextInt(32);
+        double ms =
+            factors[slot]
+                * (p.prefillMs(prompt - matched, matched) + p.decodeMsPerRunning() * running)
+                * (1 + 0.05 * rnd.nextGaussian());
+        s.onFirstToken(
+            new FirstTokenObservation(slot, (long) (ms * 1e6), prompt, matched, 0, running, 0));
+      }
+    }
   }
 
   @Test

@@ -206,6 +206,7 @@ final class ScorerProbe {
         case "rvage" -> age = Double.parseDouble(kv[1]);
         case "pp" -> b.pendingPrefix(true);
         case "noint" -> b.calibrateIntercept(false);
+        case "fb" -> b.fleetBand(Double.parseDouble(kv[1])); // "Infinity" turns it off
         case "" -> {}
         default -> throw new IllegalArgumentException("option " + o);
       }
