@@ -97,6 +97,7 @@ public class PrefixRouterAutoConfiguration {
           EstimatedTtftScorer.builder()
               .calibrate(s.isCalibrate())
               .calibrateIntercept(s.isCalibrateIntercept());
+      guard("prefix-router.scorer", () -> b.fleetBand(s.getFleetBand()));
       guard("prefix-router.scorer", () -> b.sessions(s.getSessionTtl(), s.getMaxSessions()));
       SessionPins pins = sessionPins.getIfUnique(); // e.g. prefix-router.redis.share-session-pins
       if (pins != null && s.getMaxSessions() != 0) {
@@ -422,6 +423,7 @@ public class PrefixRouterAutoConfiguration {
           "prefix-router.index.prediction-ttl",
           "prefix-router.index.lower-tier-blocks",
           "prefix-router.scorer.lower-tier-credit",
+          "prefix-router.scorer.fleet-band",
           "prefix-router.scorer.session-ttl",
           "prefix-router.scorer.max-sessions",
           "prefix-router.limiter.max-tenants",

@@ -305,6 +305,13 @@ public class PrefixRouterProperties {
      */
     private boolean calibrateIntercept = true;
 
+    /**
+     * How far a backend's own fitted coefficients may stray from the fleet-wide fit (est-ttft), a
+     * factor of at least 1 (default 2; {@code Infinity} turns the bound off): keeps equal backends
+     * of a saturated fleet from being fitted far apart by the queueing each absorbed.
+     */
+    private double fleetBand = 2.0;
+
     /** Idle time after which a session pin is dropped (est-ttft). */
     private Duration sessionTtl = Duration.ofMinutes(30);
 
@@ -473,6 +480,14 @@ public class PrefixRouterProperties {
 
     public void setPolicy(String policy) {
       this.policy = policy;
+    }
+
+    public double getFleetBand() {
+      return fleetBand;
+    }
+
+    public void setFleetBand(double fleetBand) {
+      this.fleetBand = fleetBand;
     }
 
     public boolean isCalibrateIntercept() {

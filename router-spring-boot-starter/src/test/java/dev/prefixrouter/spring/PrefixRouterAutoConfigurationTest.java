@@ -138,6 +138,17 @@ class PrefixRouterAutoConfigurationTest {
                     .hasStackTraceContaining("prefix-router.scorer.cache-turnover-ratio")
                     .hasStackTraceContaining("cache-turnover-ratio in [1, 1000]"));
     runner
+        .withPropertyValues("prefix-router.scorer.fleet-band=0.5")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining("prefix-router.scorer.fleet-band")
+                    .hasStackTraceContaining("fleet-band must be >= 1, was 0.5"));
+    runner
+        .withPropertyValues("prefix-router.scorer.fleet-band=Infinity")
+        .run(ctx -> assertThat(ctx).hasNotFailed());
+    runner
         .withPropertyValues("prefix-router.scorer.replica-min-load=2")
         .run(
             ctx ->
