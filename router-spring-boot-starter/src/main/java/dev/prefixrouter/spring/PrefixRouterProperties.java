@@ -376,7 +376,7 @@ public class PrefixRouterProperties {
      * Whether a prefix another request is still about to prefill on a busy backend counts as not
      * cached there (est-ttft {@code pendingPrefix}): siblings sent at once (map-reduce maps on one
      * document) spread to backends that start them at once. Off by default: it costs bursts of
-     * identical prompts (RL rollouts) 9–18 % of their TTFT p95 (benchmarks/README.md).
+     * identical prompts (RL rollouts) 15–19 % of their TTFT p95 (benchmarks/README.md).
      */
     private boolean pendingPrefix = false;
 
