@@ -180,7 +180,7 @@ public final class EstimatedTtftScorer implements Scorer {
     this.fleetIdleSpeed = b.scope == CalibrationScope.IDLE_SPEED ? newIdleSpeed() : null;
     this.fleetBand = b.fleetBand;
     this.fleetModel =
-        b.scope == CalibrationScope.BACKEND && !(b.fleetBand < Builder.FLEET_BAND_OFF)
+        b.scope == CalibrationScope.BACKEND && b.fleetBand == Builder.FLEET_BAND_OFF
             ? null
             : new CostModel(
                 b.coefficients,

@@ -473,12 +473,8 @@ class EstimatedTtftScorerTest {
   @Test
   void calibrationFollowsASlowerBackendAndStaysWithinTheBand() {
     TtftCoefficients p = TtftCoefficients.DEFAULTS;
-    // the priors' band alone: two backends 50x apart are also outside any fleet band
-    EstimatedTtftScorer s =
-        EstimatedTtftScorer.builder()
-            .minObservations(20)
-            .fleetBand(Double.POSITIVE_INFINITY)
-            .build();
+    // two backends 50x apart are also outside any fleet band
+    EstimatedTtftScorer s = priorsBandOnly();
     SplittableRandom rnd = new SplittableRandom(4);
     for (int i = 0; i < 3_000; i++) {
       int prompt = 100 + rnd.nextInt(8_000);
@@ -486,8 +482,8 @@ class EstimatedTtftScorerTest {
       // slot 0 twice as slow as the priors; slot 1 a hundred times: beyond the band
       double ms0 = 2 * p.prefillMs(prompt - matched, matched) * (1 + 0.1 * rnd.nextGaussian());
       double ms1 = 100 * p.prefillMs(prompt - matched, matched);
-      s.onFirstToken(new FirstTokenObservation(0, (long) (ms0 * 1e6), prompt, matched, 0, 0, 0));
-      s.onFirstToken(new FirstTokenObservation(1, (long) (ms1 * 1e6), prompt, matched, 0, 0, 0));
+      s.onFirstToken(obs(0, ms0, prompt, matched));
+      s.onFirstToken(obs(1, ms1, prompt, matched));
     }
     assertThat(s.describe(0)).containsEntry("fitted", 1.0);
     assertThat(s.describe(0).get("signalT")).isGreaterThan(4.0);
@@ -783,12 +779,7 @@ class EstimatedTtftScorerTest {
   @Test
   void theFittedConstantIsPublishedOnlyWithinTheBand() {
     TtftCoefficients p = TtftCoefficients.DEFAULTS;
-    // the priors' band alone (the fleet band is tested below)
-    EstimatedTtftScorer s =
-        EstimatedTtftScorer.builder()
-            .minObservations(20)
-            .fleetBand(Double.POSITIVE_INFINITY)
-            .build();
+    EstimatedTtftScorer s = priorsBandOnly(); // the fleet band is tested below
     SplittableRandom rnd = new SplittableRandom(11);
     for (int i = 0; i < 3_000; i++) {
       int prompt = 100 + rnd.nextInt(8_000);
@@ -808,6 +799,15 @@ class EstimatedTtftScorerTest {
         .isCloseTo(2 * p.betaMsPerToken(), within(0.2 * p.betaMsPerToken()));
   }
 
+  /** Calibration within the priors' band alone (no fleet band), fitted after 20 first tokens. */
+  private static EstimatedTtftScorer priorsBandOnly() {
+    return EstimatedTtftScorer.builder()
+        .minObservations(20)
+        .fleetBand(Double.POSITIVE_INFINITY)
+        .build();
+  }
+
+  /** A first token of {@code ms} on {@code slot}, nothing queued or running. */
   private static FirstTokenObservation obs(int slot, double ms, int prompt, int matched) {
     return new FirstTokenObservation(slot, (long) (ms * 1e6), prompt, matched, 0, 0, 0);
   }
@@ -821,11 +821,7 @@ class EstimatedTtftScorerTest {
         .isCloseTo(2.0, within(0.3));
     // one backend 6x the others (the queueing it absorbed, say) is held within 2x of the fleet's
     EstimatedTtftScorer bounded = EstimatedTtftScorer.builder().minObservations(20).build();
-    EstimatedTtftScorer free =
-        EstimatedTtftScorer.builder()
-            .minObservations(20)
-            .fleetBand(Double.POSITIVE_INFINITY)
-            .build();
+    EstimatedTtftScorer free = priorsBandOnly();
     double[] outlier = {1, 1, 1, 6};
     feedFleet(bounded, outlier, 3_000, 22);
     feedFleet(free, outlier, 3_000, 22);
