@@ -206,6 +206,18 @@ final class ScorerProbe {
         case "rvage" -> age = Double.parseDouble(kv[1]);
         case "pp" -> b.pendingPrefix(true);
         case "noint" -> b.calibrateIntercept(false);
+        case "prior" -> { // the priors times a factor (an engine slower than the H100 defaults)
+          double f = Double.parseDouble(kv[1]);
+          TtftCoefficients d = TtftCoefficients.DEFAULTS;
+          b.coefficients(
+              new TtftCoefficients(
+                  d.alphaMs() * f,
+                  d.betaMsPerToken() * f,
+                  d.gammaMsPerToken2() * f,
+                  d.decodeMsPerRunning() * f,
+                  d.waitingMs() * f));
+        }
+        case "fbe" -> b.fleetBandEvidence(Double.parseDouble(kv[1]));
         case "fb" -> b.fleetBand(Double.parseDouble(kv[1])); // "Infinity" turns it off
         case "" -> {}
         default -> throw new IllegalArgumentException("option " + o);
@@ -658,7 +670,7 @@ final class ScorerProbe {
    * run, {@code high-cache} and {@code low-cache} as (b).
    */
   static SimConfig config(String workload) {
-    SimConfig config = SimConfig.defaults(8, 29_205);
+    SimConfig config = probeFleet(SimConfig.defaults(8, 29_205));
     if (workload.equals("mooncake")) {
       return config.withKvEvents(true, 50_000_000L, 0);
     }
@@ -670,12 +682,51 @@ final class ScorerProbe {
     }
     if (workload.equals("hetero")) {
       List<SimConfig.Fault> slow = new ArrayList<>();
-      for (int b = 0; b < 4; b++) {
+      for (int b = 0; b < config.backends() / 2; b++) {
         slow.add(new SimConfig.Fault(SimConfig.Fault.Kind.SLOW_2X, b, 0.0));
       }
       config = config.withFaults(slow);
     }
     return config;
+  }
+
+  /**
+   * Held-out fleets (research only): {@code -Dprobe.backends=N} replaces the 8 backends, {@code
+   * -Dprobe.speed=F} multiplies every step time of the H100 profile by F (the scorer's priors stay
+   * the H100's, so calibration must find the difference), {@code -Dprobe.kv=F} multiplies the KV
+   * capacity. Scale the rate by backends / 8 / F to keep the load per backend.
+   */
+  static SimConfig probeFleet(SimConfig config) {
+    int n = Integer.getInteger("probe.backends", config.backends());
+    double speed = Double.parseDouble(System.getProperty("probe.speed", "1"));
+    double kv = Double.parseDouble(System.getProperty("probe.kv", "1"));
+    BackendProfile p = config.profile();
+    BackendProfile q =
+        new BackendProfile(
+            p.stepBaseMs() * speed,
+            p.prefillMsPerToken() * speed,
+            p.decodeMsPerToken() * speed,
+            p.tokenBudget(),
+            p.maxSeqs(),
+            (int) Math.round(p.capacityBlocks() * kv),
+            p.encodeMs(),
+            p.encoderItems());
+    SimConfig c = config.withBackends(n).withProfile(q);
+    String scrape = System.getProperty("probe.scrapeMs");
+    if (scrape != null) {
+      c =
+          new SimConfig(
+              c.backends(),
+              c.profile(),
+              (long) (Double.parseDouble(scrape) * 1e6),
+              c.kvEvents(),
+              c.kvEventDelayNanos(),
+              c.kvEventDropRate(),
+              c.faults(),
+              c.quotaTokensPerMinute(),
+              c.seed());
+    }
+    return c;
   }
 
   public static void main(String[] args) {
