@@ -83,6 +83,10 @@ final class CostModel {
   // the fleet's published fit and how far this backend's may stray from it (0: not bounded)
   private final @Nullable PublishedCoefficients fleet;
   private final double fleetBand;
+  // the own first tokens (decaying) at which the fleet band is half open (0: always fully open)
+  private final double fleetEvidence;
+  private long fleetCount; // the fleet's first tokens as of this model's latest publication
+  private volatile double bandInUse = Double.NaN; // the fleet band of the latest publication
   private final double[] fleetScratch = new double[5];
   private final double[] refScratch = new double[5];
   // scope SHRUNK: this backend's forgotten count of first tokens as of the fleet's count
@@ -91,7 +95,7 @@ final class CostModel {
   private volatile long evidenceAt;
 
   CostModel(TtftCoefficients defaults, double forgetting, int minObservations, double band) {
-    this(defaults, forgetting, minObservations, band, Double.NaN, true, null, null, 0);
+    this(defaults, forgetting, minObservations, band, Double.NaN, true, null, null, 0, 0);
   }
 
   CostModel(
@@ -103,10 +107,12 @@ final class CostModel {
       boolean fitIntercept,
       @Nullable PublishedCoefficients reference,
       @Nullable PublishedCoefficients fleet,
-      double fleetBand) {
+      double fleetBand,
+      double fleetEvidence) {
     this.reference = reference;
     this.fleet = fleet;
     this.fleetBand = fleet == null ? 0 : fleetBand;
+    this.fleetEvidence = fleetEvidence;
     this.advantage = advantage;
     this.fitIntercept = fitIntercept;
     this.defaults = defaults;
@@ -248,8 +254,10 @@ final class CostModel {
   }
 
   /**
-   * Publishes the fit, each coefficient within [fleet/fleetBand, fleet·fleetBand] of the fleet's
-   * published one when bounded by a fleet (the fleet's as of this observation).
+   * Publishes the fit, each coefficient within [fleet/K, fleet·K] of the fleet's published one when
+   * bounded by a fleet (the fleet's as of now): K is the fleet band, or with {@code fleetEvidence}
+   * {@code 1 + (band − 1)·n/(n + fleetEvidence)}, n this backend's decayed first tokens as of the
+   * fleet's count {@link #republish} or {@link #addEvidence} last gave.
    */
   private void publishFit() {
     double a = fitAlpha();
@@ -260,12 +268,25 @@ final class CostModel {
       double[] f = fleetScratch;
       fleet.readInto(f, 0);
       double k = fleetBand;
+      if (fleetEvidence > 0 && k > 1 && k < Double.POSITIVE_INFINITY) {
+        double n = evidence(fleetCount);
+        k = 1 + (k - 1) * n / (n + fleetEvidence);
+      }
+      bandInUse = k;
       a = clamp(a, f[0] / k, f[0] * k);
       b = clamp(b, f[1] / k, f[1] * k);
       g = clamp(g, f[2] / k, f[2] * k);
       d = clamp(d, f[3] / k, f[3] * k);
     }
     published.set(a, b, g, d, defaults.waitingMs());
+  }
+
+  /**
+   * The factor around the fleet's fit the latest fit was published within (NaN before the first or
+   * when not bounded by a fleet).
+   */
+  double fleetBandInUse() {
+    return bandInUse;
   }
 
   /**
@@ -276,6 +297,20 @@ final class CostModel {
   synchronized void addEvidence(long fleetCount) {
     evidence = evidence(fleetCount) + 1;
     evidenceAt = fleetCount;
+    this.fleetCount = Math.max(this.fleetCount, fleetCount);
+  }
+
+  /**
+   * Publishes the fit again against the fleet's fit and this backend's evidence as of {@code
+   * fleetCount} (a backend that gets no first tokens would otherwise keep the bound of its last
+   * one). No-op unless a fit is published and bounded by a fleet.
+   */
+  synchronized void republish(long fleetCount) {
+    if (fleet == null || !fitted) {
+      return;
+    }
+    this.fleetCount = Math.max(this.fleetCount, fleetCount);
+    publishFit();
   }
 
   /**

@@ -89,11 +89,12 @@ import org.jspecify.annotations.Nullable;
  * <p><b>Calibration.</b> With {@link Builder#calibrate} on (default), each backend's coefficients
  * are fitted online from observed TTFTs (robust recursive least squares with forgetting), within a
  * {@link Builder#calibrationBand band} around the priors and within a {@link Builder#fleetBand
- * band} around the whole fleet's fit, and only while the observed TTFTs carry a signal of the
- * prompt's cost (their correlation with the priors' estimate is significant): a host that reports
- * first tokens after a fixed or random delay leaves the priors in place instead of fitting prefill
- * as free. {@code inspect()} shows the values in use, {@code fitted} (1 fitted, 0 priors) and
- * {@code signalT} (the correlation's t-statistic).
+ * band} around the whole fleet's fit (narrowing to that fit as a backend's own recent first tokens
+ * run out, {@link Builder#fleetBandEvidence}), and only while the observed TTFTs carry a signal of
+ * the prompt's cost (their correlation with the priors' estimate is significant): a host that
+ * reports first tokens after a fixed or random delay leaves the priors in place instead of fitting
+ * prefill as free. {@code inspect()} shows the values in use, {@code fitted} (1 fitted, 0 priors)
+ * and {@code signalT} (the correlation's t-statistic).
  *
  * <p>Thread-safe. Cost: O(candidates × (terms + rules)) per decision plus one pin lookup for
  * session requests; allocation: none of its own on the steady state (a per-thread {@link
@@ -110,6 +111,7 @@ public final class EstimatedTtftScorer implements Scorer {
   private final int minObservations;
   private final double calibrationBand;
   private final double fleetBand;
+  private final double fleetBandEvidence;
   private final double calibrationAdvantage;
   private final boolean calibrateIntercept;
   private final double bandMs;
@@ -157,7 +159,7 @@ public final class EstimatedTtftScorer implements Scorer {
   private final SlotTable<SpeedFactor> speeds = new SlotTable<>(modelsLock); // FLEET_SCALED
   private final double backendShrinkage; // scope SHRUNK
   private final java.util.concurrent.atomic.AtomicLong fleetFirstTokens =
-      new java.util.concurrent.atomic.AtomicLong(); // scope SHRUNK
+      new java.util.concurrent.atomic.AtomicLong(); // SHRUNK, BACKEND's fleetBandEvidence
   private final double speedMargin; // scope IDLE_SPEED
   private final long speedEvidenceMaxQueued; // scope IDLE_SPEED
   private final SlotTable<IdleSpeed> idleSpeeds = new SlotTable<>(modelsLock); // IDLE_SPEED
@@ -179,6 +181,7 @@ public final class EstimatedTtftScorer implements Scorer {
     this.speedEvidenceMaxQueued = b.speedEvidenceMaxQueued;
     this.fleetIdleSpeed = b.scope == CalibrationScope.IDLE_SPEED ? newIdleSpeed() : null;
     this.fleetBand = b.fleetBand;
+    this.fleetBandEvidence = b.fleetBandEvidence;
     this.fleetModel =
         b.scope == CalibrationScope.BACKEND && b.fleetBand == Builder.FLEET_BAND_OFF
             ? null
@@ -191,6 +194,7 @@ public final class EstimatedTtftScorer implements Scorer {
                 b.calibrateIntercept,
                 null,
                 null,
+                0,
                 0);
     this.fleetPublished = fleetModel == null ? null : fleetModel.published();
     this.bandMs = b.bandMs;
@@ -524,7 +528,8 @@ public final class EstimatedTtftScorer implements Scorer {
               calibrateIntercept,
               ownAgainstFleet() ? Objects.requireNonNull(fleetModel).published() : null,
               boundedByFleet() ? Objects.requireNonNull(fleetModel).published() : null,
-              fleetBand);
+              fleetBand,
+              fleetBandEvidence);
       ms[slot] = created;
       PublishedCoefficients[] ps =
           Arrays.copyOf(ownPublished, Math.max(ownPublished.length, ms.length));
@@ -745,11 +750,26 @@ public final class EstimatedTtftScorer implements Scorer {
       }
     }
     CostModel m = model(slot, true);
-    if (m != null) {
+    if (m == null) {
+      return;
+    }
+    if (scope == CalibrationScope.SHRUNK) {
       m.observe(ttftNanos, uncached, matchedTokens, queuedPrefillTokens, runningDecodes);
-      if (scope == CalibrationScope.SHRUNK) {
-        m.addEvidence(fleetFirstTokens.incrementAndGet());
+      m.addEvidence(fleetFirstTokens.incrementAndGet());
+    } else if (boundedByFleet() && fleetBandEvidence > 0) {
+      long fc = fleetFirstTokens.incrementAndGet();
+      m.addEvidence(fc); // first: the fit below is published with it
+      m.observe(ttftNanos, uncached, matchedTokens, queuedPrefillTokens, runningDecodes);
+      // one other backend per first token, in turn: its bound follows the fleet's fit and its
+      // decaying evidence while it gets no first tokens (a stale high fit would starve it for good)
+      CostModel[] ms = models;
+      int other = (int) (fc % ms.length);
+      CostModel o = other == slot ? null : ms[other];
+      if (o != null) {
+        o.republish(fc);
       }
+    } else {
+      m.observe(ttftNanos, uncached, matchedTokens, queuedPrefillTokens, runningDecodes);
     }
   }
 
@@ -869,6 +889,10 @@ public final class EstimatedTtftScorer implements Scorer {
     if (scope == CalibrationScope.SHRUNK) {
       out.put("ownWeight", ownWeight(model(slot, false)));
     }
+    if (boundedByFleet()) {
+      // the factor the backend's fit was last published within, around the fleet's fit
+      out.put("fleetBand", m == null ? fleetBand : m.fleetBandInUse());
+    }
     return out;
   }
 
@@ -907,6 +931,7 @@ public final class EstimatedTtftScorer implements Scorer {
     static final double FLEET_BAND_OFF = Double.POSITIVE_INFINITY;
 
     private double fleetBand = 2;
+    private double fleetBandEvidence = 1;
     private double calibrationAdvantage = Double.NaN;
     private boolean calibrateIntercept = true;
     private CalibrationScope scope = CalibrationScope.BACKEND;
@@ -1029,7 +1054,8 @@ public final class EstimatedTtftScorer implements Scorer {
      * Double.POSITIVE_INFINITY} turns the bound off). The scorer then also fits one model from
      * every backend's first tokens, and each backend's fit is published with every coefficient
      * within [fleet/factor, fleet·factor] of that fleet fit (as of the backend's latest first
-     * token).
+     * token, or of its latest renewal: see {@link #fleetBandEvidence}, which narrows the band for a
+     * backend with little recent evidence of its own).
      *
      * <p>Why: per-backend fits are needed for a mixed fleet (a GPU 2× slower fits 1.3× the fleet's
      * cost where half the fleet is such), but on a fleet past saturation each backend's fit absorbs
@@ -1047,6 +1073,35 @@ public final class EstimatedTtftScorer implements Scorer {
         throw new IllegalArgumentException("fleetBand must be >= 1, was " + factor);
       }
       this.fleetBand = factor;
+      return this;
+    }
+
+    /**
+     * With the {@link #fleetBand fleet band} on: how much recent evidence of its own a backend
+     * needs for the whole band, {@code k} in [0, 10000] (default 1; 0: the whole band whatever the
+     * evidence, as before this option). A backend's fit is published within [fleet/K, fleet·K] with
+     * {@code K = 1 + (fleetBand − 1) · n / (n + k)}, {@code n} its own first tokens, each decaying
+     * by the {@link #forgetting forgetting factor} at every first token of the fleet; the bound is
+     * renewed at each of its own first tokens and, one backend per fleet first token in turn, while
+     * it gets none.
+     *
+     * <p>Why: a fit is only renewed by the backend's own first tokens. A backend whose fit came out
+     * high (the collisions it happened to absorb, the collinear shape of one workload's prompts) is
+     * placed last, gets no first tokens and keeps that fit for good: at light load on 16 equal
+     * backends three of them were starved this way (60 requests each against ~300) and TTFT p95
+     * rose to 1.3× the best anchor's on one seed in two (benchmarks/README.md, issue #18 session
+     * 23). With its evidence gone such a backend is priced at the fleet's fit, gets first tokens
+     * again and learns its own; a backend that keeps its traffic keeps its own fit (a GPU 2× slower
+     * in a mixed fleet still fits 2×). Cost: one short locked update of one other backend's bound
+     * per first token; nothing per decision.
+     *
+     * @throws IllegalArgumentException unless k is in [0, 10000]
+     */
+    public Builder fleetBandEvidence(double k) {
+      if (!(k >= 0 && k <= 10_000)) { // also rejects NaN
+        throw new IllegalArgumentException("fleetBandEvidence must be in [0, 10000], was " + k);
+      }
+      this.fleetBandEvidence = k;
       return this;
     }
 

@@ -10,6 +10,7 @@ import dev.prefixrouter.api.LoadReport;
 import dev.prefixrouter.api.RouteRequest;
 import dev.prefixrouter.api.spi.FirstTokenObservation;
 import java.time.Duration;
+import java.util.List;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
@@ -839,12 +840,49 @@ class EstimatedTtftScorerTest {
         .hasMessageContaining("fleetBand");
   }
 
-  /** Feeds every slot in turn TTFTs of its factor times the priors' cost (5 % noise). */
+  @Test
+  void aBackendThatStopsGettingFirstTokensReturnsToTheFleetsFit() {
+    // slot 3 looks 6x slow at first (the queueing it absorbed, say), then gets no first tokens
+    // while the fleet's fit moves back to the truth: its stale bound must not keep it expensive
+    double[] outlier = {1, 1, 1, 6};
+    double[] starved = {1, 1, 1, Double.NaN};
+    EstimatedTtftScorer stale =
+        EstimatedTtftScorer.builder().minObservations(20).fleetBandEvidence(0).build();
+    EstimatedTtftScorer returning =
+        EstimatedTtftScorer.builder().minObservations(20).fleetBandEvidence(1).build();
+    for (EstimatedTtftScorer s : List.of(stale, returning)) {
+      feedFleet(s, outlier, 300, 23);
+      assertThat(ratio(s, 3, 0)).isGreaterThan(1.8); // held within the band, but above the rest
+      feedFleet(s, starved, 3_000, 24);
+    }
+    assertThat(ratio(stale, 3, 0)).isGreaterThan(1.8);
+    assertThat(ratio(returning, 3, 0)).isCloseTo(1.0, within(0.15));
+    // a backend that keeps its first tokens keeps its own fit (a mixed fleet, as above)
+    EstimatedTtftScorer mixed =
+        EstimatedTtftScorer.builder().minObservations(20).fleetBandEvidence(1).build();
+    feedFleet(mixed, new double[] {1, 1, 2, 2}, 3_000, 21);
+    assertThat(ratio(mixed, 2, 0)).isCloseTo(2.0, within(0.3));
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().fleetBandEvidence(-1))
+        .hasMessageContaining("fleetBandEvidence");
+  }
+
+  /** The published β of {@code slot} over that of {@code reference}. */
+  private static double ratio(EstimatedTtftScorer s, int slot, int reference) {
+    return s.coefficients(slot).betaMsPerToken() / s.coefficients(reference).betaMsPerToken();
+  }
+
+  /**
+   * Feeds every slot in turn TTFTs of its factor times the priors' cost (5 % noise); a NaN factor
+   * skips its slot.
+   */
   private static void feedFleet(EstimatedTtftScorer s, double[] factors, int rounds, long seed) {
     TtftCoefficients p = TtftCoefficients.DEFAULTS;
     SplittableRandom rnd = new SplittableRandom(seed);
     for (int i = 0; i < rounds; i++) {
       for (int slot = 0; slot < factors.length; slot++) {
+        if (Double.isNaN(factors[slot])) {
+          continue;
+        }
         int prompt = 100 + rnd.nextInt(8_000);
         int matched = rnd.nextInt(prompt + 1);
         int running = rnd.nextInt(32);

@@ -98,6 +98,7 @@ public class PrefixRouterAutoConfiguration {
               .calibrate(s.isCalibrate())
               .calibrateIntercept(s.isCalibrateIntercept());
       guard("prefix-router.scorer", () -> b.fleetBand(s.getFleetBand()));
+      guard("prefix-router.scorer", () -> b.fleetBandEvidence(s.getFleetBandEvidence()));
       guard("prefix-router.scorer", () -> b.sessions(s.getSessionTtl(), s.getMaxSessions()));
       SessionPins pins = sessionPins.getIfUnique(); // e.g. prefix-router.redis.share-session-pins
       if (pins != null && s.getMaxSessions() != 0) {
@@ -424,6 +425,7 @@ public class PrefixRouterAutoConfiguration {
           "prefix-router.index.lower-tier-blocks",
           "prefix-router.scorer.lower-tier-credit",
           "prefix-router.scorer.fleet-band",
+          "prefix-router.scorer.fleet-band-evidence",
           "prefix-router.scorer.session-ttl",
           "prefix-router.scorer.max-sessions",
           "prefix-router.limiter.max-tenants",

@@ -312,6 +312,14 @@ public class PrefixRouterProperties {
      */
     private double fleetBand = 2.0;
 
+    /**
+     * How many recent first tokens of its own a backend needs for the whole fleet band (est-ttft),
+     * 0..10000 (default 1; 0: the whole band whatever the evidence): a backend that stops getting
+     * first tokens is priced at the fleet-wide fit again instead of keeping a stale fit that
+     * starves it.
+     */
+    private double fleetBandEvidence = 1.0;
+
     /** Idle time after which a session pin is dropped (est-ttft). */
     private Duration sessionTtl = Duration.ofMinutes(30);
 
@@ -480,6 +488,14 @@ public class PrefixRouterProperties {
 
     public void setPolicy(String policy) {
       this.policy = policy;
+    }
+
+    public double getFleetBandEvidence() {
+      return fleetBandEvidence;
+    }
+
+    public void setFleetBandEvidence(double fleetBandEvidence) {
+      this.fleetBandEvidence = fleetBandEvidence;
     }
 
     public double getFleetBand() {

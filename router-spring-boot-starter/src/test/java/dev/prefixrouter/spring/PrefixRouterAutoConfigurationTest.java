@@ -149,6 +149,14 @@ class PrefixRouterAutoConfigurationTest {
         .withPropertyValues("prefix-router.scorer.fleet-band=Infinity")
         .run(ctx -> assertThat(ctx).hasNotFailed());
     runner
+        .withPropertyValues("prefix-router.scorer.fleet-band-evidence=-1")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining("prefix-router.scorer.fleet-band-evidence")
+                    .hasStackTraceContaining("fleet-band-evidence must be in [0, 10000], was -1"));
+    runner
         .withPropertyValues("prefix-router.scorer.replica-min-load=2")
         .run(
             ctx ->
