@@ -162,6 +162,8 @@ final class ScorerProbe {
     double tau = 4;
     double imp = 0;
     double impTau = 2;
+    double ext = 0;
+    double extTau = 2;
     double live = 0;
     double liveH = 1.5;
     double age = 1;
@@ -190,6 +192,8 @@ final class ScorerProbe {
         }
         case "imp" -> imp = Double.parseDouble(kv[1]);
         case "imptau" -> impTau = Double.parseDouble(kv[1]);
+        case "ext" -> ext = Double.parseDouble(kv[1]);
+        case "exttau" -> extTau = Double.parseDouble(kv[1]);
         case "live" -> live = Double.parseDouble(kv[1]);
         case "liveh" -> liveH = Double.parseDouble(kv[1]);
         case "coldguard" -> b.addTerm(coldGuard(Double.parseDouble(kv[1])));
@@ -235,6 +239,9 @@ final class ScorerProbe {
     }
     if (imp > 0) {
       b.addTerm(imposedWait(imp, impTau * 1e3));
+    }
+    if (ext > 0) {
+      b.addTerm(extraWork(ext, extTau * 1e3));
     }
     if (live > 0) {
       b.addTerm(liveWait(live, liveH));
@@ -414,6 +421,67 @@ final class ScorerProbe {
         if (session != null) {
           seen.add(session);
         }
+        double matched = ctx.matchedTokens(candidate);
+        double ms =
+            TtftCoefficients.DEFAULTS.prefillMs(Math.max(0, ctx.promptTokens() - matched), matched)
+                / ctx.backend(candidate).weight();
+        double[] l = decayed(ctx.slot(candidate), ctx.nowNanos());
+        l[0] += 1;
+        l[1] += ms;
+      }
+    };
+  }
+
+  /**
+   * Research term (issue #18, session 23): the wait a placement's extra prefill imposes on the
+   * backend's later arrivals. {@code ΔS(b)} = b's prefill of this request minus the cheapest
+   * candidate's (the best holder's): the work the choice adds to the fleet. A backend receiving
+   * {@code λ(b)} requests per ms at prefill utilisation {@code ρ(b)} makes its later arrivals wait
+   * about {@code w × λ(b) ΔS(b)² / (2 (1 − ρ(b)))} ms more in total (the M/G/1 wait of the added
+   * work). Zero for the cheapest candidate and wherever the request is cold everywhere.
+   */
+  static CostTerm extraWork(double w, double tauMs) {
+    return new CostTerm() {
+      private final Map<Integer, double[]> load = new java.util.HashMap<>(); // count, sum, at
+
+      @Override
+      public String name() {
+        return "extra-work";
+      }
+
+      private double[] decayed(int slot, long now) {
+        double[] l = load.computeIfAbsent(slot, k -> new double[] {0, 0, now});
+        double f = Math.exp(-Math.max(0, now - l[2]) / 1e6 / tauMs);
+        l[0] *= f;
+        l[1] *= f;
+        l[2] = now;
+        return l;
+      }
+
+      @Override
+      public void costs(Candidates c, double[] out) {
+        long now = c.ctx().nowNanos();
+        int n = c.size();
+        double min = Double.POSITIVE_INFINITY;
+        for (int i = 0; i < n; i++) {
+          out[i] = c.prefillMs(i, c.uncachedTokens(i), c.cachedTokens(i)) / c.weight(i);
+          min = Math.min(min, out[i]);
+        }
+        for (int i = 0; i < n; i++) {
+          double ds = out[i] - min;
+          if (ds <= 0) {
+            out[i] = 0;
+            continue;
+          }
+          double[] l = decayed(c.ctx().slot(i), now);
+          double lambda = l[0] / tauMs;
+          double rho = Math.min(0.9, l[1] / tauMs);
+          out[i] = w * lambda * ds * ds / (2 * (1 - rho));
+        }
+      }
+
+      @Override
+      public void onRouted(dev.prefixrouter.api.spi.ScoringContext ctx, int candidate) {
         double matched = ctx.matchedTokens(candidate);
         double ms =
             TtftCoefficients.DEFAULTS.prefillMs(Math.max(0, ctx.promptTokens() - matched), matched)
