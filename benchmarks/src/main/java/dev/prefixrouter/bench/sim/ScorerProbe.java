@@ -381,20 +381,11 @@ final class ScorerProbe {
   static CostTerm imposedWait(double w, double tauMs) {
     return new CostTerm() {
       private final java.util.HashSet<String> seen = new java.util.HashSet<>();
-      private final Map<Integer, double[]> load = new java.util.HashMap<>(); // count, sum, at
+      private final DecayedLoad load = new DecayedLoad(tauMs);
 
       @Override
       public String name() {
         return "imposed-wait";
-      }
-
-      private double[] decayed(int slot, long now) {
-        double[] l = load.computeIfAbsent(slot, k -> new double[] {0, 0, now});
-        double f = Math.exp(-Math.max(0, now - l[2]) / 1e6 / tauMs);
-        l[0] *= f;
-        l[1] *= f;
-        l[2] = now;
-        return l;
       }
 
       @Override
@@ -407,11 +398,8 @@ final class ScorerProbe {
             out[i] = 0;
             continue;
           }
-          double[] l = decayed(c.ctx().slot(i), now);
-          double lambda = l[0] / tauMs;
-          double rho = Math.min(0.9, l[1] / tauMs);
           double sMs = c.prefillMs(i, c.uncachedTokens(i), c.cachedTokens(i)) / c.weight(i);
-          out[i] = w * lambda * sMs * sMs / (2 * (1 - rho));
+          out[i] = w * load.imposedWait(c.ctx().slot(i), now, sMs);
         }
       }
 
@@ -421,13 +409,7 @@ final class ScorerProbe {
         if (session != null) {
           seen.add(session);
         }
-        double matched = ctx.matchedTokens(candidate);
-        double ms =
-            TtftCoefficients.DEFAULTS.prefillMs(Math.max(0, ctx.promptTokens() - matched), matched)
-                / ctx.backend(candidate).weight();
-        double[] l = decayed(ctx.slot(candidate), ctx.nowNanos());
-        l[0] += 1;
-        l[1] += ms;
+        load.routed(ctx, candidate);
       }
     };
   }
@@ -442,20 +424,11 @@ final class ScorerProbe {
    */
   static CostTerm extraWork(double w, double tauMs) {
     return new CostTerm() {
-      private final Map<Integer, double[]> load = new java.util.HashMap<>(); // count, sum, at
+      private final DecayedLoad load = new DecayedLoad(tauMs);
 
       @Override
       public String name() {
         return "extra-work";
-      }
-
-      private double[] decayed(int slot, long now) {
-        double[] l = load.computeIfAbsent(slot, k -> new double[] {0, 0, now});
-        double f = Math.exp(-Math.max(0, now - l[2]) / 1e6 / tauMs);
-        l[0] *= f;
-        l[1] *= f;
-        l[2] = now;
-        return l;
       }
 
       @Override
@@ -473,24 +446,57 @@ final class ScorerProbe {
             out[i] = 0;
             continue;
           }
-          double[] l = decayed(c.ctx().slot(i), now);
-          double lambda = l[0] / tauMs;
-          double rho = Math.min(0.9, l[1] / tauMs);
-          out[i] = w * lambda * ds * ds / (2 * (1 - rho));
+          out[i] = w * load.imposedWait(c.ctx().slot(i), now, ds);
         }
       }
 
       @Override
       public void onRouted(dev.prefixrouter.api.spi.ScoringContext ctx, int candidate) {
-        double matched = ctx.matchedTokens(candidate);
-        double ms =
-            TtftCoefficients.DEFAULTS.prefillMs(Math.max(0, ctx.promptTokens() - matched), matched)
-                / ctx.backend(candidate).weight();
-        double[] l = decayed(ctx.slot(candidate), ctx.nowNanos());
-        l[0] += 1;
-        l[1] += ms;
+        load.routed(ctx, candidate);
       }
     };
+  }
+
+  /**
+   * Per backend, the requests routed and their prefill ms (at the default coefficients), decayed
+   * exponentially over {@code tauMs}: an arrival rate λ (per ms) and a prefill utilisation ρ for
+   * the research terms above. Single-threaded (the simulator's).
+   */
+  private static final class DecayedLoad {
+    private final double tauMs;
+    private final Map<Integer, double[]> load = new java.util.HashMap<>(); // count, sum, at
+
+    DecayedLoad(double tauMs) {
+      this.tauMs = tauMs;
+    }
+
+    private double[] decayed(int slot, long now) {
+      double[] l = load.computeIfAbsent(slot, k -> new double[] {0, 0, now});
+      double f = Math.exp(-Math.max(0, now - l[2]) / 1e6 / tauMs);
+      l[0] *= f;
+      l[1] *= f;
+      l[2] = now;
+      return l;
+    }
+
+    /** The M/G/1 wait {@code λ S² / (2 (1 − ρ))} that {@code sMs} of work imposes on the slot. */
+    double imposedWait(int slot, long now, double sMs) {
+      double[] l = decayed(slot, now);
+      double lambda = l[0] / tauMs;
+      double rho = Math.min(0.9, l[1] / tauMs);
+      return lambda * sMs * sMs / (2 * (1 - rho));
+    }
+
+    /** Counts a request routed to the candidate, with its prefill there. */
+    void routed(dev.prefixrouter.api.spi.ScoringContext ctx, int candidate) {
+      double matched = ctx.matchedTokens(candidate);
+      double ms =
+          TtftCoefficients.DEFAULTS.prefillMs(Math.max(0, ctx.promptTokens() - matched), matched)
+              / ctx.backend(candidate).weight();
+      double[] l = decayed(ctx.slot(candidate), ctx.nowNanos());
+      l[0] += 1;
+      l[1] += ms;
+    }
   }
 
   /**
