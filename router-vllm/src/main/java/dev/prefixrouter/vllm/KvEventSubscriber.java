@@ -338,8 +338,9 @@ public final class KvEventSubscriber implements AutoCloseable {
     boolean any = false;
     for (Endpoint e : polled) {
       if (e.stalled(now)) {
-        e.reopen(true);
+        // counted first: a reader that sees the new connection also sees it counted
         stats.handshakeReconnects.increment();
+        e.reopen(true);
         any = true;
       }
     }

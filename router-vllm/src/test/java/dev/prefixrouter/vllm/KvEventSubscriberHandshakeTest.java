@@ -34,7 +34,8 @@ class KvEventSubscriberHandshakeTest {
                 .build()) {
       sub.subscribe("b0", silent.endpoint(), null);
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-      while (silent.accepted() < 3 && System.nanoTime() < deadline) {
+      while ((silent.accepted() < 3 || sub.stats().handshakeReconnects() < 2)
+          && System.nanoTime() < deadline) {
         Thread.sleep(20);
       }
       assertThat(silent.accepted()).as("connections the subscriber made").isGreaterThanOrEqualTo(3);
