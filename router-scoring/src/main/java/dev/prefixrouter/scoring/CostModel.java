@@ -89,7 +89,8 @@ final class CostModel {
   private volatile double bandInUse = Double.NaN; // the fleet band of the latest publication
   private final double[] fleetScratch = new double[5];
   private final double[] refScratch = new double[5];
-  // scope SHRUNK: this backend's forgotten count of first tokens as of the fleet's count
+  // scopes SHRUNK and BACKEND with fleetEvidence: this backend's forgotten count of first tokens
+  // as of the fleet's count
   // evidenceAt; written under the lock, read without it (a torn pair misweighs one decision)
   private volatile double evidence;
   private volatile long evidenceAt;

@@ -93,7 +93,8 @@ import org.jspecify.annotations.Nullable;
  * run out, {@link Builder#fleetBandEvidence}), and only while the observed TTFTs carry a signal of
  * the prompt's cost (their correlation with the priors' estimate is significant): a host that
  * reports first tokens after a fixed or random delay leaves the priors in place instead of fitting
- * prefill as free. {@code inspect()} shows the values in use, {@code fitted} (1 fitted, 0 priors)
+ * prefill as free. {@code inspect()} shows the values in use, {@code fitted} (1 fitted, 0 priors),
+ * {@code fleetBand} (the band around the fleet's fit the backend's fit was last published within)
  * and {@code signalT} (the correlation's t-statistic).
  *
  * <p>Thread-safe. Cost: O(candidates × (terms + rules)) per decision plus one pin lookup for
@@ -890,8 +891,9 @@ public final class EstimatedTtftScorer implements Scorer {
       out.put("ownWeight", ownWeight(model(slot, false)));
     }
     if (boundedByFleet()) {
-      // the factor the backend's fit was last published within, around the fleet's fit
-      out.put("fleetBand", m == null ? fleetBand : m.fleetBandInUse());
+      // the factor the backend's fit was last published within, around the fleet's fit (NaN
+      // while it has published none: it uses the priors)
+      out.put("fleetBand", m != null && m.fitted() ? m.fleetBandInUse() : Double.NaN);
     }
     return out;
   }
@@ -1082,18 +1084,26 @@ public final class EstimatedTtftScorer implements Scorer {
      * evidence, as before this option). A backend's fit is published within [fleet/K, fleet·K] with
      * {@code K = 1 + (fleetBand − 1) · n / (n + k)}, {@code n} its own first tokens, each decaying
      * by the {@link #forgetting forgetting factor} at every first token of the fleet; the bound is
-     * renewed at each of its own first tokens and, one backend per fleet first token in turn, while
-     * it gets none.
+     * renewed at each of its own first tokens and, while it gets none, when its slot's turn comes
+     * (one slot of the scorer's slot table per fleet first token: each at least every max(64,
+     * slots) fleet first tokens).
+     *
+     * <p>The band depends on the share of first tokens a backend gets, so on the fleet's size: with
+     * the default forgetting (0.995) a backend with a 1/N share settles at n ≈ 200/N, K ≈ 1.98 for
+     * N = 16, 1.78 for N = 64 (less between its first tokens); with forgetting 1 evidence never
+     * decays and a starved backend keeps its band. A backend placed again after starving re-enters
+     * at K ≈ 1.5 around its own fit, which its new first tokens then correct.
      *
      * <p>Why: a fit is only renewed by the backend's own first tokens. A backend whose fit came out
      * high (the collisions it happened to absorb, the collinear shape of one workload's prompts) is
      * placed last, gets no first tokens and keeps that fit for good: at light load on 16 equal
      * backends three of them were starved this way (60 requests each against ~300) and TTFT p95
-     * rose to 1.3× the best anchor's on one seed in two (benchmarks/README.md, issue #18 session
+     * rose to 1.3–1.6× the best anchor's on 2 of 14 seeds (benchmarks/README.md, issue #18 session
      * 23). With its evidence gone such a backend is priced at the fleet's fit, gets first tokens
      * again and learns its own; a backend that keeps its traffic keeps its own fit (a GPU 2× slower
-     * in a mixed fleet still fits 2×). Cost: one short locked update of one other backend's bound
-     * per first token; nothing per decision.
+     * in a mixed fleet still fits 2×). Cost: at most one short locked update of one other backend's
+     * bound per first token; nothing per decision. {@code inspect()} shows each backend's band in
+     * use ({@code fleetBand}).
      *
      * @throws IllegalArgumentException unless k is in [0, 10000]
      */

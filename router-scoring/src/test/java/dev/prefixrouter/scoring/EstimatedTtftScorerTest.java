@@ -857,6 +857,8 @@ class EstimatedTtftScorerTest {
     }
     assertThat(ratio(stale, 3, 0)).isGreaterThan(1.8);
     assertThat(ratio(returning, 3, 0)).isCloseTo(1.0, within(0.15));
+    assertThat(returning.describe(3).get("fleetBand")).isCloseTo(1.0, within(0.01)); // no evidence
+    assertThat(returning.describe(0).get("fleetBand")).isGreaterThan(1.5); // its share of traffic
     // a backend that keeps its first tokens keeps its own fit (a mixed fleet, as above)
     EstimatedTtftScorer mixed =
         EstimatedTtftScorer.builder().minObservations(20).fleetBandEvidence(1).build();
