@@ -60,6 +60,9 @@ public final class Compare {
                               through real ZMQ on loopback (PUB + replay ROUTER per
                               backend) and the real KvEventSubscriber
         --kv-event-delay-ms X event delivery delay                   (default 50)
+        --scrape-ms X         how often backends report load (waiting, running, KV
+                              use) to the router, (0, 60000]          (default 100;
+                              llm-d's gateway polls every 50)
         --kv-event-drop X     share of event batches dropped, [0, 1] (default 0);
                               with wire, dropped on the wire and replayed
         --lower-tier X        give each backend a CPU tier of X times its GPU blocks,
@@ -106,6 +109,7 @@ public final class Compare {
     boolean kvEvents;
     boolean kvWire;
     double kvEventDelayMs = 50;
+    double scrapeMs = 100;
     double kvEventDrop;
     double lowerTier;
     double reloadFraction = 0.2;
@@ -200,6 +204,7 @@ public final class Compare {
         case "--seed" -> o.seed = intIn(value(args, ++i, a), a, 0, Integer.MAX_VALUE);
         case "--kv-event-delay-ms" ->
             o.kvEventDelayMs = doubleIn(value(args, ++i, a), a, 0, 60_000);
+        case "--scrape-ms" -> o.scrapeMs = doubleIn(value(args, ++i, a), a, 1e-3, 60_000);
         case "--kv-event-drop" -> o.kvEventDrop = doubleIn(value(args, ++i, a), a, 0, 1);
         case "--lower-tier" -> o.lowerTier = doubleIn(value(args, ++i, a), a, 1e-3, 1000);
         case "--reload-fraction" -> o.reloadFraction = doubleIn(value(args, ++i, a), a, 0, 1);
@@ -289,7 +294,9 @@ public final class Compare {
   }
 
   static SimConfig config(Options o) {
-    SimConfig c = SimConfig.defaults(o.backends, o.capacityBlocks);
+    SimConfig c =
+        SimConfig.defaults(o.backends, o.capacityBlocks)
+            .withScrapeInterval((long) (o.scrapeMs * 1e6));
     if (o.kvEvents) {
       c = c.withKvEvents(true, (long) (o.kvEventDelayMs * 1e6), o.kvEventDrop);
     }

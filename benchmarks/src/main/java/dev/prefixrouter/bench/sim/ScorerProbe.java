@@ -787,20 +787,7 @@ final class ScorerProbe {
             p.encoderItems());
     SimConfig c = config.withBackends(n).withProfile(q);
     String scrape = System.getProperty("probe.scrapeMs");
-    if (scrape != null) {
-      c =
-          new SimConfig(
-              c.backends(),
-              c.profile(),
-              (long) (Double.parseDouble(scrape) * 1e6),
-              c.kvEvents(),
-              c.kvEventDelayNanos(),
-              c.kvEventDropRate(),
-              c.faults(),
-              c.quotaTokensPerMinute(),
-              c.seed());
-    }
-    return c;
+    return scrape == null ? c : c.withScrapeInterval((long) (Double.parseDouble(scrape) * 1e6));
   }
 
   public static void main(String[] args) {

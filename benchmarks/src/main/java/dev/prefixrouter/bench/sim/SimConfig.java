@@ -61,6 +61,19 @@ record SimConfig(
         seed);
   }
 
+  SimConfig withScrapeInterval(long nanos) {
+    return new SimConfig(
+        backends,
+        profile,
+        nanos,
+        kvEvents,
+        kvEventDelayNanos,
+        kvEventDropRate,
+        faults,
+        quotaTokensPerMinute,
+        seed);
+  }
+
   SimConfig withBackends(int n) {
     return new SimConfig(
         n,

@@ -41,10 +41,21 @@ class CompareTest {
     assertThat(err()).contains("unknown policy 'rr'");
     assertThat(run("--rate-scale", "fast")).isEqualTo(2);
     assertThat(err()).contains("--rate-scale must be a number");
+    assertThat(run("--scrape-ms", "0")).isEqualTo(2);
+    assertThat(err()).contains("--scrape-ms must be in");
     assertThat(run("--workload", "nope")).isEqualTo(2);
     assertThat(run("--frobnicate")).isEqualTo(2);
     assertThat(run("--seed")).isEqualTo(2);
     assertThat(err()).contains("--seed needs a value");
+  }
+
+  @Test
+  void theScrapeIntervalReachesTheSimulatedFleet() {
+    assertThat(Compare.config(Compare.parse(new String[0])).scrapeIntervalNanos())
+        .isEqualTo(100_000_000L);
+    assertThat(
+            Compare.config(Compare.parse(new String[] {"--scrape-ms", "50"})).scrapeIntervalNanos())
+        .isEqualTo(50_000_000L);
   }
 
   @Test
