@@ -28,7 +28,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <pre>
  * cost(b) = kvPressure(b) + congestion(b) + queuePrefill(b) + lowerTier(b) + cachePressure(b)
- *           + futureWait(b) + parallelStart(b) + replicaValue(b) + balance(b)
+ *           + futureWait(b) + parallelStart(b) + replicaValue(b) + balance(b) + extraWork(b)
  * queuePrefill(b) = (beta·pendingPrefill(b) + decode·running(b) + waitingMs·waiting(b)
  *                   + alpha + beta·u + gamma·u·(u + c)) / weight(b)
  * congestion(b)   = congestionWeight · (ownQueued(b) + waiting(b)) · beta·u / weight(b)
@@ -38,6 +38,8 @@ import org.jspecify.annotations.Nullable;
  *                   ({@link Builder#parallelStart})
  * replicaValue(b) = − horizon · λ · r for an idle non-holder of a hot prefix whose holders all have
  *                   a prefill queued, else 0 ({@link Builder#replicaValue})
+ * extraWork(b)    = weight · λ(b) · ΔS(b)² / (2 (1 − ρ(b))) / (1 + h · λ_g): the wait b's extra
+ *                   prefill over the least imposes on b's later arrivals ({@link Builder#extraWork})
  * rules: replica pacing (balance), tie band, prefix affinity, session affinity
  * </pre>
  *
@@ -66,6 +68,8 @@ import org.jspecify.annotations.Nullable;
  *       <td>{@link Builder#replicaValue}</td></tr>
  *   <tr><td>{@code balance}</td><td>(steering) share of recent decisions above fair</td>
  *       <td>{@link Builder#balance}</td></tr>
+ *   <tr><td>{@code extra-work}</td><td>the wait a candidate's prefill beyond the least imposes
+ *       on the requests that reach it later</td><td>{@link Builder#extraWork}</td></tr>
  *   <tr><td>{@code replica-pacing}</td><td>rule: at most one balance-made replica per backend per
  *       interval</td><td>{@link Builder#balanceReplicaInterval}</td></tr>
  *   <tr><td>{@code tie-band}</td><td>rule: near-equal costs go to fewer open leases, then
@@ -257,6 +261,11 @@ public final class EstimatedTtftScorer implements Scorer {
       if (pacing != null) {
         rs.add(pacing);
       }
+    }
+    if (b.extraWorkWeight > 0) {
+      ts.add(
+          new ExtraWorkTerm(
+              b.extraWorkWeight, b.extraWorkGroupHorizon, b.extraWorkBusyOnly, b.coefficients));
     }
     rs.add(new TieBandRule());
     if (b.prefixAffinityRatio > 0) {
@@ -962,6 +971,9 @@ public final class EstimatedTtftScorer implements Scorer {
     private boolean releaseParallelSiblings = true;
     private double replicaHorizonSeconds = 10;
     private double replicaMinLoad = 0.05;
+    private double extraWorkWeight = 2;
+    private double extraWorkGroupHorizon = 1;
+    private boolean extraWorkBusyOnly = true;
     private double turnoverRatio = 4.0;
     private Duration sessionTtl = Duration.ofMinutes(30);
     private long maxSessions = 100_000;
@@ -984,6 +996,7 @@ public final class EstimatedTtftScorer implements Scorer {
             ParallelStartTerm.NAME,
             ReplicaValueTerm.NAME,
             BalanceTerm.NAME,
+            ExtraWorkTerm.NAME,
             "replica-pacing",
             TieBandRule.NAME,
             PrefixAffinityRule.NAME,
@@ -1525,6 +1538,52 @@ public final class EstimatedTtftScorer implements Scorer {
       }
       this.replicaHorizonSeconds = horizonSeconds;
       this.replicaMinLoad = minLoad;
+      return this;
+    }
+
+    /**
+     * Extra work: a candidate whose prefill of the request exceeds the least among the candidates
+     * by {@code ΔS} ms also pays {@code weight × λ ΔS² / (2 (1 − ρ))}, the M/G/1 wait that much
+     * added work imposes on the requests reaching that backend after it ({@code λ} its routed
+     * requests per ms, {@code ρ} its routed prefill ms per ms, capped at 0.9, both decayed over 2
+     * s), divided by {@code 1 + groupHorizonSeconds × λ_g} where {@code λ_g} is the request rate
+     * (per s, decayed over 10 s) of the longest prefix any candidate holds: a copy of a hot prefix
+     * is a replica its next requests reuse, a copy of a lukewarm one is mostly work. Only a
+     * candidate with a prefill queued now pays (an idle backend starts the copy at once). Near zero
+     * at light load and for candidates whose prefill is about the least; in overload it keeps
+     * requests on their prefix's holders instead of re-prefilling whole prompts elsewhere, which a
+     * per-request estimate, even an exact one, does not. Default {@code (2, 1)} since issue #18
+     * session 24 (off before): at 4x load on the high-cache workload TTFT p95 from 1.10x / 1.21x
+     * the best anchor's (metrics reported every 100 / 50 ms) to 0.93x / 0.99x, with the
+     * heterogeneous fleet, the varying load and the failing backend better as well; the map-reduce
+     * fan-out's mean TTFT is 2-6 % higher (benchmarks/README.md). See {@code ExtraWorkTerm}. {@code
+     * weight} 0 turns the term off; {@code groupHorizonSeconds} 0 prices every copy in full.
+     *
+     * @throws IllegalArgumentException unless weight is in [0, 1000] and groupHorizonSeconds in [0,
+     *     3600]
+     */
+    public Builder extraWork(double weight, double groupHorizonSeconds) {
+      if (!(weight >= 0 && weight <= 1000)) {
+        throw new IllegalArgumentException("extraWork: weight in [0, 1000]; was " + weight);
+      }
+      if (!(groupHorizonSeconds >= 0 && groupHorizonSeconds <= 3600)) {
+        throw new IllegalArgumentException(
+            "extraWork: groupHorizonSeconds in [0, 3600]; was " + groupHorizonSeconds);
+      }
+      this.extraWorkWeight = weight;
+      this.extraWorkGroupHorizon = groupHorizonSeconds;
+      return this;
+    }
+
+    /**
+     * Whether only a candidate with a prefill queued now pays the {@link #extraWork} price (default
+     * true); false prices every candidate, idle ones too (a research switch: on the published
+     * gateway's hit-rate workload, whose host routes a request per simulated millisecond, it holds
+     * every document on its first holder and breaks the ±5 % balance; benchmarks/README.md, issue
+     * #18 session 24).
+     */
+    public Builder extraWorkBusyOnly(boolean busyOnly) {
+      this.extraWorkBusyOnly = busyOnly;
       return this;
     }
 

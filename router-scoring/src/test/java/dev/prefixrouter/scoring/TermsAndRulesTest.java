@@ -27,7 +27,8 @@ class TermsAndRulesTest {
             "future-wait",
             "parallel-start",
             "replica-value",
-            "balance");
+            "balance",
+            "extra-work");
     assertThat(s.ruleNames())
         .containsExactly("replica-pacing", "tie-band", "prefix-affinity", "session-affinity");
     EstimatedTtftScorer lean =
@@ -215,7 +216,8 @@ class TermsAndRulesTest {
             "queue-prefill",
             "future-wait",
             "parallel-start",
-            "replica-value");
+            "replica-value",
+            "extra-work");
     assertThat(Policies.isKnown("est-ttft/-tie-band")).isTrue();
     assertThat(Policies.isKnown("est-ttft/-nope")).isFalse();
     assertThat(Policies.isKnown("est-ttft/balance")).isFalse();

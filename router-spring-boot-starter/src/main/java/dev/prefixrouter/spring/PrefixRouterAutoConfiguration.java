@@ -133,6 +133,13 @@ public class PrefixRouterAutoConfiguration {
           "replica-value",
           "minLoad",
           "replica-min-load");
+      renaming(
+          "prefix-router.scorer.extra-work, prefix-router.scorer.extra-work-group-horizon",
+          () -> b.extraWork(s.getExtraWork(), s.getExtraWorkGroupHorizon()),
+          "extraWork: weight",
+          "extra-work",
+          "groupHorizonSeconds",
+          "extra-work-group-horizon");
       b.balanceMovesSessions(s.isBalanceMovesSessions());
       b.pendingPrefix(s.isPendingPrefix());
       return guard("prefix-router.scorer", b::build);

@@ -381,6 +381,19 @@ public class PrefixRouterProperties {
     private double replicaMinLoad = 0.05;
 
     /**
+     * Weight of the wait a candidate's prefill beyond the least imposes on the requests that reach
+     * that backend later (est-ttft term {@code extra-work}), 0..1000; 0 turns the term off.
+     */
+    private double extraWork = 2;
+
+    /**
+     * Seconds of a prefix's request rate that discount the extra-work price of copying it ({@code 1
+     * / (1 + h × rate)}: a copy of a hot prefix is a replica its next requests reuse), 0..3600; 0
+     * prices every copy in full.
+     */
+    private double extraWorkGroupHorizon = 1;
+
+    /**
      * Whether a prefix another request is still about to prefill on a busy backend counts as not
      * cached there (est-ttft {@code pendingPrefix}): siblings sent at once (map-reduce maps on one
      * document) spread to backends that start them at once. Off by default: it costs bursts of
@@ -432,6 +445,22 @@ public class PrefixRouterProperties {
 
     public void setReplicaMinLoad(double replicaMinLoad) {
       this.replicaMinLoad = replicaMinLoad;
+    }
+
+    public double getExtraWork() {
+      return extraWork;
+    }
+
+    public void setExtraWork(double extraWork) {
+      this.extraWork = extraWork;
+    }
+
+    public double getExtraWorkGroupHorizon() {
+      return extraWorkGroupHorizon;
+    }
+
+    public void setExtraWorkGroupHorizon(double extraWorkGroupHorizon) {
+      this.extraWorkGroupHorizon = extraWorkGroupHorizon;
     }
 
     public boolean isBalanceMovesSessions() {

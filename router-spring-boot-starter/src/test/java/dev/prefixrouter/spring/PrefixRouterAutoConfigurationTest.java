@@ -165,6 +165,28 @@ class PrefixRouterAutoConfigurationTest {
                     .hasStackTraceContaining("prefix-router.scorer.replica-min-load")
                     .hasStackTraceContaining("replica-min-load in [0, 1]; was 2.0"));
     runner
+        .withPropertyValues("prefix-router.scorer.extra-work=-1")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining("prefix-router.scorer.extra-work")
+                    .hasStackTraceContaining("extra-work in [0, 1000]; was -1.0"));
+    runner
+        .withPropertyValues("prefix-router.scorer.extra-work-group-horizon=4000")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining("prefix-router.scorer.extra-work-group-horizon")
+                    .hasStackTraceContaining("extra-work-group-horizon in [0, 3600]; was 4000.0"));
+    runner
+        .withPropertyValues("prefix-router.scorer.extra-work=0")
+        .run(
+            ctx ->
+                assertThat(((EstimatedTtftScorer) ctx.getBean(Scorer.class)).termNames())
+                    .doesNotContain("extra-work"));
+    runner
         .withPropertyValues("prefix-router.hashing.block-size=0")
         .run(
             ctx ->

@@ -147,9 +147,11 @@ final class ScorerProbe {
    * x:fw=64,tau=0,ps=1,rel,rvt=10} is the default. Research terms of issue #18 session 19, added
    * only when given: {@code imp=W} (and {@code imptau=S}): {@link #imposedWait}; {@code live=W}
    * (and {@code liveh=H}): {@link #liveWait}; {@code coldguard=MS}: {@link #coldGuard}; {@code pp}:
-   * {@code pendingPrefix(true)} (issue #18 session 21, opt-in). Since issue #18 session 17 the
-   * future-wait term includes its {@code kept} and {@code open} factors; session 16's figures are
-   * the term without them (commit ee1cc58).
+   * {@code pendingPrefix(true)} (issue #18 session 21, opt-in); {@code xw=W,xwg=H}: the extra-work
+   * term ({@code extraWork(W, H)}, off unless given; the default has {@code xw=2,xwg=1} since issue
+   * #18 session 24, the research term {@code ext=W,extg=H} it was measured as). Since issue #18
+   * session 17 the future-wait term includes its {@code kept} and {@code open} factors; session
+   * 16's figures are the term without them (commit ee1cc58).
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
     // without ps / rel / rvt a variant routes as before issue #18 sessions 18 and 19
@@ -157,13 +159,18 @@ final class ScorerProbe {
         EstimatedTtftScorer.builder()
             .parallelStart(0)
             .releaseParallelSiblings(false)
-            .replicaValue(0, 0.05);
+            .replicaValue(0, 0.05)
+            .extraWork(0, 0);
+    double xw = 0;
+    double xwg = 0;
     double fw = 0;
     double tau = 4;
     double imp = 0;
     double impTau = 2;
     double ext = 0;
     double extTau = 2;
+    double extG = 0;
+    double extGt = 10;
     double live = 0;
     double liveH = 1.5;
     double age = 1;
@@ -193,7 +200,15 @@ final class ScorerProbe {
         case "imp" -> imp = Double.parseDouble(kv[1]);
         case "imptau" -> impTau = Double.parseDouble(kv[1]);
         case "ext" -> ext = Double.parseDouble(kv[1]);
+        case "xw" -> xw = Double.parseDouble(kv[1]);
+        case "xwg" -> xwg = Double.parseDouble(kv[1]);
+        case "xwall" -> b.extraWorkBusyOnly(false);
+        case "wp" -> b.addTerm(workPrice(Double.parseDouble(kv[1]), 0));
+        case "wpl" -> b.addTerm(workPrice(Double.parseDouble(kv[1]), 1));
+        case "wpmin" -> b.addTerm(workPrice(Double.parseDouble(kv[1]), 2));
         case "exttau" -> extTau = Double.parseDouble(kv[1]);
+        case "extg" -> extG = Double.parseDouble(kv[1]);
+        case "extgt" -> extGt = Double.parseDouble(kv[1]);
         case "live" -> live = Double.parseDouble(kv[1]);
         case "liveh" -> liveH = Double.parseDouble(kv[1]);
         case "coldguard" -> b.addTerm(coldGuard(Double.parseDouble(kv[1])));
@@ -231,6 +246,7 @@ final class ScorerProbe {
     if (rvt > 0) {
       b.replicaValue(rvt, loadGiven ? load : 0.05);
     }
+    b.extraWork(xw, xwg);
     if (rv > 0) {
       b.addTerm(replicaValue(rv, false, age, load));
     }
@@ -241,7 +257,7 @@ final class ScorerProbe {
       b.addTerm(imposedWait(imp, impTau * 1e3));
     }
     if (ext > 0) {
-      b.addTerm(extraWork(ext, extTau * 1e3));
+      b.addTerm(extraWork(ext, extTau * 1e3, extG, extGt));
     }
     if (live > 0) {
       b.addTerm(liveWait(live, liveH));
@@ -423,8 +439,31 @@ final class ScorerProbe {
    * work). Zero for the cheapest candidate and wherever the request is cold everywhere.
    */
   static CostTerm extraWork(double w, double tauMs) {
+    return extraWork(w, tauMs, 0, 10);
+  }
+
+  /**
+   * {@link #extraWork(double, double)} divided by {@code 1 + λ_g × h}: {@code λ_g} the decayed
+   * request rate (per s, 10 s) of the longest prefix any candidate holds, so a copy of a hot prefix
+   * (a replica later requests reuse) pays less than one of a cold prefix (session 24 probe).
+   */
+  static CostTerm extraWork(double w, double tauMs, double h, double gTauS) {
     return new CostTerm() {
       private final DecayedLoad load = new DecayedLoad(tauMs);
+      private final java.util.HashMap<Long, double[]> groups = new java.util.HashMap<>();
+
+      private double rate(dev.prefixrouter.api.spi.ScoringContext ctx) {
+        int most = 0;
+        for (int i = 0, n = ctx.size(); i < n; i++) {
+          most = Math.max(most, ctx.matchedBlocks(i));
+        }
+        if (most == 0) {
+          return 0;
+        }
+        double[] r = groups.get(ctx.key(most - 1));
+        long now = ctx.nowNanos();
+        return r == null ? 0 : r[0] * Math.exp(-(now - r[1]) / 1e9 / gTauS) / gTauS;
+      }
 
       @Override
       public String name() {
@@ -448,11 +487,58 @@ final class ScorerProbe {
           }
           out[i] = w * load.imposedWait(c.ctx().slot(i), now, ds);
         }
+        if (h > 0) {
+          double f = 1 / (1 + h * rate(c.ctx()));
+          for (int i = 0; i < n; i++) {
+            out[i] *= f;
+          }
+        }
       }
 
       @Override
       public void onRouted(dev.prefixrouter.api.spi.ScoringContext ctx, int candidate) {
         load.routed(ctx, candidate);
+        int m = ctx.matchedBlocks(candidate);
+        if (h > 0 && m > 0) {
+          long now = ctx.nowNanos();
+          double[] e = groups.computeIfAbsent(ctx.key(m - 1), x -> new double[] {0, now});
+          e[0] = e[0] * Math.exp(-(now - e[1]) / 1e9 / gTauS) + 1;
+          e[1] = now;
+        }
+      }
+    };
+  }
+
+  /**
+   * Research term (issue #18, session 24): a price on prefill work from the fleet's congestion.
+   * Work {@code w} added anywhere delays the requests that will queue behind it; with the router
+   * spreading arrivals, about as many as are queued now (Little), so each candidate pays {@code W ×
+   * q × w_i}: {@code w_i} its prefill ms (over weight), {@code q} the mean requests queued per
+   * candidate (the router's own not past first token plus the reported waiting) for mode 0, the
+   * candidate's own for mode 1, the least for mode 2. Single-threaded.
+   */
+  static CostTerm workPrice(double w, int mode) {
+    return new CostTerm() {
+      @Override
+      public String name() {
+        return "work-price";
+      }
+
+      @Override
+      public void costs(Candidates c, double[] out) {
+        int n = c.size();
+        double sum = 0;
+        double min = Double.POSITIVE_INFINITY;
+        for (int i = 0; i < n; i++) {
+          double q = c.ownQueued(i) + c.waiting(i);
+          sum += q;
+          min = Math.min(min, q);
+        }
+        double mean = n == 0 ? 0 : sum / n;
+        for (int i = 0; i < n; i++) {
+          double q = mode == 0 ? mean : mode == 1 ? c.ownQueued(i) + c.waiting(i) : min;
+          out[i] = w * q * c.prefillMs(i, c.uncachedTokens(i), c.cachedTokens(i)) / c.weight(i);
+        }
       }
     };
   }

@@ -1,0 +1,192 @@
+package dev.prefixrouter.scoring;
+
+import dev.prefixrouter.api.spi.ScoringContext;
+
+/**
+ * Extra work ({@link EstimatedTtftScorer.Builder#extraWork}): the wait a candidate's extra prefill
+ * imposes on the requests that will reach that backend after this one. A per-request estimate
+ * weighs only the request's own time; in overload it moves a request off a holder with a long queue
+ * onto a backend where its whole prompt is prefilled again, and that re-prefill delays every later
+ * arrival there (measured: a greedy choice with exact TTFTs loses to llm-d's weighted rule at 4x
+ * load on the high-cache workload, benchmarks/README.md issue #18 session 24). The term prices that
+ * delay:
+ *
+ * <pre>
+ * extraWork(b) = weight · λ(b) · ΔS(b)² / (2 (1 − ρ(b))) / (1 + h · λ_g)
+ * ΔS(b)        = prefill(b) − min over the candidates of prefill      (ms, divided by weight)
+ * </pre>
+ *
+ * {@code λ(b)} is the requests routed to b per ms and {@code ρ(b)} the prefill ms routed to b per
+ * ms (at the configured coefficients; capped at {@value #RHO_CAP}), both decayed with a {@value
+ * #LOAD_TAU_SECONDS} s time constant: the M/G/1 wait that {@code ΔS} of added work imposes on b's
+ * later arrivals. The candidate with the least prefill pays nothing; a candidate whose prefill is
+ * longer only by a few ms pays next to nothing (the square); a whole cold prompt on a busy backend
+ * pays a lot. Only a candidate with a prefill queued now pays (the router's pending prefill tokens
+ * there, or a reported waiting request): on an idle backend the copy starts at once, and the rates
+ * are the router's own view of its routes, which a host may drive far faster than any engine runs
+ * (the published gateway's hit-rate workload routes a request per simulated millisecond with the
+ * first tokens reported at once: priced there, the term would keep every document on its first
+ * holder and the load ±6–19 % apart; gated, that workload routes exactly as without the term).
+ * {@code λ_g} is the decayed request rate (per second, {@value #GROUP_TAU_SECONDS} s) of the
+ * longest prefix any candidate holds, counted at the routed requests that reused it: a copy of a
+ * hot prefix is a replica its later requests reuse (the replica-value term's case), so it pays
+ * {@code 1 / (1 + h · λ_g)} of the price; {@code h} ({@code groupHorizonSeconds}) 0 gives every
+ * prefix the full price.
+ *
+ * <p><b>Bounds.</b> One load record per backend slot (removed with the backend) and at most {@value
+ * #MAX_PREFIXES} prefix rates in a fixed table ({@link PrefixRates}: 40 B each, allocated at the
+ * first count; a new prefix displaces the colder of its set's two).
+ *
+ * <p>Thread-safe. Cost per decision: one pass over the candidates' prefill estimates; for each
+ * candidate with more prefill than the least, one short synchronized read of its load (one {@code
+ * exp}); when any candidate pays, one read of the prefix rate (a striped lock, one {@code exp}).
+ * Per routed request one synchronized update of the chosen backend's load and, when it reused a
+ * prefix, one update of that prefix's rate. No allocation after a backend's first route.
+ */
+final class ExtraWorkTerm implements CostTerm {
+  static final String NAME = "extra-work";
+
+  /** Time constant of a backend's decayed arrival rate and prefill utilisation, seconds. */
+  static final double LOAD_TAU_SECONDS = 2;
+
+  /** The utilisation used at most (the wait grows as {@code 1 / (1 − ρ)}). */
+  static final double RHO_CAP = 0.9;
+
+  /** Time constant of a prefix's decayed request rate, seconds. */
+  static final double GROUP_TAU_SECONDS = 10;
+
+  /** Prefix rates held at most (a power of two: {@link PrefixRates}' bound). */
+  static final int MAX_PREFIXES = 16_384;
+
+  private static final double LOAD_TAU_MS = LOAD_TAU_SECONDS * 1e3;
+
+  private final double weight;
+  private final double groupHorizonSeconds;
+  private final boolean busyOnly;
+  private final TtftCoefficients coefficients;
+  private final Object lock = new Object();
+  private final SlotTable<Load> loads = new SlotTable<>(lock);
+  private final PrefixRates groups;
+
+  /**
+   * @param weight the price's multiplier (> 0)
+   * @param groupHorizonSeconds {@code h}: seconds of a prefix's traffic that discount its copy
+   * @param coefficients the prefill estimate of the routed requests' loads
+   */
+  ExtraWorkTerm(
+      double weight, double groupHorizonSeconds, boolean busyOnly, TtftCoefficients coefficients) {
+    this.weight = weight;
+    this.busyOnly = busyOnly;
+    this.groupHorizonSeconds = groupHorizonSeconds;
+    this.coefficients = coefficients;
+    this.groups = new PrefixRates(MAX_PREFIXES, GROUP_TAU_SECONDS, 0);
+  }
+
+  /** One backend's routed requests and their prefill ms, decayed to {@link #at}. */
+  private static final class Load {
+    private double count;
+    private double sum;
+    private long at;
+    private boolean started; // at is a real time (a ticker may be negative: no 0 sentinel)
+
+    private void decay(long now) {
+      if (!started) {
+        started = true;
+        at = now;
+      } else if (now > at) {
+        double f = Math.exp(-(now - at) / 1e6 / LOAD_TAU_MS);
+        count *= f;
+        sum *= f;
+        at = now;
+      }
+    }
+
+    synchronized void add(long now, double ms) {
+      decay(now);
+      count += 1;
+      sum += ms;
+    }
+
+    /** The M/G/1 wait {@code λ S² / (2 (1 − ρ))} that {@code sMs} of work imposes here, ms. */
+    synchronized double imposedWaitMs(long now, double sMs) {
+      decay(now);
+      double lambda = count / LOAD_TAU_MS;
+      double rho = Math.min(RHO_CAP, sum / LOAD_TAU_MS);
+      return lambda * sMs * sMs / (2 * (1 - rho));
+    }
+  }
+
+  @Override
+  public String name() {
+    return NAME;
+  }
+
+  /** {@code 1 / (1 + h · λ_g)} for the longest prefix any candidate holds (1 without one). */
+  private double discount(ScoringContext ctx, long now) {
+    if (groupHorizonSeconds == 0) {
+      return 1;
+    }
+    int most = 0;
+    for (int i = 0, n = ctx.size(); i < n; i++) {
+      most = Math.max(most, ctx.matchedBlocks(i));
+    }
+    most = Math.min(most, ctx.keyCount());
+    if (most == 0) {
+      return 1;
+    }
+    return 1 / (1 + groupHorizonSeconds * groups.perSecond(ctx.key(most - 1), now));
+  }
+
+  @Override
+  public void costs(Candidates c, double[] out) {
+    int n = c.size();
+    double min = Double.POSITIVE_INFINITY;
+    for (int i = 0; i < n; i++) {
+      out[i] = c.prefillMs(i, c.uncachedTokens(i), c.cachedTokens(i)) / c.weight(i);
+      min = Math.min(min, out[i]);
+    }
+    ScoringContext ctx = c.ctx();
+    long now = ctx.nowNanos();
+    int[] slots = c.slots();
+    double f = Double.NaN; // read once, and only when a candidate pays
+    for (int i = 0; i < n; i++) {
+      double ds = out[i] - min;
+      Load l = ds > 0 && (!busyOnly || busy(c, ctx, i)) ? loads.get(slots[i]) : null;
+      if (l == null) {
+        out[i] = 0;
+        continue;
+      }
+      if (Double.isNaN(f)) {
+        f = discount(ctx, now);
+      }
+      out[i] = weight * l.imposedWaitMs(now, ds);
+      out[i] *= f;
+    }
+  }
+
+  /**
+   * Whether candidate {@code i} has a prefill queued now: router-pending prefill tokens or reported
+   * waiting requests.
+   */
+  private static boolean busy(Candidates c, ScoringContext ctx, int i) {
+    return ctx.pendingPrefillTokens(i) > 0 || c.waiting(i) >= 0.5;
+  }
+
+  @Override
+  public void onRouted(ScoringContext ctx, int candidate) {
+    long now = ctx.nowNanos();
+    double matched = ctx.matchedTokens(candidate);
+    double uncached = Math.max(0, ctx.promptTokens() - matched);
+    double ms = coefficients.prefillMs(uncached, matched) / ctx.backend(candidate).weight();
+    loads.getOrCreate(ctx.slot(candidate), Load::new).add(now, ms);
+    int m = Math.min(ctx.matchedBlocks(candidate), ctx.keyCount());
+    if (groupHorizonSeconds > 0 && m > 0) {
+      groups.record(ctx.key(m - 1), now, false, 1);
+    }
+  }
+
+  @Override
+  public void removeBackend(int slot) {
+    loads.remove(slot);
+  }
+}
