@@ -211,9 +211,7 @@ final class FutureWaitTerm implements CostTerm {
   @Override
   public void onRouted(ScoringContext ctx, int candidate) {
     long now = ctx.nowNanos();
-    double matched = ctx.matchedTokens(candidate);
-    double uncached = Math.max(0, ctx.promptTokens() - matched);
-    double ms = coefficients.prefillMs(uncached, matched) / ctx.backend(candidate).weight();
+    double ms = coefficients.routedPrefillMs(ctx, candidate);
     loads.getOrCreate(ctx.slot(candidate), Load::new).add(now, ms, tau());
     String key = EstimatedTtftScorer.sessionKey(ctx.request());
     if (key == null) {

@@ -1,5 +1,7 @@
 package dev.prefixrouter.scoring;
 
+import dev.prefixrouter.api.spi.ScoringContext;
+
 /**
  * Coefficients of the time-to-first-token model, in milliseconds:
  *
@@ -46,5 +48,16 @@ public record TtftCoefficients(
   /** Prefill time of {@code uncached} tokens after {@code cached} ones. */
   public double prefillMs(double uncached, double cached) {
     return alphaMs + betaMsPerToken * uncached + gammaMsPerToken2 * uncached * (uncached + cached);
+  }
+
+  /**
+   * The routed request's prefill on {@code candidate} in ms at these coefficients: its prompt
+   * tokens after the candidate's matched ones, divided by the backend's weight (the recent prefill
+   * load the future-wait and extra-work terms keep per backend).
+   */
+  double routedPrefillMs(ScoringContext ctx, int candidate) {
+    double matched = ctx.matchedTokens(candidate);
+    double uncached = Math.max(0, ctx.promptTokens() - matched);
+    return prefillMs(uncached, matched) / ctx.backend(candidate).weight();
   }
 }
