@@ -265,7 +265,8 @@ public final class EstimatedTtftScorer implements Scorer {
     if (b.extraWorkWeight > 0) {
       ts.add(
           new ExtraWorkTerm(
-              b.extraWorkWeight, b.extraWorkGroupHorizon, b.extraWorkBusyOnly, b.coefficients));
+                  b.extraWorkWeight, b.extraWorkGroupHorizon, b.extraWorkBusyOnly, b.coefficients)
+              .idleShare(b.extraWorkIdleShare));
     }
     rs.add(new TieBandRule());
     if (b.prefixAffinityRatio > 0) {
@@ -974,6 +975,7 @@ public final class EstimatedTtftScorer implements Scorer {
     private double extraWorkWeight = 2;
     private double extraWorkGroupHorizon = 1;
     private boolean extraWorkBusyOnly = true;
+    private double extraWorkIdleShare = Double.POSITIVE_INFINITY;
     private double turnoverRatio = 4.0;
     private Duration sessionTtl = Duration.ofMinutes(30);
     private long maxSessions = 100_000;
@@ -1582,6 +1584,25 @@ public final class EstimatedTtftScorer implements Scorer {
      * every document on its first holder and breaks the ±5 % balance; benchmarks/README.md, issue
      * #18 session 24).
      */
+    /**
+     * Research switch for {@link #extraWork}: when at least {@code share} of a decision's
+     * candidates have a prefill queued, the idle ones pay the price too (the fleet is saturated,
+     * and a copy on the one backend that has just drained delays what reaches it next). Default
+     * {@code +Infinity}: only busy candidates pay. Measured at 0.75 (benchmarks/README.md, issue
+     * #18 session 24): high-cache at 4x 1.01x -> 0.93x the best anchor's p95, RL-rollout bursts 4-6
+     * % of p95 worse and the map-reduce fan-out's mean 3 % higher at 2x, so not the default.
+     *
+     * @throws IllegalArgumentException unless share is in [0, 1] or +Infinity
+     */
+    public Builder extraWorkIdleShare(double share) {
+      if (!(share >= 0 && share <= 1) && share != Double.POSITIVE_INFINITY) {
+        throw new IllegalArgumentException(
+            "extraWorkIdleShare must be in [0, 1] or Infinity, was " + share);
+      }
+      this.extraWorkIdleShare = share;
+      return this;
+    }
+
     public Builder extraWorkBusyOnly(boolean busyOnly) {
       this.extraWorkBusyOnly = busyOnly;
       return this;

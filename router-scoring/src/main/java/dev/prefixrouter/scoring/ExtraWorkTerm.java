@@ -63,6 +63,8 @@ final class ExtraWorkTerm implements CostTerm {
   private final double weight;
   private final double groupHorizonSeconds;
   private final boolean busyOnly;
+  private double idleShare =
+      Double.POSITIVE_INFINITY; // research: idle ones pay from this busy share
   private final TtftCoefficients coefficients;
   private final Object lock = new Object();
   private final SlotTable<Load> loads = new SlotTable<>(lock);
@@ -80,6 +82,15 @@ final class ExtraWorkTerm implements CostTerm {
     this.groupHorizonSeconds = groupHorizonSeconds;
     this.coefficients = coefficients;
     this.groups = new PrefixRates(MAX_PREFIXES, GROUP_TAU_SECONDS, 0);
+  }
+
+  /**
+   * From this share of busy candidates in a decision on, idle ones pay too ({@link
+   * EstimatedTtftScorer.Builder#extraWorkIdleShare}); +Infinity: never. Set before first use.
+   */
+  ExtraWorkTerm idleShare(double share) {
+    this.idleShare = share;
+    return this;
   }
 
   /** One backend's routed requests and their prefill ms, decayed to {@link #at}. */
@@ -148,10 +159,18 @@ final class ExtraWorkTerm implements CostTerm {
     ScoringContext ctx = c.ctx();
     long now = ctx.nowNanos();
     int[] slots = c.slots();
+    boolean all = !busyOnly;
+    if (!all && idleShare <= 1) {
+      int busy = 0;
+      for (int i = 0; i < n; i++) {
+        busy += busy(c, ctx, i) ? 1 : 0;
+      }
+      all = busy >= idleShare * n;
+    }
     double f = Double.NaN; // read once, and only when a candidate pays
     for (int i = 0; i < n; i++) {
       double ds = out[i] - min;
-      Load l = ds > 0 && (!busyOnly || busy(c, ctx, i)) ? loads.get(slots[i]) : null;
+      Load l = ds > 0 && (all || busy(c, ctx, i)) ? loads.get(slots[i]) : null;
       if (l == null) {
         out[i] = 0;
         continue;

@@ -187,6 +187,32 @@ class ExtraWorkTermTest {
   }
 
   @Test
+  void anIdleCandidatePaysOnceEnoughOfTheOthersAreBusy() {
+    EstimatedTtftScorer half = plain().extraWork(2, 0).extraWorkIdleShare(0.5).build();
+    EstimatedTtftScorer off = plain().extraWork(0, 0).build();
+    coldHistory(half, 80, 12);
+    FakeContext busyHolder = request(1000); // b0 busy, b1 idle: half the candidates busy
+    busyHolder.pending[0] = 16;
+    busyHolder.pending[1] = 0;
+    FakeContext none = request(1000);
+    none.pending[0] = 16;
+    none.pending[1] = 0;
+    half.score(busyHolder);
+    off.score(none);
+    assertThat(busyHolder.cost(1)).isGreaterThan(none.cost(1) + 100);
+    FakeContext idle = request(1000); // nobody busy: the idle copy pays nothing
+    idle.pending[1] = 0;
+    FakeContext idleOff = request(1000);
+    idleOff.pending[1] = 0;
+    half.score(idle);
+    off.score(idleOff);
+    assertThat(idle.cost(1)).isEqualTo(idleOff.cost(1));
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().extraWorkIdleShare(1.5))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("extraWorkIdleShare");
+  }
+
+  @Test
   void aRemovedBackendsLoadIsForgotten() {
     EstimatedTtftScorer on = plain().extraWork(2, 0).build();
     EstimatedTtftScorer off = plain().extraWork(0, 0).build();
