@@ -305,6 +305,14 @@ public final class Candidates {
     return running[i];
   }
 
+  /**
+   * Whether the candidate has a prefill queued now: router-pending prefill tokens, or a reported
+   * waiting request beyond the router's own (a report faded below half a request does not count).
+   */
+  public boolean prefillQueued(int i) {
+    return ctx().pendingPrefillTokens(i) > 0 || waiting[i] >= 0.5;
+  }
+
   /** Requests the backend reports waiting beyond the router's own queued leases, faded. */
   public double waiting(int i) {
     return waiting[i];

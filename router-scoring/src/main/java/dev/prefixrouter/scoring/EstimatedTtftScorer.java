@@ -265,8 +265,7 @@ public final class EstimatedTtftScorer implements Scorer {
     if (b.extraWorkWeight > 0) {
       ts.add(
           new ExtraWorkTerm(
-                  b.extraWorkWeight, b.extraWorkGroupHorizon, b.extraWorkBusyOnly, b.coefficients)
-              .idleShare(b.extraWorkIdleShare));
+              b.extraWorkWeight, b.extraWorkGroupHorizon, b.extraWorkIdleShare, b.coefficients));
     }
     rs.add(new TieBandRule());
     if (b.prefixAffinityRatio > 0) {
@@ -974,7 +973,6 @@ public final class EstimatedTtftScorer implements Scorer {
     private double replicaMinLoad = 0.05;
     private double extraWorkWeight = 2;
     private double extraWorkGroupHorizon = 1;
-    private boolean extraWorkBusyOnly = true;
     private double extraWorkIdleShare = Double.POSITIVE_INFINITY;
     private double turnoverRatio = 4.0;
     private Duration sessionTtl = Duration.ofMinutes(30);
@@ -1556,10 +1554,10 @@ public final class EstimatedTtftScorer implements Scorer {
      * requests on their prefix's holders instead of re-prefilling whole prompts elsewhere, which a
      * per-request estimate, even an exact one, does not. Default {@code (2, 1)} since issue #18
      * session 24 (off before): at 4x load on the high-cache workload TTFT p95 from 1.10x / 1.21x
-     * the best anchor's (metrics reported every 100 / 50 ms) to 0.93x / 0.99x, with the
-     * heterogeneous fleet, the varying load and the failing backend better as well; the map-reduce
-     * fan-out's mean TTFT is 2-6 % higher (benchmarks/README.md). See {@code ExtraWorkTerm}. {@code
-     * weight} 0 turns the term off; {@code groupHorizonSeconds} 0 prices every copy in full.
+     * the best anchor's (metrics reported every 100 / 50 ms) to 1.01x / 1.09x, with the
+     * heterogeneous fleet, the varying load and the failing backend better as well and the
+     * map-reduce fan-out's mean 1-2 % lower (benchmarks/README.md). See {@code ExtraWorkTerm}.
+     * {@code weight} 0 turns the term off; {@code groupHorizonSeconds} 0 prices every copy in full.
      *
      * @throws IllegalArgumentException unless weight is in [0, 1000] and groupHorizonSeconds in [0,
      *     3600]
@@ -1578,19 +1576,15 @@ public final class EstimatedTtftScorer implements Scorer {
     }
 
     /**
-     * Whether only a candidate with a prefill queued now pays the {@link #extraWork} price (default
-     * true); false prices every candidate, idle ones too (a research switch: on the published
-     * gateway's hit-rate workload, whose host routes a request per simulated millisecond, it holds
-     * every document on its first holder and breaks the ±5 % balance; benchmarks/README.md, issue
-     * #18 session 24).
-     */
-    /**
      * Research switch for {@link #extraWork}: when at least {@code share} of a decision's
      * candidates have a prefill queued, the idle ones pay the price too (the fleet is saturated,
      * and a copy on the one backend that has just drained delays what reaches it next). Default
-     * {@code +Infinity}: only busy candidates pay. Measured at 0.75 (benchmarks/README.md, issue
-     * #18 session 24): high-cache at 4x 1.01x -> 0.93x the best anchor's p95, RL-rollout bursts 4-6
-     * % of p95 worse and the map-reduce fan-out's mean 3 % higher at 2x, so not the default.
+     * {@code +Infinity}: only busy candidates pay; 0: every candidate pays, idle ones too (on the
+     * published gateway's hit-rate workload, whose host routes a request per simulated millisecond,
+     * that holds every document on its first holder and breaks the ±5 % balance). Measured at 0.75
+     * (benchmarks/README.md, issue #18 session 24): high-cache at 4x 1.01x -> 0.93x the best
+     * anchor's p95, RL-rollout bursts 4-6 % of p95 worse and the map-reduce fan-out's mean 3 %
+     * higher at 2x, so not the default.
      *
      * @throws IllegalArgumentException unless share is in [0, 1] or +Infinity
      */
@@ -1600,11 +1594,6 @@ public final class EstimatedTtftScorer implements Scorer {
             "extraWorkIdleShare must be in [0, 1] or Infinity, was " + share);
       }
       this.extraWorkIdleShare = share;
-      return this;
-    }
-
-    public Builder extraWorkBusyOnly(boolean busyOnly) {
-      this.extraWorkBusyOnly = busyOnly;
       return this;
     }
 

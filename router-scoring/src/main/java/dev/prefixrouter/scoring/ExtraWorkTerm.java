@@ -62,9 +62,7 @@ final class ExtraWorkTerm implements CostTerm {
 
   private final double weight;
   private final double groupHorizonSeconds;
-  private final boolean busyOnly;
-  private double idleShare =
-      Double.POSITIVE_INFINITY; // research: idle ones pay from this busy share
+  private final double idleShare;
   private final TtftCoefficients coefficients;
   private final Object lock = new Object();
   private final SlotTable<Load> loads = new SlotTable<>(lock);
@@ -73,24 +71,18 @@ final class ExtraWorkTerm implements CostTerm {
   /**
    * @param weight the price's multiplier (> 0)
    * @param groupHorizonSeconds {@code h}: seconds of a prefix's traffic that discount its copy
+   * @param idleShare from this share of busy candidates in a decision on, idle ones pay too ({@link
+   *     EstimatedTtftScorer.Builder#extraWorkIdleShare}): 0 every candidate, +Infinity busy ones
+   *     only
    * @param coefficients the prefill estimate of the routed requests' loads
    */
   ExtraWorkTerm(
-      double weight, double groupHorizonSeconds, boolean busyOnly, TtftCoefficients coefficients) {
+      double weight, double groupHorizonSeconds, double idleShare, TtftCoefficients coefficients) {
     this.weight = weight;
-    this.busyOnly = busyOnly;
+    this.idleShare = idleShare;
     this.groupHorizonSeconds = groupHorizonSeconds;
     this.coefficients = coefficients;
     this.groups = new PrefixRates(MAX_PREFIXES, GROUP_TAU_SECONDS, 0);
-  }
-
-  /**
-   * From this share of busy candidates in a decision on, idle ones pay too ({@link
-   * EstimatedTtftScorer.Builder#extraWorkIdleShare}); +Infinity: never. Set before first use.
-   */
-  ExtraWorkTerm idleShare(double share) {
-    this.idleShare = share;
-    return this;
   }
 
   /** One backend's routed requests and their prefill ms, decayed to {@link #at}. */
@@ -159,18 +151,18 @@ final class ExtraWorkTerm implements CostTerm {
     ScoringContext ctx = c.ctx();
     long now = ctx.nowNanos();
     int[] slots = c.slots();
-    boolean all = !busyOnly;
-    if (!all && idleShare <= 1) {
+    boolean all = false; // idle candidates pay too
+    if (idleShare <= 1) {
       int busy = 0;
       for (int i = 0; i < n; i++) {
-        busy += busy(c, ctx, i) ? 1 : 0;
+        busy += c.prefillQueued(i) ? 1 : 0;
       }
       all = busy >= idleShare * n;
     }
     double f = Double.NaN; // read once, and only when a candidate pays
     for (int i = 0; i < n; i++) {
       double ds = out[i] - min;
-      Load l = ds > 0 && (all || busy(c, ctx, i)) ? loads.get(slots[i]) : null;
+      Load l = ds > 0 && (all || c.prefillQueued(i)) ? loads.get(slots[i]) : null;
       if (l == null) {
         out[i] = 0;
         continue;
@@ -181,14 +173,6 @@ final class ExtraWorkTerm implements CostTerm {
       out[i] = weight * l.imposedWaitMs(now, ds);
       out[i] *= f;
     }
-  }
-
-  /**
-   * Whether candidate {@code i} has a prefill queued now: router-pending prefill tokens or reported
-   * waiting requests.
-   */
-  private static boolean busy(Candidates c, ScoringContext ctx, int i) {
-    return ctx.pendingPrefillTokens(i) > 0 || c.waiting(i) >= 0.5;
   }
 
   @Override

@@ -97,13 +97,6 @@ final class ReplicaValueTerm implements CostTerm {
   }
 
   /**
-   * Whether candidate {@code i} has a prefill queued: router-pending tokens or reported waiting.
-   */
-  private static boolean busy(Candidates c, ScoringContext ctx, int i) {
-    return ctx.pendingPrefillTokens(i) > 0 || c.waiting(i) >= 0.5; // a faded report: not busy
-  }
-
-  /**
    * The request's longest held prefix in blocks (capped at the context's keys), or 0 when none is
    * held or it covers less than {@value #MIN_PREFIX_SHARE} of the prompt: the prefix this term
    * credits and counts.
@@ -130,7 +123,7 @@ final class ReplicaValueTerm implements CostTerm {
     boolean idleOther = false;
     double r = Double.POSITIVE_INFINITY;
     for (int i = 0; i < n; i++) {
-      boolean busy = busy(c, ctx, i);
+      boolean busy = c.prefillQueued(i);
       if (ctx.matchedBlocks(i) >= most) {
         if (!busy) {
           return; // an idle holder: no collision to escape
@@ -150,7 +143,7 @@ final class ReplicaValueTerm implements CostTerm {
     }
     double credit = horizonSeconds * lambda * r;
     for (int i = 0; i < n; i++) {
-      if (ctx.matchedBlocks(i) < most && !busy(c, ctx, i) && !c.saturated(i)) {
+      if (ctx.matchedBlocks(i) < most && !c.prefillQueued(i) && !c.saturated(i)) {
         // at most the candidate's own prefill: the copy is priced as if it held the prompt, and
         // every total stays at or above the candidate's queue (the rules compare best × ratio)
         double own = c.prefillMs(i, c.uncachedTokens(i), c.cachedTokens(i)) / c.weight(i);

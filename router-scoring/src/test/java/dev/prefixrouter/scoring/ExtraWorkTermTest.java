@@ -169,7 +169,7 @@ class ExtraWorkTermTest {
   @Test
   void anIdleCandidatePaysNothingUnlessEveryCandidateIsPriced() {
     EstimatedTtftScorer on = plain().extraWork(2, 0).build();
-    EstimatedTtftScorer all = plain().extraWork(2, 0).extraWorkBusyOnly(false).build();
+    EstimatedTtftScorer all = plain().extraWork(2, 0).extraWorkIdleShare(0).build();
     EstimatedTtftScorer off = plain().extraWork(0, 0).build();
     coldHistory(on, 80, 12);
     coldHistory(all, 80, 12);
