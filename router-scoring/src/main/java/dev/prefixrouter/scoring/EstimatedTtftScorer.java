@@ -265,7 +265,11 @@ public final class EstimatedTtftScorer implements Scorer {
     if (b.extraWorkWeight > 0) {
       ts.add(
           new ExtraWorkTerm(
-              b.extraWorkWeight, b.extraWorkGroupHorizon, b.extraWorkIdleShare, b.coefficients));
+              b.extraWorkWeight,
+              b.extraWorkGroupHorizon,
+              b.extraWorkIdleShare,
+              b.extraWorkIdleWeight,
+              b.coefficients));
     }
     rs.add(new TieBandRule());
     if (b.prefixAffinityRatio > 0) {
@@ -973,7 +977,8 @@ public final class EstimatedTtftScorer implements Scorer {
     private double replicaMinLoad = 0.05;
     private double extraWorkWeight = 2;
     private double extraWorkGroupHorizon = 1;
-    private double extraWorkIdleShare = Double.POSITIVE_INFINITY;
+    private double extraWorkIdleShare = 0.75;
+    private double extraWorkIdleWeight = 0.5;
     private double turnoverRatio = 4.0;
     private Duration sessionTtl = Duration.ofMinutes(30);
     private long maxSessions = 100_000;
@@ -1576,15 +1581,16 @@ public final class EstimatedTtftScorer implements Scorer {
     }
 
     /**
-     * Research switch for {@link #extraWork}: when at least {@code share} of a decision's
-     * candidates have a prefill queued, the idle ones pay the price too (the fleet is saturated,
-     * and a copy on the one backend that has just drained delays what reaches it next). Default
-     * {@code +Infinity}: only busy candidates pay; 0: every candidate pays, idle ones too (on the
-     * published gateway's hit-rate workload, whose host routes a request per simulated millisecond,
-     * that holds every document on its first holder and breaks the ±5 % balance). Measured at 0.75
-     * (benchmarks/README.md, issue #18 session 24): high-cache at 4x 1.01x -> 0.93x the best
-     * anchor's p95, RL-rollout bursts 4-6 % of p95 worse and the map-reduce fan-out's mean 3 %
-     * higher at 2x, so not the default.
+     * Who pays {@link #extraWork} besides the busy candidates: once at least {@code share} of a
+     * decision's candidates have a prefill queued, the idle ones pay {@link #extraWorkIdleWeight}
+     * of the price too (the fleet is saturated, and a copy on the one backend that has just drained
+     * delays what reaches it next). Default 0.75; {@code +Infinity}: only busy candidates pay; 0:
+     * every candidate pays (on the published gateway's hit-rate workload, whose host routes a
+     * request per simulated millisecond, that holds every document on its first holder and breaks
+     * the ±5 % balance). Measured (benchmarks/README.md, issue #18 session 25): with weight 0.5,
+     * high-cache at 4x 1.01x -> 0.93x the best anchor's p95 (1.09x -> 1.00x with 50 ms reports),
+     * chat-over-batch at 4x 0.98x -> 0.92x; RL-rollout bursts 1-3 % of p95 and the map-reduce
+     * fan-out's mean 2-3 % higher at 2x.
      *
      * @throws IllegalArgumentException unless share is in [0, 1] or +Infinity
      */
@@ -1594,6 +1600,22 @@ public final class EstimatedTtftScorer implements Scorer {
             "extraWorkIdleShare must be in [0, 1] or Infinity, was " + share);
       }
       this.extraWorkIdleShare = share;
+      return this;
+    }
+
+    /**
+     * The share of the {@link #extraWork} price an idle candidate pays when {@link
+     * #extraWorkIdleShare} makes it pay: default 0.5 (the full price, 1, kept requests on busy
+     * holders through RL-rollout bursts: 4-6 % worse p95 there against 1-3 % at 0.5, with the same
+     * overload gain); 0 turns idle pricing off.
+     *
+     * @throws IllegalArgumentException unless weight is in [0, 1]
+     */
+    public Builder extraWorkIdleWeight(double weight) {
+      if (!(weight >= 0 && weight <= 1)) {
+        throw new IllegalArgumentException("extraWorkIdleWeight must be in [0, 1], was " + weight);
+      }
+      this.extraWorkIdleWeight = weight;
       return this;
     }
 

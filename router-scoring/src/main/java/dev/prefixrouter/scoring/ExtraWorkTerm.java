@@ -21,13 +21,17 @@ import dev.prefixrouter.api.spi.ScoringContext;
  * #LOAD_TAU_SECONDS} s time constant: the M/G/1 wait that {@code ΔS} of added work imposes on b's
  * later arrivals. The candidate with the least prefill pays nothing; a candidate whose prefill is
  * longer only by a few ms pays next to nothing (the square); a whole cold prompt on a busy backend
- * pays a lot. Only a candidate with a prefill queued now pays (the router's pending prefill tokens
- * there, or a reported waiting request): on an idle backend the copy starts at once, and the rates
- * are the router's own view of its routes, which a host may drive far faster than any engine runs
- * (the published gateway's hit-rate workload routes a request per simulated millisecond with the
- * first tokens reported at once: priced there, the term would keep every document on its first
- * holder and the load ±6–19 % apart; gated, that workload routes exactly as without the term).
- * {@code λ_g} is the decayed request rate (per second, {@value #GROUP_TAU_SECONDS} s) of the
+ * pays a lot. A candidate with a prefill queued now pays (the router's pending prefill tokens
+ * there, or a reported waiting request). An idle one pays {@code idleWeight} (default 0.5) of the
+ * price, and only once at least {@code idleShare} (default 0.75) of the decision's candidates are
+ * busy: the fleet is saturated, and a copy on the one backend that has just drained delays what
+ * reaches it next (on the high-cache workload at 4x load, 1.01x -> 0.93x the best anchor's p95).
+ * Below that share an idle backend starts the copy at once, and the rates are the router's own view
+ * of its routes, which a host may drive far faster than any engine runs (the published gateway's
+ * hit-rate workload routes a request per simulated millisecond with the first tokens reported at
+ * once and never has a prefill queued: priced there, the term would keep every document on its
+ * first holder and the load ±6–19 % apart; gated, that workload routes exactly as without the
+ * term). {@code λ_g} is the decayed request rate (per second, {@value #GROUP_TAU_SECONDS} s) of the
  * longest prefix any candidate holds, counted at the routed requests that reused it: a copy of a
  * hot prefix is a replica its later requests reuse (the replica-value term's case), so it pays
  * {@code 1 / (1 + h · λ_g)} of the price; {@code h} ({@code groupHorizonSeconds}) 0 gives every
@@ -63,6 +67,7 @@ final class ExtraWorkTerm implements CostTerm {
   private final double weight;
   private final double groupHorizonSeconds;
   private final double idleShare;
+  private final double idleWeight;
   private final TtftCoefficients coefficients;
   private final Object lock = new Object();
   private final SlotTable<Load> loads = new SlotTable<>(lock);
@@ -74,12 +79,18 @@ final class ExtraWorkTerm implements CostTerm {
    * @param idleShare from this share of busy candidates in a decision on, idle ones pay too ({@link
    *     EstimatedTtftScorer.Builder#extraWorkIdleShare}): 0 every candidate, +Infinity busy ones
    *     only
+   * @param idleWeight the share of the price an idle candidate pays when it pays, in [0, 1]
    * @param coefficients the prefill estimate of the routed requests' loads
    */
   ExtraWorkTerm(
-      double weight, double groupHorizonSeconds, double idleShare, TtftCoefficients coefficients) {
+      double weight,
+      double groupHorizonSeconds,
+      double idleShare,
+      double idleWeight,
+      TtftCoefficients coefficients) {
     this.weight = weight;
     this.idleShare = idleShare;
+    this.idleWeight = idleWeight;
     this.groupHorizonSeconds = groupHorizonSeconds;
     this.coefficients = coefficients;
     this.groups = new PrefixRates(MAX_PREFIXES, GROUP_TAU_SECONDS, 0);
@@ -170,7 +181,7 @@ final class ExtraWorkTerm implements CostTerm {
       if (Double.isNaN(f)) {
         f = discount(ctx, now);
       }
-      out[i] = weight * l.imposedWaitMs(now, ds);
+      out[i] = (c.prefillQueued(i) ? weight : weight * idleWeight) * l.imposedWaitMs(now, ds);
       out[i] *= f;
     }
   }

@@ -168,8 +168,10 @@ class ExtraWorkTermTest {
 
   @Test
   void anIdleCandidatePaysNothingUnlessEveryCandidateIsPriced() {
-    EstimatedTtftScorer on = plain().extraWork(2, 0).build();
-    EstimatedTtftScorer all = plain().extraWork(2, 0).extraWorkIdleShare(0).build();
+    EstimatedTtftScorer on =
+        plain().extraWork(2, 0).extraWorkIdleShare(Double.POSITIVE_INFINITY).build();
+    EstimatedTtftScorer all =
+        plain().extraWork(2, 0).extraWorkIdleShare(0).extraWorkIdleWeight(1).build();
     EstimatedTtftScorer off = plain().extraWork(0, 0).build();
     coldHistory(on, 80, 12);
     coldHistory(all, 80, 12);
@@ -210,6 +212,63 @@ class ExtraWorkTermTest {
     assertThatThrownBy(() -> EstimatedTtftScorer.builder().extraWorkIdleShare(1.5))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("extraWorkIdleShare");
+  }
+
+  @Test
+  void byDefaultAnIdleCandidatePaysHalfThePriceOnceThreeQuartersOfTheOthersAreBusy() {
+    EstimatedTtftScorer on = plain().extraWork(2, 0).build(); // idle share 0.75, weight 0.5
+    EstimatedTtftScorer off = plain().extraWork(0, 0).build();
+    coldHistory(on, 80, 12);
+    // b0 holds the prompt, b1 idle with b1's history, b2..b4 busy: 3 of 5 busy (0.6) and then 4 of
+    // 5 (0.8) with b1 idle in both
+    FakeContext below = fiveCandidates(1000, 3);
+    FakeContext belowOff = fiveCandidates(1000, 3);
+    on.score(below);
+    off.score(belowOff);
+    assertThat(below.cost(1)).as("3 of 5 busy: idle pays nothing").isEqualTo(belowOff.cost(1));
+
+    FakeContext above = fiveCandidates(1000, 4);
+    FakeContext aboveOff = fiveCandidates(1000, 4);
+    on.score(above);
+    off.score(aboveOff);
+    double[] lr = load(80, 12, 1000);
+    double ds = K.prefillMs(PROMPT, 0) - K.prefillMs(PROMPT - 2048, 2048);
+    double busyPrice = 2 * lr[0] * ds * ds / (2 * (1 - lr[1]));
+    assertThat(above.cost(1)).isCloseTo(aboveOff.cost(1) + 0.5 * busyPrice, within(1e-6));
+
+    EstimatedTtftScorer full = plain().extraWork(2, 0).extraWorkIdleWeight(1).build();
+    coldHistory(full, 80, 12);
+    FakeContext fullAbove = fiveCandidates(1000, 4);
+    full.score(fullAbove);
+    assertThat(fullAbove.cost(1)).isCloseTo(aboveOff.cost(1) + busyPrice, within(1e-6));
+
+    EstimatedTtftScorer never = plain().extraWork(2, 0).extraWorkIdleWeight(0).build();
+    coldHistory(never, 80, 12);
+    FakeContext neverAbove = fiveCandidates(1000, 4);
+    never.score(neverAbove);
+    assertThat(neverAbove.cost(1)).isEqualTo(aboveOff.cost(1));
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().extraWorkIdleWeight(1.5))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("extraWorkIdleWeight");
+  }
+
+  /**
+   * Five candidates at {@code nowMs}: b0 holds the group prompt (busy), b1 idle and cold, and
+   * {@code busy - 1} of b2..b4 busy (each holding the prompt, so none of them pays).
+   */
+  private static FakeContext fiveCandidates(long nowMs, int busy) {
+    FakeContext ctx = new FakeContext(5);
+    ctx.promptTokens = PROMPT;
+    ctx.keys = keys(1000);
+    ctx.now = nowMs * 1_000_000L;
+    for (int i = 0; i < 5; i++) {
+      ctx.matchedBlocks[i] = i == 1 ? 0 : PREFIX_BLOCKS;
+    }
+    ctx.pending[0] = 16;
+    for (int i = 2; i < 1 + busy; i++) {
+      ctx.pending[i] = 16;
+    }
+    return ctx;
   }
 
   @Test

@@ -140,6 +140,8 @@ public class PrefixRouterAutoConfiguration {
           "extra-work",
           "groupHorizonSeconds",
           "extra-work-group-horizon");
+      guard("prefix-router.scorer", () -> b.extraWorkIdleShare(s.getExtraWorkIdleShare()));
+      guard("prefix-router.scorer", () -> b.extraWorkIdleWeight(s.getExtraWorkIdleWeight()));
       b.balanceMovesSessions(s.isBalanceMovesSessions());
       b.pendingPrefix(s.isPendingPrefix());
       return guard("prefix-router.scorer", b::build);
@@ -433,6 +435,8 @@ public class PrefixRouterAutoConfiguration {
           "prefix-router.scorer.lower-tier-credit",
           "prefix-router.scorer.fleet-band",
           "prefix-router.scorer.fleet-band-evidence",
+          "prefix-router.scorer.extra-work-idle-share",
+          "prefix-router.scorer.extra-work-idle-weight",
           "prefix-router.scorer.session-ttl",
           "prefix-router.scorer.max-sessions",
           "prefix-router.limiter.max-tenants",

@@ -394,6 +394,16 @@ public class PrefixRouterProperties {
     private double extraWorkGroupHorizon = 1;
 
     /**
+     * Share of a decision's candidates that must have a prefill queued before the idle ones pay the
+     * extra-work price too (the fleet is saturated), 0..1 or {@code Infinity} (only busy candidates
+     * pay).
+     */
+    private double extraWorkIdleShare = 0.75;
+
+    /** Share of the extra-work price an idle candidate pays when it pays, 0..1; 0 never. */
+    private double extraWorkIdleWeight = 0.5;
+
+    /**
      * Whether a prefix another request is still about to prefill on a busy backend counts as not
      * cached there (est-ttft {@code pendingPrefix}): siblings sent at once (map-reduce maps on one
      * document) spread to backends that start them at once. Off by default: it costs bursts of
@@ -461,6 +471,22 @@ public class PrefixRouterProperties {
 
     public void setExtraWorkGroupHorizon(double extraWorkGroupHorizon) {
       this.extraWorkGroupHorizon = extraWorkGroupHorizon;
+    }
+
+    public double getExtraWorkIdleShare() {
+      return extraWorkIdleShare;
+    }
+
+    public void setExtraWorkIdleShare(double extraWorkIdleShare) {
+      this.extraWorkIdleShare = extraWorkIdleShare;
+    }
+
+    public double getExtraWorkIdleWeight() {
+      return extraWorkIdleWeight;
+    }
+
+    public void setExtraWorkIdleWeight(double extraWorkIdleWeight) {
+      this.extraWorkIdleWeight = extraWorkIdleWeight;
     }
 
     public boolean isBalanceMovesSessions() {

@@ -181,6 +181,28 @@ class PrefixRouterAutoConfigurationTest {
                     .hasStackTraceContaining("prefix-router.scorer.extra-work-group-horizon")
                     .hasStackTraceContaining("extra-work-group-horizon in [0, 3600]; was 4000.0"));
     runner
+        .withPropertyValues("prefix-router.scorer.extra-work-idle-share=1.5")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining("prefix-router.scorer.extra-work-idle-share")
+                    .hasStackTraceContaining(
+                        "extra-work-idle-share must be in [0, 1] or Infinity, was 1.5"));
+    runner
+        .withPropertyValues("prefix-router.scorer.extra-work-idle-weight=-0.5")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining("prefix-router.scorer.extra-work-idle-weight")
+                    .hasStackTraceContaining("extra-work-idle-weight must be in [0, 1], was -0.5"));
+    runner
+        .withPropertyValues(
+            "prefix-router.scorer.extra-work-idle-share=Infinity",
+            "prefix-router.scorer.extra-work-idle-weight=0")
+        .run(ctx -> assertThat(ctx).hasNotFailed());
+    runner
         .withPropertyValues("prefix-router.scorer.extra-work=0")
         .run(
             ctx ->
