@@ -269,6 +269,7 @@ public final class EstimatedTtftScorer implements Scorer {
               b.extraWorkGroupHorizon,
               b.extraWorkIdleShare,
               b.extraWorkIdleWeight,
+              b.extraWorkIdleMinUtilisation,
               b.coefficients));
     }
     rs.add(new TieBandRule());
@@ -979,6 +980,8 @@ public final class EstimatedTtftScorer implements Scorer {
     private double extraWorkGroupHorizon = 1;
     private double extraWorkIdleShare = 0.75;
     private double extraWorkIdleWeight = 0.5;
+    private double extraWorkIdleMinUtilisation = 0.5;
+
     private double turnoverRatio = 4.0;
     private Duration sessionTtl = Duration.ofMinutes(30);
     private long maxSessions = 100_000;
@@ -1582,15 +1585,20 @@ public final class EstimatedTtftScorer implements Scorer {
 
     /**
      * Who pays {@link #extraWork} besides the busy candidates: once at least {@code share} of a
-     * decision's candidates have a prefill queued, the idle ones pay {@link #extraWorkIdleWeight}
-     * of the price too (the fleet is saturated, and a copy on the one backend that has just drained
-     * delays what reaches it next). Default 0.75; {@code +Infinity}: only busy candidates pay; 0:
-     * every candidate pays (on the published gateway's hit-rate workload, whose host routes a
-     * request per simulated millisecond, that holds every document on its first holder and breaks
-     * the ±5 % balance). Measured (benchmarks/README.md, issue #18 session 25): with weight 0.5,
-     * high-cache at 4x 1.01x -> 0.93x the best anchor's p95 (1.09x -> 1.00x with 50 ms reports),
-     * chat-over-batch at 4x 0.98x -> 0.92x; RL-rollout bursts 1-3 % of p95 and the map-reduce
-     * fan-out's mean 2-3 % higher at 2x.
+     * decision's candidates have a prefill queued, an idle one whose recent prefill utilisation is
+     * at least {@link #extraWorkIdleMinUtilisation} pays {@link #extraWorkIdleWeight} of the price
+     * too (the fleet is saturated, and a copy on a backend that has only just drained delays what
+     * reaches it next). Default 0.75; {@code +Infinity}: only busy candidates pay; 0 (with weight 1
+     * and utilisation 0): every candidate pays in full (on the published gateway's hit-rate
+     * workload, whose host routes a request per simulated millisecond, that holds every document on
+     * its first holder and breaks the ±5 % balance).
+     *
+     * <p>Measured with the defaults against busy-only pricing (benchmarks/README.md, issue #18
+     * session 25): high-cache at 4x load 1.01x -> 0.93x the best anchor's p95 (1.09x -> 1.00x with
+     * 50 ms load reports; held-out seeds 0.76x -> 0.70x), the other workloads within noise. Without
+     * the utilisation condition (every idle candidate paying half) the same overload gain cost
+     * map-reduce bursts at 1x and 2x (mean +2 %) and RL-rollout bursts (p95 +1–3 %); with weight 1,
+     * rollouts 4–6 %.
      *
      * @throws IllegalArgumentException unless share is in [0, 1] or +Infinity
      */
@@ -1605,9 +1613,7 @@ public final class EstimatedTtftScorer implements Scorer {
 
     /**
      * The share of the {@link #extraWork} price an idle candidate pays when {@link
-     * #extraWorkIdleShare} makes it pay: default 0.5 (the full price, 1, kept requests on busy
-     * holders through RL-rollout bursts: 4-6 % worse p95 there against 1-3 % at 0.5, with the same
-     * overload gain); 0 turns idle pricing off.
+     * #extraWorkIdleShare} makes it pay: default 0.5; 0 turns idle pricing off.
      *
      * @throws IllegalArgumentException unless weight is in [0, 1]
      */
@@ -1616,6 +1622,23 @@ public final class EstimatedTtftScorer implements Scorer {
         throw new IllegalArgumentException("extraWorkIdleWeight must be in [0, 1], was " + weight);
       }
       this.extraWorkIdleWeight = weight;
+      return this;
+    }
+
+    /**
+     * The least recent prefill utilisation ({@code ρ}: routed prefill ms per ms over the last ~2 s)
+     * at which an idle candidate pays when {@link #extraWorkIdleShare} makes it pay: default 0.5. A
+     * backend that idles through a burst (a map-reduce fan-out, an RL rollout) has a low ρ and
+     * takes its copy free; one that drains between arrivals of a sustained overload does not.
+     *
+     * @throws IllegalArgumentException unless utilisation is in [0, 1]
+     */
+    public Builder extraWorkIdleMinUtilisation(double utilisation) {
+      if (!(utilisation >= 0 && utilisation <= 1)) {
+        throw new IllegalArgumentException(
+            "extraWorkIdleMinUtilisation must be in [0, 1], was " + utilisation);
+      }
+      this.extraWorkIdleMinUtilisation = utilisation;
       return this;
     }
 

@@ -23,10 +23,11 @@ import dev.prefixrouter.api.spi.ScoringContext;
  * longer only by a few ms pays next to nothing (the square); a whole cold prompt on a busy backend
  * pays a lot. A candidate with a prefill queued now pays (the router's pending prefill tokens
  * there, or a reported waiting request). An idle one pays {@code idleWeight} (default 0.5) of the
- * price, and only once at least {@code idleShare} (default 0.75) of the decision's candidates are
- * busy: the fleet is saturated, and a copy on the one backend that has just drained delays what
- * reaches it next (on the high-cache workload at 4x load, 1.01x -> 0.93x the best anchor's p95).
- * Below that share an idle backend starts the copy at once, and the rates are the router's own view
+ * price only once at least {@code idleShare} (default 0.75) of the decision's candidates are busy
+ * and its own ρ is at least {@code idleMinUtilisation} (default 0.5): the fleet is saturated, and a
+ * copy on a backend that has only just drained delays what reaches it next (high-cache at 4x load:
+ * 1.01x -> 0.93x the best anchor's p95), while a backend that idled through a burst takes its copy
+ * free. Otherwise an idle backend starts the copy at once; and the rates are the router's own view
  * of its routes, which a host may drive far faster than any engine runs (the published gateway's
  * hit-rate workload routes a request per simulated millisecond with the first tokens reported at
  * once and never has a prefill queued: priced there, the term would keep every document on its
@@ -68,6 +69,7 @@ final class ExtraWorkTerm implements CostTerm {
   private final double groupHorizonSeconds;
   private final double idleShare;
   private final double idleWeight;
+  private final double idleMinUtilisation;
   private final TtftCoefficients coefficients;
   private final Object lock = new Object();
   private final SlotTable<Load> loads = new SlotTable<>(lock);
@@ -80,6 +82,7 @@ final class ExtraWorkTerm implements CostTerm {
    *     EstimatedTtftScorer.Builder#extraWorkIdleShare}): 0 every candidate, +Infinity busy ones
    *     only
    * @param idleWeight the share of the price an idle candidate pays when it pays, in [0, 1]
+   * @param idleMinUtilisation the least ρ at which an idle candidate pays, in [0, 1]
    * @param coefficients the prefill estimate of the routed requests' loads
    */
   ExtraWorkTerm(
@@ -87,10 +90,12 @@ final class ExtraWorkTerm implements CostTerm {
       double groupHorizonSeconds,
       double idleShare,
       double idleWeight,
+      double idleMinUtilisation,
       TtftCoefficients coefficients) {
     this.weight = weight;
     this.idleShare = idleShare;
     this.idleWeight = idleWeight;
+    this.idleMinUtilisation = idleMinUtilisation;
     this.groupHorizonSeconds = groupHorizonSeconds;
     this.coefficients = coefficients;
     this.groups = new PrefixRates(MAX_PREFIXES, GROUP_TAU_SECONDS, 0);
@@ -121,11 +126,17 @@ final class ExtraWorkTerm implements CostTerm {
       sum += ms;
     }
 
-    /** The M/G/1 wait {@code λ S² / (2 (1 − ρ))} that {@code sMs} of work imposes here, ms. */
-    synchronized double imposedWaitMs(long now, double sMs) {
+    /**
+     * The M/G/1 wait {@code λ S² / (2 (1 − ρ))} that {@code sMs} of work imposes here, ms; 0 when ρ
+     * is below {@code minRho}.
+     */
+    synchronized double imposedWaitMs(long now, double sMs, double minRho) {
       decay(now);
       double lambda = count / LOAD_TAU_MS;
       double rho = Math.min(RHO_CAP, sum / LOAD_TAU_MS);
+      if (rho < minRho) {
+        return 0;
+      }
       return lambda * sMs * sMs / (2 * (1 - rho));
     }
   }
@@ -181,7 +192,10 @@ final class ExtraWorkTerm implements CostTerm {
       if (Double.isNaN(f)) {
         f = discount(ctx, now);
       }
-      out[i] = (c.prefillQueued(i) ? weight : weight * idleWeight) * l.imposedWaitMs(now, ds);
+      boolean busy = c.prefillQueued(i);
+      out[i] =
+          (busy ? weight : weight * idleWeight)
+              * l.imposedWaitMs(now, ds, busy ? 0 : idleMinUtilisation);
       out[i] *= f;
     }
   }

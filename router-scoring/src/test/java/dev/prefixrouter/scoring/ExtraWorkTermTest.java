@@ -171,7 +171,12 @@ class ExtraWorkTermTest {
     EstimatedTtftScorer on =
         plain().extraWork(2, 0).extraWorkIdleShare(Double.POSITIVE_INFINITY).build();
     EstimatedTtftScorer all =
-        plain().extraWork(2, 0).extraWorkIdleShare(0).extraWorkIdleWeight(1).build();
+        plain()
+            .extraWork(2, 0)
+            .extraWorkIdleShare(0)
+            .extraWorkIdleWeight(1)
+            .extraWorkIdleMinUtilisation(0)
+            .build();
     EstimatedTtftScorer off = plain().extraWork(0, 0).build();
     coldHistory(on, 80, 12);
     coldHistory(all, 80, 12);
@@ -216,7 +221,8 @@ class ExtraWorkTermTest {
 
   @Test
   void byDefaultAnIdleCandidatePaysHalfThePriceOnceThreeQuartersOfTheOthersAreBusy() {
-    EstimatedTtftScorer on = plain().extraWork(2, 0).build(); // idle share 0.75, weight 0.5
+    EstimatedTtftScorer on =
+        plain().extraWork(2, 0).build(); // idle share 0.75, weight 0.5, rho 0.5
     EstimatedTtftScorer off = plain().extraWork(0, 0).build();
     coldHistory(on, 80, 12);
     // b0 holds the prompt, b1 idle with b1's history, b2..b4 busy: 3 of 5 busy (0.6) and then 4 of
@@ -250,6 +256,39 @@ class ExtraWorkTermTest {
     assertThatThrownBy(() -> EstimatedTtftScorer.builder().extraWorkIdleWeight(1.5))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("extraWorkIdleWeight");
+  }
+
+  @Test
+  void anIdleCandidateThatWasLightlyUsedTakesItsCopyFree() {
+    EstimatedTtftScorer on = plain().extraWork(2, 0).build(); // idle min utilisation 0.5
+    EstimatedTtftScorer any = plain().extraWork(2, 0).extraWorkIdleMinUtilisation(0).build();
+    EstimatedTtftScorer off = plain().extraWork(0, 0).build();
+    // b1 took 4 cold prompts 250 ms apart: rho ~0.07 at t = 1000 ms (a burst it idled through)
+    coldHistory(on, 4, 250);
+    coldHistory(any, 4, 250);
+    double[] lr = load(4, 250, 1000);
+    assertThat(lr[1]).isLessThan(0.5);
+    FakeContext a = fiveCandidates(1000, 4);
+    FakeContext b = fiveCandidates(1000, 4);
+    FakeContext c = fiveCandidates(1000, 4);
+    on.score(a);
+    any.score(b);
+    off.score(c);
+    assertThat(a.cost(1)).as("idle and lightly used: free").isEqualTo(c.cost(1));
+    double ds = K.prefillMs(PROMPT, 0) - K.prefillMs(PROMPT - 2048, 2048);
+    double busyPrice = 2 * lr[0] * ds * ds / (2 * (1 - lr[1]));
+    assertThat(b.cost(1)).isCloseTo(c.cost(1) + 0.5 * busyPrice, within(1e-6));
+    // busy, the same light history pays in full: the condition is on idle candidates only
+    FakeContext busy = fiveCandidates(1000, 4);
+    FakeContext busyOff = fiveCandidates(1000, 4);
+    busy.pending[1] = 16;
+    busyOff.pending[1] = 16;
+    on.score(busy);
+    off.score(busyOff);
+    assertThat(busy.cost(1)).isCloseTo(busyOff.cost(1) + busyPrice, within(1e-6));
+    assertThatThrownBy(() -> EstimatedTtftScorer.builder().extraWorkIdleMinUtilisation(-0.1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("extraWorkIdleMinUtilisation");
   }
 
   /**

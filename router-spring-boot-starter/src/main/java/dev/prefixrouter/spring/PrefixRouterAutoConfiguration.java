@@ -142,6 +142,9 @@ public class PrefixRouterAutoConfiguration {
           "extra-work-group-horizon");
       guard("prefix-router.scorer", () -> b.extraWorkIdleShare(s.getExtraWorkIdleShare()));
       guard("prefix-router.scorer", () -> b.extraWorkIdleWeight(s.getExtraWorkIdleWeight()));
+      guard(
+          "prefix-router.scorer",
+          () -> b.extraWorkIdleMinUtilisation(s.getExtraWorkIdleMinUtilisation()));
       b.balanceMovesSessions(s.isBalanceMovesSessions());
       b.pendingPrefix(s.isPendingPrefix());
       return guard("prefix-router.scorer", b::build);
@@ -437,6 +440,7 @@ public class PrefixRouterAutoConfiguration {
           "prefix-router.scorer.fleet-band-evidence",
           "prefix-router.scorer.extra-work-idle-share",
           "prefix-router.scorer.extra-work-idle-weight",
+          "prefix-router.scorer.extra-work-idle-min-utilisation",
           "prefix-router.scorer.session-ttl",
           "prefix-router.scorer.max-sessions",
           "prefix-router.limiter.max-tenants",

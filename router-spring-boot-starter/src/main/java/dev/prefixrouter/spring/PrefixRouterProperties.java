@@ -404,6 +404,12 @@ public class PrefixRouterProperties {
     private double extraWorkIdleWeight = 0.5;
 
     /**
+     * Least recent prefill utilisation (routed prefill ms per ms) at which an idle candidate pays
+     * the extra-work price, 0..1: a backend that idled through a burst takes its copy free.
+     */
+    private double extraWorkIdleMinUtilisation = 0.5;
+
+    /**
      * Whether a prefix another request is still about to prefill on a busy backend counts as not
      * cached there (est-ttft {@code pendingPrefix}): siblings sent at once (map-reduce maps on one
      * document) spread to backends that start them at once. Off by default: it costs bursts of
@@ -487,6 +493,14 @@ public class PrefixRouterProperties {
 
     public void setExtraWorkIdleWeight(double extraWorkIdleWeight) {
       this.extraWorkIdleWeight = extraWorkIdleWeight;
+    }
+
+    public double getExtraWorkIdleMinUtilisation() {
+      return extraWorkIdleMinUtilisation;
+    }
+
+    public void setExtraWorkIdleMinUtilisation(double extraWorkIdleMinUtilisation) {
+      this.extraWorkIdleMinUtilisation = extraWorkIdleMinUtilisation;
     }
 
     public boolean isBalanceMovesSessions() {

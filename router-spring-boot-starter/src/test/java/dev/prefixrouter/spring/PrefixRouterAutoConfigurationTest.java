@@ -198,6 +198,15 @@ class PrefixRouterAutoConfigurationTest {
                     .hasStackTraceContaining("prefix-router.scorer.extra-work-idle-weight")
                     .hasStackTraceContaining("extra-work-idle-weight must be in [0, 1], was -0.5"));
     runner
+        .withPropertyValues("prefix-router.scorer.extra-work-idle-min-utilisation=2")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining("prefix-router.scorer.extra-work-idle-min-utilisation")
+                    .hasStackTraceContaining(
+                        "extra-work-idle-min-utilisation must be in [0, 1], was 2.0"));
+    runner
         .withPropertyValues(
             "prefix-router.scorer.extra-work-idle-share=Infinity",
             "prefix-router.scorer.extra-work-idle-weight=0")

@@ -151,10 +151,11 @@ final class ScorerProbe {
    * term ({@code extraWork(W, H)}, off unless given; the default has {@code xw=2,xwg=1} since issue
    * #18 session 24, the research term {@code ext=W,extg=H} it was measured as; {@code xwall}: every
    * candidate priced ({@code xwidle=0}), {@code xwidle=S}: {@code extraWorkIdleShare(S)}, {@code
-   * xwiw=W}: {@code extraWorkIdleWeight(W)}; the builder's defaults 0.75 / 0.5 since session 25, so
-   * {@code xwidle=Infinity} is session 24's default and {@code xwall,xwiw=1} its ungated term).
-   * Since issue #18 session 17 the future-wait term includes its {@code kept} and {@code open}
-   * factors; session 16's figures are the term without them (commit ee1cc58).
+   * xwiw=W}: {@code extraWorkIdleWeight(W)}, {@code xwirho=U}: {@code
+   * extraWorkIdleMinUtilisation(U)}; the builder's defaults 0.75 / 0.5 / 0.5 since session 25, so
+   * {@code xwidle=Infinity} is session 24's default and {@code xwall,xwiw=1,xwirho=0} its ungated
+   * term). Since issue #18 session 17 the future-wait term includes its {@code kept} and {@code
+   * open} factors; session 16's figures are the term without them (commit ee1cc58).
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
     // without ps / rel / rvt a variant routes as before issue #18 sessions 18 and 19
@@ -208,6 +209,7 @@ final class ScorerProbe {
         case "xwall" -> b.extraWorkIdleShare(0);
         case "xwidle" -> b.extraWorkIdleShare(Double.parseDouble(kv[1]));
         case "xwiw" -> b.extraWorkIdleWeight(Double.parseDouble(kv[1]));
+        case "xwirho" -> b.extraWorkIdleMinUtilisation(Double.parseDouble(kv[1]));
         case "wp" -> b.addTerm(workPrice(Double.parseDouble(kv[1]), 0));
         case "wpl" -> b.addTerm(workPrice(Double.parseDouble(kv[1]), 1));
         case "wpmin" -> b.addTerm(workPrice(Double.parseDouble(kv[1]), 2));
