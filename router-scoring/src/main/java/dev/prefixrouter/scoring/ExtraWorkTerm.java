@@ -1,6 +1,7 @@
 package dev.prefixrouter.scoring;
 
 import dev.prefixrouter.api.spi.ScoringContext;
+import java.util.Arrays;
 
 /**
  * Extra work ({@link EstimatedTtftScorer.Builder#extraWork}): the wait a candidate's extra prefill
@@ -42,11 +43,12 @@ import dev.prefixrouter.api.spi.ScoringContext;
  * #MAX_PREFIXES} prefix rates in a fixed table ({@link PrefixRates}: 40 B each, allocated at the
  * first count; a new prefix displaces the colder of its set's two).
  *
- * <p>Thread-safe. Cost per decision: one pass over the candidates' prefill estimates; for each
- * candidate with more prefill than the least, one short synchronized read of its load (one {@code
- * exp}); when any candidate pays, one read of the prefix rate (a striped lock, one {@code exp}).
- * Per routed request one synchronized update of the chosen backend's load and, when it reused a
- * prefix, one update of that prefix's rate. No allocation after a backend's first route.
+ * <p>Thread-safe. Cost per decision: one pass over the candidates' busy flags, and that is all when
+ * none is busy (the calm case); otherwise one pass over their prefill estimates and, for each
+ * candidate that may pay, one short synchronized read of its load (one {@code exp}); when any
+ * candidate pays, one read of the prefix rate (a striped lock, one {@code exp}). Per routed request
+ * one synchronized update of the chosen backend's load and, when it reused a prefix, one update of
+ * that prefix's rate. No allocation after a backend's first route.
  */
 final class ExtraWorkTerm implements CostTerm {
   static final String NAME = "extra-work";
@@ -165,6 +167,15 @@ final class ExtraWorkTerm implements CostTerm {
   @Override
   public void costs(Candidates c, double[] out) {
     int n = c.size();
+    int busy = 0;
+    for (int i = 0; i < n; i++) {
+      busy += c.prefillQueued(i) ? 1 : 0;
+    }
+    boolean all = busy >= idleShare * n; // idle candidates may pay too (never for +Infinity)
+    if (busy == 0 && !all) {
+      Arrays.fill(out, 0, n, 0.0); // the calm decision: nobody pays, no estimate needed
+      return;
+    }
     double min = Double.POSITIVE_INFINITY;
     for (int i = 0; i < n; i++) {
       out[i] = c.prefillMs(i, c.uncachedTokens(i), c.cachedTokens(i)) / c.weight(i);
@@ -173,14 +184,6 @@ final class ExtraWorkTerm implements CostTerm {
     ScoringContext ctx = c.ctx();
     long now = ctx.nowNanos();
     int[] slots = c.slots();
-    boolean all = false; // idle candidates pay too
-    if (idleShare <= 1) {
-      int busy = 0;
-      for (int i = 0; i < n; i++) {
-        busy += c.prefillQueued(i) ? 1 : 0;
-      }
-      all = busy >= idleShare * n;
-    }
     double f = Double.NaN; // read once, and only when a candidate pays
     for (int i = 0; i < n; i++) {
       double ds = out[i] - min;
@@ -192,10 +195,10 @@ final class ExtraWorkTerm implements CostTerm {
       if (Double.isNaN(f)) {
         f = discount(ctx, now);
       }
-      boolean busy = c.prefillQueued(i);
+      boolean queued = c.prefillQueued(i);
       out[i] =
-          (busy ? weight : weight * idleWeight)
-              * l.imposedWaitMs(now, ds, busy ? 0 : idleMinUtilisation);
+          (queued ? weight : weight * idleWeight)
+              * l.imposedWaitMs(now, ds, queued ? 0 : idleMinUtilisation);
       out[i] *= f;
     }
   }
