@@ -306,6 +306,19 @@ public final class Candidates {
   }
 
   /**
+   * The longest prefix any candidate of {@code ctx} holds, in blocks, capped at the context's keys
+   * (a context whose keys were capped has only those): the prefix whose request rate the
+   * replica-value and extra-work terms read and count.
+   */
+  static int longestHeldPrefix(ScoringContext ctx) {
+    int most = 0;
+    for (int i = 0, n = ctx.size(); i < n; i++) {
+      most = Math.max(most, ctx.matchedBlocks(i));
+    }
+    return Math.min(most, ctx.keyCount());
+  }
+
+  /**
    * Whether the candidate has a prefill queued now: router-pending prefill tokens, or a reported
    * waiting request beyond the router's own (a report faded below half a request does not count).
    */

@@ -1556,16 +1556,17 @@ public final class EstimatedTtftScorer implements Scorer {
      * requests per ms, {@code ρ} its routed prefill ms per ms, capped at 0.9, both decayed over 2
      * s), divided by {@code 1 + groupHorizonSeconds × λ_g} where {@code λ_g} is the request rate
      * (per s, decayed over 10 s) of the longest prefix any candidate holds: a copy of a hot prefix
-     * is a replica its next requests reuse, a copy of a lukewarm one is mostly work. Only a
-     * candidate with a prefill queued now pays (an idle backend starts the copy at once). Near zero
-     * at light load and for candidates whose prefill is about the least; in overload it keeps
-     * requests on their prefix's holders instead of re-prefilling whole prompts elsewhere, which a
-     * per-request estimate, even an exact one, does not. Default {@code (2, 1)} since issue #18
-     * session 24 (off before): at 4x load on the high-cache workload TTFT p95 from 1.10x / 1.21x
-     * the best anchor's (metrics reported every 100 / 50 ms) to 1.01x / 1.09x, with the
-     * heterogeneous fleet, the varying load and the failing backend better as well and the
-     * map-reduce fan-out's mean 1-2 % lower (benchmarks/README.md). See {@code ExtraWorkTerm}.
-     * {@code weight} 0 turns the term off; {@code groupHorizonSeconds} 0 prices every copy in full.
+     * is a replica its next requests reuse, a copy of a lukewarm one is mostly work. A candidate
+     * with a prefill queued now pays; an idle one only as {@link #extraWorkIdleShare} says (an idle
+     * backend otherwise starts the copy at once). Near zero at light load and for candidates whose
+     * prefill is about the least; in overload it keeps requests on their prefix's holders instead
+     * of re-prefilling whole prompts elsewhere, which a per-request estimate, even an exact one,
+     * does not. Default {@code (2, 1)} since issue #18 session 24 (off before): at 4x load on the
+     * high-cache workload TTFT p95 from 1.10x / 1.21x the best anchor's (metrics reported every 100
+     * / 50 ms) to 1.01x / 1.09x, with the heterogeneous fleet, the varying load and the failing
+     * backend better as well and the map-reduce fan-out's mean 1-2 % lower (benchmarks/README.md).
+     * See {@code ExtraWorkTerm}. {@code weight} 0 turns the term off; {@code groupHorizonSeconds} 0
+     * prices every copy in full.
      *
      * @throws IllegalArgumentException unless weight is in [0, 1000] and groupHorizonSeconds in [0,
      *     3600]

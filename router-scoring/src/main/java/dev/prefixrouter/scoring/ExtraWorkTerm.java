@@ -153,11 +153,7 @@ final class ExtraWorkTerm implements CostTerm {
     if (groupHorizonSeconds == 0) {
       return 1;
     }
-    int most = 0;
-    for (int i = 0, n = ctx.size(); i < n; i++) {
-      most = Math.max(most, ctx.matchedBlocks(i));
-    }
-    most = Math.min(most, ctx.keyCount());
+    int most = Candidates.longestHeldPrefix(ctx);
     if (most == 0) {
       return 1;
     }
@@ -187,7 +183,8 @@ final class ExtraWorkTerm implements CostTerm {
     double f = Double.NaN; // read once, and only when a candidate pays
     for (int i = 0; i < n; i++) {
       double ds = out[i] - min;
-      Load l = ds > 0 && (all || c.prefillQueued(i)) ? loads.get(slots[i]) : null;
+      boolean queued = c.prefillQueued(i);
+      Load l = ds > 0 && (all || queued) ? loads.get(slots[i]) : null;
       if (l == null) {
         out[i] = 0;
         continue;
@@ -195,7 +192,6 @@ final class ExtraWorkTerm implements CostTerm {
       if (Double.isNaN(f)) {
         f = discount(ctx, now);
       }
-      boolean queued = c.prefillQueued(i);
       out[i] =
           (queued ? weight : weight * idleWeight)
               * l.imposedWaitMs(now, ds, queued ? 0 : idleMinUtilisation);

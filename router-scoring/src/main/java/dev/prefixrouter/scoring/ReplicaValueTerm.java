@@ -102,11 +102,7 @@ final class ReplicaValueTerm implements CostTerm {
    * credits and counts.
    */
   private static int creditablePrefix(ScoringContext ctx) {
-    int most = 0;
-    for (int i = 0, n = ctx.size(); i < n; i++) {
-      most = Math.max(most, ctx.matchedBlocks(i));
-    }
-    most = Math.min(most, ctx.keyCount()); // a context whose keys were capped: the keys it has
+    int most = Candidates.longestHeldPrefix(ctx);
     return (double) most * ctx.tokensPerBlock() < MIN_PREFIX_SHARE * ctx.promptTokens() ? 0 : most;
   }
 
