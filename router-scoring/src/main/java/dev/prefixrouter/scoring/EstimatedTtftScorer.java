@@ -133,6 +133,7 @@ public final class EstimatedTtftScorer implements Scorer {
   private final RankRule[] routedRules;
   private final @Nullable SessionAffinityRule sessionRule;
   private final @Nullable PendingPrefixes pendingPrefix;
+  private final PendingPrefixScope pendingPrefixScope;
   private final ThreadLocal<Candidates> candidates;
 
   /**
@@ -298,7 +299,11 @@ public final class EstimatedTtftScorer implements Scorer {
     ts.removeIf(t -> b.without.contains(t.name()));
     rs.removeIf(r -> b.without.contains(r.name()));
     this.sessionRule = rs.contains(session) ? session : null;
-    this.pendingPrefix = b.pendingPrefix ? new PendingPrefixes(b.coefficients) : null;
+    this.pendingPrefixScope = b.pendingPrefix;
+    this.pendingPrefix =
+        b.pendingPrefix == PendingPrefixScope.OFF
+            ? null
+            : new PendingPrefixes(b.coefficients, b.pendingPrefix == PendingPrefixScope.SESSION);
     ts.addAll(b.addedTerms);
     rs.addAll(b.addedRules);
     Set<String> names = new HashSet<>();
@@ -594,6 +599,11 @@ public final class EstimatedTtftScorer implements Scorer {
     }
     c.end();
     return e;
+  }
+
+  /** Which requests the pending-prefix view applies to ({@link Builder#pendingPrefix}). */
+  public PendingPrefixScope pendingPrefixScope() {
+    return pendingPrefixScope;
   }
 
   /** Weight of a load report of this age: 1 when fresh, linearly to 0 at {@code staleAfter}. */
@@ -972,7 +982,7 @@ public final class EstimatedTtftScorer implements Scorer {
     private double futureWaitWeight = 64;
     private Duration futureWaitTau = Duration.ZERO;
     private double parallelStartWeight = 1;
-    private boolean pendingPrefix;
+    private PendingPrefixScope pendingPrefix = PendingPrefixScope.SESSION;
     private boolean releaseParallelSiblings = true;
     private double replicaHorizonSeconds = 10;
     private double replicaMinLoad = 0.05;
@@ -1479,20 +1489,39 @@ public final class EstimatedTtftScorer implements Scorer {
     }
 
     /**
-     * Whether a prefix another request is still about to prefill on a candidate counts as not
+     * Which requests count a prefix another request is still about to prefill on a candidate as not
      * cached there. The index holds a routed request's blocks at once, but an engine caches them
      * only once that prefill has run and admits every waiting request at a step boundary: a request
      * routed with the same prefix to a busy backend before the step in progress ends is admitted
-     * with the first and recomputes the prefix. With this on, those tokens are uncached in the
-     * decision (for the terms and rules that read the decision's cached tokens, see {@code
+     * with the first and recomputes the prefix. Where the scope applies, those tokens are uncached
+     * in the decision (for the terms and rules that read the decision's cached tokens, see {@code
      * PendingPrefixes}) and for the engine ({@link EstimatedTtftScorer#cachedTokens}: pending
      * prefill, the decision's {@code matchedTokens}, the first tokens the calibration learns from).
      * Requests that share no new prefix with a request routed to a busy backend within its step,
-     * and requests to idle backends, route as without it. See {@code PendingPrefixes}. Default
-     * false.
+     * and requests to idle backends, route as without it.
+     *
+     * <p>Default {@link PendingPrefixScope#SESSION} (since issue #18 session 26): a session's
+     * siblings sent at once (map-reduce maps of one job) spread to backends that start them at once
+     * (fan-out TTFT p95 at light load about 0.7x of the holder-first placement), while anonymous
+     * bursts of identical prompts, which {@link PendingPrefixScope#ALL} would spread too, stay
+     * together (it costs RL rollouts 15-19 % of their p95; benchmarks/README.md).
+     *
+     * @throws IllegalArgumentException if scope is null
+     */
+    public Builder pendingPrefix(PendingPrefixScope scope) {
+      if (scope == null) {
+        throw new IllegalArgumentException("pendingPrefix: scope is null (off, session or all)");
+      }
+      this.pendingPrefix = scope;
+      return this;
+    }
+
+    /**
+     * {@link #pendingPrefix(PendingPrefixScope)} with {@link PendingPrefixScope#ALL} ({@code true})
+     * or {@link PendingPrefixScope#OFF} ({@code false}).
      */
     public Builder pendingPrefix(boolean on) {
-      this.pendingPrefix = on;
+      this.pendingPrefix = on ? PendingPrefixScope.ALL : PendingPrefixScope.OFF;
       return this;
     }
 

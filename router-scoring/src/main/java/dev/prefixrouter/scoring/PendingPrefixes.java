@@ -13,6 +13,11 @@ import java.util.concurrent.locks.StampedLock;
  * that boundary is admitted with it and recomputes the prefix (the step grows by a whole prefill);
  * one routed after it waits for the step and hits.
  *
+ * <p><b>Scope.</b> In {@link PendingPrefixScope#SESSION} (the default) a record carries its
+ * request's session tag and only requests of the same session see it; requests without a session
+ * neither leave nor see records. In {@link PendingPrefixScope#ALL} every request leaves and sees
+ * records.
+ *
  * <p><b>What is recorded.</b> Each request routed to a busy backend (decodes running, prefill
  * queued or requests waiting, as the decision saw it) that brought new blocks leaves one record on
  * that backend: the index of its first new block, that block's key, and a deadline = routing time +
@@ -42,7 +47,7 @@ import java.util.concurrent.locks.StampedLock;
  * written when its request is routed). Cost per decision: one volatile read per candidate with a
  * match; a scan of at most {@value #RING} records only on a backend that was routed a request while
  * busy within the last step. Per routed request: nothing on an idle backend, else one short locked
- * write. Memory: {@value #RING} records (20 B each) per backend slot used.
+ * write. Memory: {@value #RING} records (28 B each) per backend slot used.
  */
 final class PendingPrefixes {
   /** Records kept per backend. */
@@ -63,8 +68,29 @@ final class PendingPrefixes {
   private final ThreadLocal<double[][]> scratch =
       ThreadLocal.withInitial(() -> new double[][] {new double[16], new double[16], new double[2]});
 
-  PendingPrefixes(TtftCoefficients coefficients) {
+  private final boolean sessionsOnly;
+
+  /**
+   * A view at {@code coefficients}; {@code sessionsOnly}: only a request's own session's records
+   * count ({@link PendingPrefixScope#SESSION}).
+   */
+  PendingPrefixes(TtftCoefficients coefficients, boolean sessionsOnly) {
     this.coefficients = coefficients;
+    this.sessionsOnly = sessionsOnly;
+  }
+
+  /**
+   * The tag a request's records carry and match on: 0 in scope {@code ALL}; in scope {@code
+   * SESSION} a non-zero 64-bit mix of its session key, or 0 for a request without a session (which
+   * neither leaves nor sees records). Two sessions whose tags collide would also need the same
+   * block key at the same depth for one to see the other's record.
+   */
+  private long tag(ScoringContext ctx) {
+    if (!sessionsOnly) {
+      return 0;
+    }
+    String key = EstimatedTtftScorer.sessionKey(ctx.request());
+    return key == null ? 0 : (0x9E3779B97F4A7C15L * key.hashCode() + key.length()) | 1;
   }
 
   /** Counts each candidate's pending tokens as uncached in {@code c} (right after its reset). */
@@ -72,6 +98,11 @@ final class PendingPrefixes {
     ScoringContext ctx = c.ctx();
     int n = c.size();
     double[][] s = scratch.get();
+    long tag = tag(ctx);
+    if (sessionsOnly && tag == 0) {
+      s[2][0] = Double.NaN; // no session: this decision has no scratch (equal to no time)
+      return;
+    }
     if (s[0].length < n) {
       s[0] = new double[Math.max(n, 2 * s[0].length)];
       s[1] = new double[s[0].length];
@@ -100,7 +131,7 @@ final class PendingPrefixes {
       if (r == null || r.latest - now <= 0) {
         continue;
       }
-      int p = r.firstPending(ctx, m, now);
+      int p = r.firstPending(ctx, m, now, tag);
       if (p < m) {
         double t = Math.max(0, c.cachedTokens(i) - (double) p * tokensPerBlock);
         pending[i] = t;
@@ -132,8 +163,14 @@ final class PendingPrefixes {
     if (ms <= 0 || m >= ctx.keyCount()) {
       return; // an idle backend starts the step at once; nothing new to prefill
     }
+    long tag = tag(ctx);
+    if (sessionsOnly && tag == 0) {
+      return; // no session: nothing another request of it could see
+    }
     long now = ctx.nowNanos();
-    rings.getOrCreate(ctx.slot(candidate), Ring::new).add(m, ctx.key(m), now + (long) (ms * 1e6));
+    rings
+        .getOrCreate(ctx.slot(candidate), Ring::new)
+        .add(m, ctx.key(m), now + (long) (ms * 1e6), tag);
   }
 
   /** A backend left: its records go. */
@@ -147,15 +184,17 @@ final class PendingPrefixes {
     private final int[] from = new int[RING];
     private final long[] key = new long[RING];
     private final long[] until = new long[RING];
+    private final long[] tag = new long[RING];
     private int head;
     private int size;
 
     /** The latest deadline of any record (engine nanos); written under the lock. */
     volatile long latest;
 
-    void add(int firstNew, long firstKey, long deadline) {
+    void add(int firstNew, long firstKey, long deadline, long requestTag) {
       long stamp = lock.writeLock();
       try {
+        tag[head] = requestTag;
         from[head] = firstNew;
         key[head] = firstKey;
         until[head] = deadline;
@@ -173,13 +212,13 @@ final class PendingPrefixes {
      * The lowest block index below {@code m} at which a live record's chain meets the request's
      * ({@code m} when none).
      */
-    int firstPending(ScoringContext ctx, int m, long now) {
+    int firstPending(ScoringContext ctx, int m, long now, long requestTag) {
       long stamp = lock.tryOptimisticRead();
-      int p = scan(ctx, m, now);
+      int p = scan(ctx, m, now, requestTag);
       if (!lock.validate(stamp)) {
         stamp = lock.readLock();
         try {
-          p = scan(ctx, m, now);
+          p = scan(ctx, m, now, requestTag);
         } finally {
           lock.unlockRead(stamp);
         }
@@ -187,12 +226,16 @@ final class PendingPrefixes {
       return p;
     }
 
-    private int scan(ScoringContext ctx, int m, long now) {
+    private int scan(ScoringContext ctx, int m, long now, long requestTag) {
       int p = m;
       int keys = ctx.keyCount();
       for (int r = 0, k = size; r < k; r++) {
         int f = from[r];
-        if (f < p && f < keys && until[r] - now > 0 && ctx.key(f) == key[r]) {
+        if (f < p
+            && f < keys
+            && until[r] - now > 0
+            && tag[r] == requestTag
+            && ctx.key(f) == key[r]) {
           p = f;
         }
       }

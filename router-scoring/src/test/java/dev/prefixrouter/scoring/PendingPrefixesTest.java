@@ -1,6 +1,7 @@
 package dev.prefixrouter.scoring;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
 import dev.prefixrouter.api.Backend;
@@ -80,11 +81,69 @@ class PendingPrefixesTest {
     assertThat(s.cachedTokens(sibling, 1)).isZero();
 
     // without the term the cached document on b0 wins and counts as cached
-    EstimatedTtftScorer off = plain().build();
+    EstimatedTtftScorer off = plain().pendingPrefix(PendingPrefixScope.OFF).build();
     routeFirst(off);
     FakeContext s2 = scoredSibling(off);
     assertThat(s2.best()).isEqualTo(0);
     assertThat(off.cachedTokens(s2, 0)).isEqualTo(4096);
+  }
+
+  @Test
+  void theDefaultScopeIsTheSessionsOwnSiblings() {
+    EstimatedTtftScorer s = plain().build();
+    assertThat(s.pendingPrefixScope()).isEqualTo(PendingPrefixScope.SESSION);
+    assertThat(plain().pendingPrefix(true).build().pendingPrefixScope())
+        .isEqualTo(PendingPrefixScope.ALL);
+    assertThat(plain().pendingPrefix(false).build().pendingPrefixScope())
+        .isEqualTo(PendingPrefixScope.OFF);
+    assertThatThrownBy(() -> plain().pendingPrefix((PendingPrefixScope) null))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("pendingPrefix");
+  }
+
+  @Test
+  void inSessionScopeOnlyTheSameSessionsSiblingSeesThePendingPrefix() {
+    EstimatedTtftScorer s = plain().pendingPrefix(PendingPrefixScope.SESSION).build();
+    FakeContext first = session(request(7, 1, 0, 0), "job-1");
+    s.score(first);
+    s.onRouted(first, 0); // the busy b0
+    FakeContext sibling = session(request(7, 2, 1, 256), "job-1");
+    s.score(sibling);
+    assertThat(s.cachedTokens(sibling, 0)).isZero();
+    assertThat(sibling.best()).as("the idle backend, in parallel").isEqualTo(1);
+
+    FakeContext otherSession = session(request(7, 3, 1, 256), "job-2");
+    s.score(otherSession);
+    assertThat(s.cachedTokens(otherSession, 0)).isEqualTo(4096);
+    assertThat(otherSession.best()).isEqualTo(0);
+
+    FakeContext noSession = request(7, 4, 1, 256);
+    s.score(noSession);
+    assertThat(s.cachedTokens(noSession, 0)).isEqualTo(4096);
+    assertThat(noSession.best()).isEqualTo(0);
+
+    // the same session id of another tenant is another session
+    FakeContext otherTenant = request(7, 5, 1, 256);
+    otherTenant.request = RouteRequest.builder("u", "m").session("job-1").build();
+    s.score(otherTenant);
+    assertThat(s.cachedTokens(otherTenant, 0)).isEqualTo(4096);
+  }
+
+  @Test
+  void inSessionScopeARequestWithoutASessionLeavesNothingPending() {
+    EstimatedTtftScorer s = plain().pendingPrefix(PendingPrefixScope.SESSION).build();
+    routeFirst(s); // no session
+    FakeContext sibling = session(request(7, 2, 1, 256), "job-1");
+    s.score(sibling);
+    assertThat(s.cachedTokens(sibling, 0)).isEqualTo(4096);
+    assertThat(scoredSibling(s).best()).isEqualTo(0);
+
+    // in scope ALL the same two requests see it, sessions or not
+    EstimatedTtftScorer all = plain().pendingPrefix(PendingPrefixScope.ALL).build();
+    routeFirst(all);
+    FakeContext sibling2 = session(request(7, 2, 1, 256), "job-1");
+    all.score(sibling2);
+    assertThat(all.cachedTokens(sibling2, 0)).isZero();
   }
 
   @Test
@@ -215,6 +274,12 @@ class PendingPrefixesTest {
     FakeContext sibling = request(7, 2, 1, 256);
     s.score(sibling);
     return sibling;
+  }
+
+  /** {@code ctx} as a request of {@code session} (tenant "t"). */
+  private static FakeContext session(FakeContext ctx, String session) {
+    ctx.request = RouteRequest.builder("t", "m").session(session).build();
+    return ctx;
   }
 
   /** The first request on document 7 (nothing cached), scored and routed to the busy b0 at 0 ms. */

@@ -146,7 +146,7 @@ public class PrefixRouterAutoConfiguration {
           "prefix-router.scorer",
           () -> b.extraWorkIdleMinUtilisation(s.getExtraWorkIdleMinUtilisation()));
       b.balanceMovesSessions(s.isBalanceMovesSessions());
-      b.pendingPrefix(s.isPendingPrefix());
+      guard("prefix-router.scorer", () -> b.pendingPrefix(s.getPendingPrefix()));
       return guard("prefix-router.scorer", b::build);
     }
     return guard("prefix-router.scorer.policy", () -> Policies.byName(s.getPolicy()));

@@ -1,5 +1,6 @@
 package dev.prefixrouter.spring;
 
+import dev.prefixrouter.scoring.PendingPrefixScope;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -410,12 +411,13 @@ public class PrefixRouterProperties {
     private double extraWorkIdleMinUtilisation = 0.5;
 
     /**
-     * Whether a prefix another request is still about to prefill on a busy backend counts as not
-     * cached there (est-ttft {@code pendingPrefix}): siblings sent at once (map-reduce maps on one
-     * document) spread to backends that start them at once. Off by default: it costs bursts of
-     * identical prompts (RL rollouts) 15–19 % of their TTFT p95 (benchmarks/README.md).
+     * Which requests count a prefix another request is still about to prefill on a busy backend as
+     * not cached there (est-ttft {@code pendingPrefix}): {@code session} (default) only a request's
+     * own session's siblings (map-reduce maps of one job spread to backends that start them at
+     * once), {@code all} every request (it costs anonymous bursts of identical prompts, RL
+     * rollouts, 15–19 % of their TTFT p95; benchmarks/README.md), {@code off} none.
      */
-    private boolean pendingPrefix = false;
+    private PendingPrefixScope pendingPrefix = PendingPrefixScope.SESSION;
 
     /**
      * Whether the fleet-balance term may move a pinned session (est-ttft); false: only time and
@@ -427,11 +429,11 @@ public class PrefixRouterProperties {
       return futureWait;
     }
 
-    public boolean isPendingPrefix() {
+    public PendingPrefixScope getPendingPrefix() {
       return pendingPrefix;
     }
 
-    public void setPendingPrefix(boolean pendingPrefix) {
+    public void setPendingPrefix(PendingPrefixScope pendingPrefix) {
       this.pendingPrefix = pendingPrefix;
     }
 

@@ -11,6 +11,7 @@ import dev.prefixrouter.api.spi.Scorer;
 import dev.prefixrouter.api.spi.TenantLimiter;
 import dev.prefixrouter.radix.RadixPrefixIndex;
 import dev.prefixrouter.scoring.EstimatedTtftScorer;
+import dev.prefixrouter.scoring.PendingPrefixScope;
 import dev.prefixrouter.scoring.TenantTokenBuckets;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
@@ -211,6 +212,29 @@ class PrefixRouterAutoConfigurationTest {
             "prefix-router.scorer.extra-work-idle-share=Infinity",
             "prefix-router.scorer.extra-work-idle-weight=0")
         .run(ctx -> assertThat(ctx).hasNotFailed());
+    runner.run(
+        ctx ->
+            assertThat(((EstimatedTtftScorer) ctx.getBean(Scorer.class)).pendingPrefixScope())
+                .isEqualTo(PendingPrefixScope.SESSION));
+    runner
+        .withPropertyValues("prefix-router.scorer.pending-prefix=all")
+        .run(
+            ctx ->
+                assertThat(((EstimatedTtftScorer) ctx.getBean(Scorer.class)).pendingPrefixScope())
+                    .isEqualTo(PendingPrefixScope.ALL));
+    runner
+        .withPropertyValues("prefix-router.scorer.pending-prefix=off")
+        .run(
+            ctx ->
+                assertThat(((EstimatedTtftScorer) ctx.getBean(Scorer.class)).pendingPrefixScope())
+                    .isEqualTo(PendingPrefixScope.OFF));
+    runner
+        .withPropertyValues("prefix-router.scorer.pending-prefix=sometimes")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining("prefix-router.scorer.pending-prefix"));
     runner
         .withPropertyValues("prefix-router.scorer.extra-work=0")
         .run(

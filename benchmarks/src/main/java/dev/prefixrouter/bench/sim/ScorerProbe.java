@@ -5,6 +5,7 @@ import dev.prefixrouter.scoring.CalibrationScope;
 import dev.prefixrouter.scoring.Candidates;
 import dev.prefixrouter.scoring.CostTerm;
 import dev.prefixrouter.scoring.EstimatedTtftScorer;
+import dev.prefixrouter.scoring.PendingPrefixScope;
 import dev.prefixrouter.scoring.Policies;
 import dev.prefixrouter.scoring.TtftCoefficients;
 import java.util.ArrayList;
@@ -147,15 +148,17 @@ final class ScorerProbe {
    * x:fw=64,tau=0,ps=1,rel,rvt=10} is the default. Research terms of issue #18 session 19, added
    * only when given: {@code imp=W} (and {@code imptau=S}): {@link #imposedWait}; {@code live=W}
    * (and {@code liveh=H}): {@link #liveWait}; {@code coldguard=MS}: {@link #coldGuard}; {@code pp}:
-   * {@code pendingPrefix(true)} (issue #18 session 21, opt-in); {@code xw=W,xwg=H}: the extra-work
-   * term ({@code extraWork(W, H)}, off unless given; the default has {@code xw=2,xwg=1} since issue
-   * #18 session 24, the research term {@code ext=W,extg=H} it was measured as; {@code xwall}: every
-   * candidate priced ({@code xwidle=0}), {@code xwidle=S}: {@code extraWorkIdleShare(S)}, {@code
-   * xwiw=W}: {@code extraWorkIdleWeight(W)}, {@code xwirho=U}: {@code
-   * extraWorkIdleMinUtilisation(U)}; the builder's defaults 0.75 / 0.5 / 0.5 since session 25, so
-   * {@code xwidle=Infinity} is session 24's default and {@code xwall,xwiw=1,xwirho=0} its ungated
-   * term). Since issue #18 session 17 the future-wait term includes its {@code kept} and {@code
-   * open} factors; session 16's figures are the term without them (commit ee1cc58).
+   * {@code pendingPrefix(ALL)} (issue #18 session 21), {@code pps}: {@code pendingPrefix(SESSION)}
+   * (the default since session 26), {@code ppoff}: {@code pendingPrefix(OFF)} (the default before);
+   * {@code xw=W,xwg=H}: the extra-work term ({@code extraWork(W, H)}, off unless given; the default
+   * has {@code xw=2,xwg=1} since issue #18 session 24, the research term {@code ext=W,extg=H} it
+   * was measured as; {@code xwall}: every candidate priced ({@code xwidle=0}), {@code xwidle=S}:
+   * {@code extraWorkIdleShare(S)}, {@code xwiw=W}: {@code extraWorkIdleWeight(W)}, {@code
+   * xwirho=U}: {@code extraWorkIdleMinUtilisation(U)}; the builder's defaults 0.75 / 0.5 / 0.5
+   * since session 25, so {@code xwidle=Infinity} is session 24's default and {@code
+   * xwall,xwiw=1,xwirho=0} its ungated term). Since issue #18 session 17 the future-wait term
+   * includes its {@code kept} and {@code open} factors; session 16's figures are the term without
+   * them (commit ee1cc58).
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
     // without ps / rel / rvt a variant routes as before issue #18 sessions 18 and 19
@@ -230,7 +233,9 @@ final class ScorerProbe {
         }
         case "rvt" -> rvt = Double.parseDouble(kv[1]);
         case "rvage" -> age = Double.parseDouble(kv[1]);
-        case "pp" -> b.pendingPrefix(true);
+        case "pp" -> b.pendingPrefix(PendingPrefixScope.ALL);
+        case "pps" -> b.pendingPrefix(PendingPrefixScope.SESSION);
+        case "ppoff" -> b.pendingPrefix(PendingPrefixScope.OFF);
         case "noint" -> b.calibrateIntercept(false);
         case "prior" -> { // the priors times a factor (an engine slower than the H100 defaults)
           double f = Double.parseDouble(kv[1]);

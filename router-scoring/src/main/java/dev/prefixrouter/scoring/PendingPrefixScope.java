@@ -1,0 +1,23 @@
+package dev.prefixrouter.scoring;
+
+/**
+ * Which requests the est-TTFT scorer's pending-prefix view applies to ({@link
+ * EstimatedTtftScorer.Builder#pendingPrefix(PendingPrefixScope)}): a prefix another request is
+ * still about to prefill on a busy backend counts as not cached there, because a request admitted
+ * in the same engine step recomputes it.
+ */
+public enum PendingPrefixScope {
+  /** Every prefix counts as cached as soon as the index holds it. */
+  OFF,
+  /**
+   * Only a request's own session's siblings: a prefix counts as pending for a request only when a
+   * request of the same session (tenant and session id) brought it, and requests without a session
+   * neither leave nor see pending prefixes. Requests a client sends at once in one session
+   * (map-reduce maps on one document, an agent's parallel tool calls) spread to backends that start
+   * them at once; anonymous bursts of identical prompts (RL rollouts) stay together, where the
+   * copies admitted after the first step hit the cache.
+   */
+  SESSION,
+  /** Every request, with or without a session. */
+  ALL
+}
