@@ -229,6 +229,19 @@ class PrefixRouterAutoConfigurationTest {
                 assertThat(((EstimatedTtftScorer) ctx.getBean(Scorer.class)).pendingPrefixScope())
                     .isEqualTo(PendingPrefixScope.OFF));
     runner
+        .withPropertyValues("prefix-router.scorer.pending-prefix=false")
+        .run(
+            ctx ->
+                assertThat(((EstimatedTtftScorer) ctx.getBean(Scorer.class)).pendingPrefixScope())
+                    .isEqualTo(PendingPrefixScope.OFF));
+    runner
+        .withPropertyValues("prefix-router.scorer.pending-prefix=true")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining("prefix-router.scorer.pending-prefix"));
+    runner
         .withPropertyValues("prefix-router.scorer.pending-prefix=sometimes")
         .run(
             ctx ->
