@@ -212,42 +212,19 @@ class PrefixRouterAutoConfigurationTest {
             "prefix-router.scorer.extra-work-idle-share=Infinity",
             "prefix-router.scorer.extra-work-idle-weight=0")
         .run(ctx -> assertThat(ctx).hasNotFailed());
-    runner.run(
-        ctx ->
-            assertThat(((EstimatedTtftScorer) ctx.getBean(Scorer.class)).pendingPrefixScope())
-                .isEqualTo(PendingPrefixScope.SESSION));
-    runner
-        .withPropertyValues("prefix-router.scorer.pending-prefix=all")
-        .run(
-            ctx ->
-                assertThat(((EstimatedTtftScorer) ctx.getBean(Scorer.class)).pendingPrefixScope())
-                    .isEqualTo(PendingPrefixScope.ALL));
-    runner
-        .withPropertyValues("prefix-router.scorer.pending-prefix=off")
-        .run(
-            ctx ->
-                assertThat(((EstimatedTtftScorer) ctx.getBean(Scorer.class)).pendingPrefixScope())
-                    .isEqualTo(PendingPrefixScope.OFF));
-    runner
-        .withPropertyValues("prefix-router.scorer.pending-prefix=false")
-        .run(
-            ctx ->
-                assertThat(((EstimatedTtftScorer) ctx.getBean(Scorer.class)).pendingPrefixScope())
-                    .isEqualTo(PendingPrefixScope.OFF));
-    runner
-        .withPropertyValues("prefix-router.scorer.pending-prefix=true")
-        .run(
-            ctx ->
-                assertThat(ctx)
-                    .getFailure()
-                    .hasStackTraceContaining("prefix-router.scorer.pending-prefix"));
-    runner
-        .withPropertyValues("prefix-router.scorer.pending-prefix=sometimes")
-        .run(
-            ctx ->
-                assertThat(ctx)
-                    .getFailure()
-                    .hasStackTraceContaining("prefix-router.scorer.pending-prefix"));
+    assertPendingPrefix("", PendingPrefixScope.SESSION);
+    assertPendingPrefix("all", PendingPrefixScope.ALL);
+    assertPendingPrefix("off", PendingPrefixScope.OFF);
+    assertPendingPrefix("false", PendingPrefixScope.OFF); // the Boolean this property was
+    for (String bad : new String[] {"true", "sometimes"}) {
+      runner
+          .withPropertyValues("prefix-router.scorer.pending-prefix=" + bad)
+          .run(
+              ctx ->
+                  assertThat(ctx)
+                      .getFailure()
+                      .hasStackTraceContaining("prefix-router.scorer.pending-prefix"));
+    }
     runner
         .withPropertyValues("prefix-router.scorer.extra-work=0")
         .run(
@@ -262,6 +239,17 @@ class PrefixRouterAutoConfigurationTest {
                     .getFailure()
                     .hasStackTraceContaining(
                         "prefix-router.hashing.block-size: block-size must be"));
+  }
+
+  /** The scorer's pending-prefix scope with the property at {@code value} ("": unset). */
+  private void assertPendingPrefix(String value, PendingPrefixScope expected) {
+    (value.isEmpty()
+            ? runner
+            : runner.withPropertyValues("prefix-router.scorer.pending-prefix=" + value))
+        .run(
+            ctx ->
+                assertThat(((EstimatedTtftScorer) ctx.getBean(Scorer.class)).pendingPrefixScope())
+                    .isEqualTo(expected));
   }
 
   @Test
