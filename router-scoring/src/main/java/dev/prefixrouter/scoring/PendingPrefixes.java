@@ -13,6 +13,14 @@ import java.util.concurrent.locks.StampedLock;
  * that boundary is admitted with it and recomputes the prefix (the step grows by a whole prefill);
  * one routed after it waits for the step and hits.
  *
+ * <p><b>Copies stay together.</b> A request whose whole prompt the candidate already holds (an
+ * identical copy: best-of-n samples, an RL group's rollouts) sees nothing pending there. Sent to
+ * the holder within the first one's step it recomputes the prompt as it would elsewhere, but
+ * spread, every copy re-prefills the whole prompt on another backend (a problem's copies on 2.6
+ * backends instead of 1.2, session 21), a cost the per-decision estimate does not carry; kept
+ * together, the copies admitted after the first step hit. A request that brings tokens of its own
+ * past the held prefix (a map over a shared document) is the case the view is for.
+ *
  * <p><b>Scope.</b> In {@link PendingPrefixScope#SESSION} (the default) a record carries its
  * request's session tag and only requests of the same session see it; requests without a session
  * neither leave nor see records. In {@link PendingPrefixScope#ALL} every request leaves and sees
@@ -124,8 +132,8 @@ final class PendingPrefixes {
       step[i] = busy ? coefficients.alphaMs() / c.weight(i) : 0;
       pending[i] = 0;
       int m = ctx.matchedBlocks(i);
-      if (!free || m == 0) {
-        continue;
+      if (!free || m == 0 || m >= ctx.keyCount()) {
+        continue; // an identical copy of a held prompt stays with it (see the class doc)
       }
       Ring r = rings.get(ctx.slot(i));
       if (r == null || r.latest - now <= 0) {

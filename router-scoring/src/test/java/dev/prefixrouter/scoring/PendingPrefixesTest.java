@@ -147,6 +147,25 @@ class PendingPrefixesTest {
   }
 
   @Test
+  void anIdenticalCopyOfAHeldPromptStaysWithIt() {
+    for (PendingPrefixScope scope :
+        new PendingPrefixScope[] {PendingPrefixScope.ALL, PendingPrefixScope.SESSION}) {
+      EstimatedTtftScorer s = plain().pendingPrefix(scope).build();
+      FakeContext first = session(request(7, 1, 0, 0), "job-1");
+      s.score(first);
+      s.onRouted(first, 0); // the busy b0
+      FakeContext copy = session(request(7, 1, 1, 272), "job-1"); // the whole prompt held on b0
+      s.score(copy);
+      assertThat(s.cachedTokens(copy, 0)).as(scope.name()).isEqualTo(272 * 16);
+      assertThat(copy.best()).as(scope.name()).isEqualTo(0);
+      // a sibling with tokens of its own past the document is the case the view is for
+      FakeContext sibling = session(request(7, 2, 1, 256), "job-1");
+      s.score(sibling);
+      assertThat(s.cachedTokens(sibling, 0)).as(scope.name()).isZero();
+    }
+  }
+
+  @Test
   void afterTheStepInProgressEndsThePrefixCountsAsCached() {
     EstimatedTtftScorer s = plain().pendingPrefix(true).build();
     routeFirst(s);

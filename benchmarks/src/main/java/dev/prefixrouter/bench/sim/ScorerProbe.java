@@ -9,6 +9,7 @@ import dev.prefixrouter.scoring.PendingPrefixScope;
 import dev.prefixrouter.scoring.Policies;
 import dev.prefixrouter.scoring.TtftCoefficients;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -804,6 +805,23 @@ final class ScorerProbe {
   }
 
   /**
+   * {@code requests} with every request of one prompt (the same token array) in one session: the RL
+   * rollouts as a client that sends a problem's samples under one session id would (best-of-n under
+   * a session; a held-out check of the session-scoped pending-prefix view, session 26).
+   */
+  static List<SimRequest> withSessionPerPrompt(List<SimRequest> requests) {
+    Map<int[], String> ids = new IdentityHashMap<>();
+    List<SimRequest> out = new ArrayList<>(requests.size());
+    for (SimRequest q : requests) {
+      String session = ids.computeIfAbsent(q.tokens(), k -> "prompt-" + ids.size());
+      out.add(
+          new SimRequest(
+              q.id(), q.arrivalNanos(), q.tenant(), session, q.tokens(), q.outputTokens()));
+    }
+    return out;
+  }
+
+  /**
    * The requests of an issue #18 workload at a rate and seed; also the standard {@code multi-turn}
    * (c) run's chats and the {@code fanout} run's jobs with a session per job, as {@code --workload
    * multi-turn} and {@code --workload fanout} generate them.
@@ -817,6 +835,7 @@ final class ScorerProbe {
       case "low-cache" -> Workloads.lowCache(rate, seed, 16);
       case "long-chat" -> Workloads.longChat(1200, rate, seed);
       case "rl-rollout" -> Workloads.rlRollout(32, rate, seed);
+      case "rl-rollout-sessions" -> withSessionPerPrompt(Workloads.rlRollout(32, rate, seed));
       case "varying-load" -> Workloads.varyingLoad(rate, seed, 16);
       case "mooncake", "mooncake-noevents" -> mooncake(rate);
       case "mixed-lengths" -> Workloads.mixedLengths(rate, seed);
