@@ -1502,9 +1502,10 @@ public final class EstimatedTtftScorer implements Scorer {
      *
      * <p>Default {@link PendingPrefixScope#SESSION} (since issue #18 session 26): a session's
      * siblings sent at once (map-reduce maps of one job) spread to backends that start them at once
-     * (fan-out TTFT p95 at light load about 0.7x of the holder-first placement), while anonymous
-     * bursts of identical prompts, which {@link PendingPrefixScope#ALL} would spread too, stay
-     * together (it costs RL rollouts 15-19 % of their p95; benchmarks/README.md).
+     * (fan-out TTFT p95 at light load about 0.7x of the holder-first placement); an identical copy
+     * of a prompt a candidate holds is never pending there (spread, each copy would re-prefill the
+     * whole prompt), and {@link PendingPrefixScope#ALL} also spreads sessionless fan-outs at a
+     * small cost to agentic and mixed-length traffic (benchmarks/README.md, session 26).
      *
      * @throws IllegalArgumentException if scope is null
      */

@@ -14,8 +14,9 @@ public enum PendingPrefixScope {
    * request of the same session (tenant and session id) brought it, and requests without a session
    * neither leave nor see pending prefixes. Requests a client sends at once in one session
    * (map-reduce maps on one document, an agent's parallel tool calls) spread to backends that start
-   * them at once; anonymous bursts of identical prompts (RL rollouts) stay together, where the
-   * copies admitted after the first step hit the cache.
+   * them at once. In every scope a request whose whole prompt a candidate already holds (an
+   * identical copy: best-of-n samples, RL rollouts) sees nothing pending there and stays with the
+   * holder, where the copies admitted after the first step hit the cache.
    */
   SESSION,
   /** Every request, with or without a session. */
