@@ -414,8 +414,9 @@ public class PrefixRouterProperties {
      * Which requests count a prefix another request is still about to prefill on a busy backend as
      * not cached there (est-ttft {@code pendingPrefix}): {@code session} (default) only a request's
      * own session's siblings (map-reduce maps of one job spread to backends that start them at
-     * once), {@code all} every request (it costs anonymous bursts of identical prompts, RL
-     * rollouts, 15–19 % of their TTFT p95; benchmarks/README.md), {@code off} none.
+     * once), {@code all} every request (also sessionless fan-outs; costs agentic and mixed-length
+     * traffic 0.01–0.02 of their TTFT p95 ratio; benchmarks/README.md, session 26), {@code off}
+     * none. In every scope an identical copy of a prompt a backend holds stays with it.
      */
     private PendingPrefixScope pendingPrefix = PendingPrefixScope.SESSION;
 
