@@ -234,8 +234,10 @@ class KvEventPayloadFuzzTest {
     switch (data.consumeInt(0, 3)) {
       case 0 -> p.packLong(data.consumeLong(-4, 4)); // few values: stores and removals meet
       case 1 -> p.packLong(data.consumeLong());
-      case 2 ->
-          p.packBigInteger(java.math.BigInteger.valueOf(data.consumeLong()).shiftLeft(1).abs());
+      case 2 -> // a uint64: any value in [0, 2^64)
+          p.packBigInteger(
+              java.math.BigInteger.valueOf(data.consumeLong())
+                  .add(java.math.BigInteger.ONE.shiftLeft(63)));
       default -> {
         byte[] b = data.consumeBytes(data.consumeInt(0, 40));
         p.packBinaryHeader(b.length).writePayload(b);
