@@ -14,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 
 /**
@@ -21,7 +22,8 @@ import java.util.function.Supplier;
  * workload over seeds and rates. {@code java -cp benchmarks/target/benchmarks.jar
  * dev.prefixrouter.bench.sim.ScorerProbe WORKLOAD SEEDS RATES VARIANT...} (e.g. {@code agentic
  * 1,2,3 1,2,4 est-ttft decode0.05 gateway-calibrated}); prints TTFT p95 / mean ms and hit % per
- * run.
+ * run. With {@code -Dprobe.fits=true} each {@code x:} variant's run is followed by the coefficients
+ * its scorer ends the run with, per backend ({@link EstimatedTtftScorer#coefficients}).
  */
 final class ScorerProbe {
   private ScorerProbe() {}
@@ -159,7 +161,10 @@ final class ScorerProbe {
    * since session 25, so {@code xwidle=Infinity} is session 24's default and {@code
    * xwall,xwiw=1,xwirho=0} its ungated term). Since issue #18 session 17 the future-wait term
    * includes its {@code kept} and {@code open} factors; session 16's figures are the term without
-   * them (commit ee1cc58).
+   * them (commit ee1cc58). Calibration: {@code cb=B}: {@code calibrationBand(B)} (default 8),
+   * {@code adv=A}: {@code calibrationAdvantage(A)} (off by default), {@code fb=K}, {@code fbe=E}:
+   * the fleet band and its evidence, {@code noint}: no fitted intercept, {@code prior=F}: the
+   * priors times F.
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
     // without ps / rel / rvt a variant routes as before issue #18 sessions 18 and 19
@@ -251,6 +256,8 @@ final class ScorerProbe {
         }
         case "fbe" -> b.fleetBandEvidence(Double.parseDouble(kv[1]));
         case "fb" -> b.fleetBand(Double.parseDouble(kv[1])); // "Infinity" turns it off
+        case "cb" -> b.calibrationBand(Double.parseDouble(kv[1]));
+        case "adv" -> b.calibrationAdvantage(Double.parseDouble(kv[1]));
         case "" -> {}
         default -> throw new IllegalArgumentException("option " + o);
       }
@@ -907,6 +914,9 @@ final class ScorerProbe {
     return scrape == null ? c : c.withScrapeInterval((long) (Double.parseDouble(scrape) * 1e6));
   }
 
+  /** The scorer an {@code x:} variant built last ({@code -Dprobe.fits}: its fits are printed). */
+  private static final AtomicReference<EstimatedTtftScorer> LAST = new AtomicReference<>();
+
   public static void main(String[] args) {
     if (args.length < 4) {
       System.err.println(
@@ -927,7 +937,13 @@ final class ScorerProbe {
     Map<String, Supplier<Scorer>> v = variants();
     for (String p : policies) {
       if (p.contains(":")) {
-        v.put(p, () -> parsed(p).name(p).build());
+        v.put(
+            p,
+            () -> {
+              EstimatedTtftScorer e = parsed(p).name(p).build();
+              LAST.set(e);
+              return e;
+            });
       }
       if (!v.containsKey(p) && !p.equals("floor") && !p.equals("floor-busy")) {
         Policies.byName(p); // fails early on an unknown name
@@ -946,6 +962,14 @@ final class ScorerProbe {
             continue;
           }
           PolicyResult r = sim.run(p);
+          if (Boolean.getBoolean("probe.fits") && LAST.get() != null) {
+            EstimatedTtftScorer e = LAST.getAndSet(null);
+            StringBuilder fits = new StringBuilder("  fits " + p + ":");
+            for (int b = 0; b < config.backends(); b++) {
+              fits.append("\n    b").append(b).append(' ').append(e.coefficients(b));
+            }
+            System.out.println(fits);
+          }
           line.append(
               String.format(
                   Locale.ROOT,
