@@ -164,7 +164,7 @@ final class ScorerProbe {
    * them (commit ee1cc58). Calibration: {@code cb=B}: {@code calibrationBand(B)} (default 8),
    * {@code adv=A}: {@code calibrationAdvantage(A)} (off by default), {@code fb=K}, {@code fbe=E}:
    * the fleet band and its evidence, {@code noint}: no fitted intercept, {@code prior=F}: the
-   * priors times F.
+   * priors times F; {@code pa=R/W}: {@code prefixAffinity(R, W)} (default 1.5/1, {@code 0/1} off).
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
     // without ps / rel / rvt a variant routes as before issue #18 sessions 18 and 19
@@ -257,6 +257,10 @@ final class ScorerProbe {
         case "fbe" -> b.fleetBandEvidence(Double.parseDouble(kv[1]));
         case "fb" -> b.fleetBand(Double.parseDouble(kv[1])); // "Infinity" turns it off
         case "cb" -> b.calibrationBand(Double.parseDouble(kv[1]));
+        case "pa" -> { // prefix affinity ratio/maxWaiting
+          String[] v = kv[1].split("/");
+          b.prefixAffinity(Double.parseDouble(v[0]), Integer.parseInt(v[1]));
+        }
         case "adv" -> b.calibrationAdvantage(Double.parseDouble(kv[1]));
         case "" -> {}
         default -> throw new IllegalArgumentException("option " + o);
