@@ -70,6 +70,11 @@ import org.slf4j.LoggerFactory;
  * circuit breaker then opens instead of the backend staying routable. Recovery is left to the
  * policy (a half-open breaker's probes).
  *
+ * <p><b>Capacity.</b> A capacity the engine refuses (a published {@code num_gpu_blocks} above the
+ * prefix index's bound, {@link dev.prefixrouter.api.BackendRegistry#update}'s {@link
+ * IllegalArgumentException}) leaves the descriptor as it was and is logged at most once a minute
+ * per backend; the scrape still counts as a success (its load report was applied).
+ *
  * <p><b>Threads.</b> Nothing starts before {@link #start()} (or {@link #pollOnce()}): then one
  * scheduler thread and an HTTP client whose work runs on a pool of daemon threads (at most about
  * one per backend being scraped). A failure is counted per backend and logged at most once a minute
@@ -342,9 +347,23 @@ public final class MetricsPoller implements AutoCloseable {
     engine.backends().reportLoad(b.id(), m.toLoadReport());
     if (b.capacityBlocks() == 0 && m.capacityBlocks().isPresent()) {
       long blocks = m.capacityBlocks().getAsLong();
-      engine
-          .backends()
-          .update(b.id(), cur -> cur.capacityBlocks() == 0 ? cur.withCapacityBlocks(blocks) : cur);
+      try {
+        engine
+            .backends()
+            .update(
+                b.id(), cur -> cur.capacityBlocks() == 0 ? cur.withCapacityBlocks(blocks) : cur);
+      } catch (IllegalArgumentException rejected) {
+        // a part of the engine (the prefix index's capacity bound) refuses the published value: the
+        // descriptor stays as it was, the load report above stands, the scrape succeeded
+        if (t.lastWarn == Long.MIN_VALUE || now - t.lastWarn > WARN_EVERY_NANOS) {
+          t.lastWarn = now;
+          log.warn(
+              "backend {} publishes a KV capacity of {} blocks, which the engine rejects: {}",
+              b.id(),
+              blocks,
+              rejected.getMessage());
+        }
+      }
     }
     t.lastSuccess = now;
     t.lastError = null;

@@ -11,6 +11,7 @@ import dev.prefixrouter.api.HealthState;
 import dev.prefixrouter.api.LoadReport;
 import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.spi.HealthPolicy;
+import dev.prefixrouter.api.spi.Scorer;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -136,6 +137,44 @@ class MetricsPollerTest {
     assertThat(s.malformedLines()).isEqualTo(1);
     assertThat(s.lastSuccessAgeMillis()).isGreaterThanOrEqualTo(0);
     assertThat(poller.totals().scrapes()).isEqualTo(1);
+  }
+
+  @Test
+  void aCapacityTheEngineRejectsLeavesTheDescriptorAndTheScrapeSucceeds() throws Exception {
+    String url =
+        serve(200, LOAD + "vllm:cache_config_info{engine=\"0\",num_gpu_blocks=\"3000000000\"} 1\n");
+    // a part that bounds the capacity as the radix index does (2,147,483,639 blocks)
+    Scorer bounded =
+        new Scorer() {
+          private final Scorer inner = Scorer.leastInFlight();
+
+          @Override
+          public String name() {
+            return "bounded";
+          }
+
+          @Override
+          public void score(dev.prefixrouter.api.spi.ScoringContext ctx) {
+            inner.score(ctx);
+          }
+
+          @Override
+          public void updateBackend(int slot, Backend before, Backend after) {
+            if (after.capacityBlocks() > Integer.MAX_VALUE - 8) {
+              throw new IllegalArgumentException("capacityBlocks too large");
+            }
+          }
+        };
+    RoutingEngine engine =
+        RoutingEngine.builder().scorer(bounded).backend(Backend.of("b0", "m")).build();
+    MetricsPoller poller = track(poller(engine, Map.of("b0", url)).build());
+    poller.pollOnce();
+    assertThat(engine.inspect().backend("b0").orElseThrow().lastLoad())
+        .isEqualTo(LoadReport.of(4, 2, 0.5));
+    assertThat(engine.backends().get("b0").orElseThrow().capacityBlocks()).isZero();
+    MetricsPoller.Stats s = poller.stats().get("b0");
+    assertThat(s.failures()).isZero();
+    assertThat(s.lastError()).isNull();
   }
 
   @Test
