@@ -355,8 +355,7 @@ public final class MetricsPoller implements AutoCloseable {
       } catch (IllegalArgumentException rejected) {
         // a part of the engine (the prefix index's capacity bound) refuses the published value: the
         // descriptor stays as it was, the load report above stands, the scrape succeeded
-        if (t.lastWarn == Long.MIN_VALUE || now - t.lastWarn > WARN_EVERY_NANOS) {
-          t.lastWarn = now;
+        if (warnDue(t, now)) {
           log.warn(
               "backend {} publishes a KV capacity of {} blocks, which the engine rejects: {}",
               b.id(),
@@ -404,8 +403,7 @@ public final class MetricsPoller implements AutoCloseable {
         }
       }
     }
-    if (t.lastWarn == Long.MIN_VALUE || now - t.lastWarn > WARN_EVERY_NANOS) {
-      t.lastWarn = now;
+    if (warnDue(t, now)) {
       log.warn(
           "scraping {} for backend {} failed{}: {}",
           url(base, "metrics"),
@@ -413,6 +411,18 @@ public final class MetricsPoller implements AutoCloseable {
           reached ? "" : " and /health does not answer",
           reason);
     }
+  }
+
+  /**
+   * Whether a warning about this backend may be logged now (at most once a minute); if so, notes
+   * the time.
+   */
+  private static boolean warnDue(Target t, long now) {
+    if (t.lastWarn == Long.MIN_VALUE || now - t.lastWarn > WARN_EVERY_NANOS) {
+      t.lastWarn = now;
+      return true;
+    }
+    return false;
   }
 
   private static String describe(Throwable x) {

@@ -163,14 +163,14 @@ class KvEventPayloadFuzzTest {
         p.packString("events");
       } else {
         p.packArrayHeader(data.consumeInt(0, 4));
-        value(p, data, vocab, 0);
+        value(p, data, 0);
       }
       p.packArrayHeader(events);
       for (int e = 0; e < events && data.remainingBytes() > 0; e++) {
         event(p, data, vocab);
       }
       if (data.consumeBoolean()) {
-        value(p, data, vocab, 0); // a dp rank, or trailing junk
+        value(p, data, 0); // a dp rank, or trailing junk
       }
       return p.toByteArray();
     } catch (IOException e) {
@@ -218,14 +218,14 @@ class KvEventPayloadFuzzTest {
               case 1 -> p.packArrayHeader(1).packString(pick(data));
               case 2 ->
                   p.packArrayHeader(1).packArrayHeader(2).packString(pick(data)).packString("s");
-              default -> value(p, data, vocab, 1);
+              default -> value(p, data, 1);
             }
           }
         }
         case 4 -> hash(p, data); // a parent
         case 5 -> p.packString(pick(data));
         case 6 -> p.packNil();
-        default -> value(p, data, vocab, 0);
+        default -> value(p, data, 0);
       }
     }
   }
@@ -246,7 +246,7 @@ class KvEventPayloadFuzzTest {
   }
 
   /** Any msgpack value, nested at most two deep. */
-  private static void value(MessageBufferPacker p, FuzzedDataProvider data, int vocab, int depth)
+  private static void value(MessageBufferPacker p, FuzzedDataProvider data, int depth)
       throws IOException {
     switch (data.consumeInt(0, depth >= 2 ? 5 : 7)) {
       case 0 -> p.packNil();
@@ -262,7 +262,7 @@ class KvEventPayloadFuzzTest {
         int n = data.consumeInt(0, 4);
         p.packArrayHeader(n);
         for (int i = 0; i < n; i++) {
-          value(p, data, vocab, depth + 1);
+          value(p, data, depth + 1);
         }
       }
       default -> {
@@ -270,7 +270,7 @@ class KvEventPayloadFuzzTest {
         p.packMapHeader(n);
         for (int i = 0; i < n; i++) {
           p.packString(pick(data));
-          value(p, data, vocab, depth + 1);
+          value(p, data, depth + 1);
         }
       }
     }
