@@ -1,5 +1,6 @@
 package dev.prefixrouter.api;
 
+import java.nio.IntBuffer;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
@@ -68,6 +69,19 @@ public sealed interface Prompt permits Prompt.Tokens, Prompt.Text, Prompt.Chat {
     /** Copies {@code length} ids starting at {@code from} into {@code dst} at {@code dstPos}. */
     public void copyTo(int from, int[] dst, int dstPos, int length) {
       System.arraycopy(ids, from, dst, dstPos, length);
+    }
+
+    /**
+     * Puts {@code length} ids starting at {@code from} into {@code dst} at its position, which
+     * advances by {@code length} (one bulk copy: over a little-endian {@code ByteBuffer} this
+     * writes the ids' bytes as a hasher reads them).
+     *
+     * @throws IndexOutOfBoundsException if the ids are not within this prompt
+     * @throws java.nio.BufferOverflowException if {@code dst} has fewer than {@code length}
+     *     remaining
+     */
+    public void copyTo(int from, IntBuffer dst, int length) {
+      dst.put(ids, from, length);
     }
 
     /** A fresh copy of all ids. */

@@ -32,6 +32,22 @@ class ValueTypesTest {
   }
 
   @Test
+  void tokenPromptPutsIdsIntoABufferAsLittleEndianBytes() {
+    Prompt.Tokens p = (Prompt.Tokens) Prompt.ofTokens(1, 0x0A0B0C0D, -1);
+    byte[] bytes = new byte[12];
+    java.nio.IntBuffer ints =
+        java.nio.ByteBuffer.wrap(bytes).order(java.nio.ByteOrder.LITTLE_ENDIAN).asIntBuffer();
+    ints.position(1);
+    p.copyTo(1, ints, 2);
+    assertThat(ints.position()).isEqualTo(3);
+    assertThat(bytes).containsExactly(0, 0, 0, 0, 0x0D, 0x0C, 0x0B, 0x0A, 0xFF, 0xFF, 0xFF, 0xFF);
+    assertThatThrownBy(() -> p.copyTo(2, ints.clear(), 2))
+        .isInstanceOf(IndexOutOfBoundsException.class);
+    assertThatThrownBy(() -> p.copyTo(0, ints.clear().position(2), 2))
+        .isInstanceOf(java.nio.BufferOverflowException.class);
+  }
+
+  @Test
   void textAndChatPromptsEstimateTokens() {
     assertThat(Prompt.ofText("").estimatedTokens()).isZero();
     assertThat(Prompt.ofText("abcde").estimatedTokens()).isEqualTo(2);

@@ -6,7 +6,10 @@ import dev.prefixrouter.api.spi.BlockHasher;
 import java.util.List;
 
 /**
- * Chained 64-bit block hashers built on {@code net.openhft:zero-allocation-hashing}.
+ * Chained 64-bit block hashers: CityHash64 1.1 for token blocks, XXH3-64 ({@code
+ * com.dynatrace.hash4j}) for text blocks and namespace seeds; nothing reads memory through {@code
+ * sun.misc.Unsafe}. Keys are the values the hashers built on zero-allocation-hashing gave (pinned
+ * by a test against that library), so replicas of older and newer versions share keys.
  *
  * <p>Key {@code i} depends on the whole prefix up to the end of block {@code i}, with {@code k[-1]
  * = seed}: for token blocks {@code k[i] = chain(k[i-1], city64(block i))} (each block hashed on its

@@ -2,11 +2,21 @@ package dev.prefixrouter.radix;
 
 import dev.prefixrouter.api.Prompt;
 import dev.prefixrouter.api.spi.BlockHasher;
-import net.openhft.hashing.LongHashFunction;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.CharBuffer;
+import java.nio.IntBuffer;
 
-/** Chained xxh3 over {@code [prev key as 4 chars, block chars...]}. */
+/**
+ * Chained XXH3-64 (hash4j) over {@code [prev key as 4 chars, block chars...]}, each char as its two
+ * little-endian bytes: the values zero-allocation-hashing's {@code xx3().hashChars} gave on a
+ * little-endian machine, without its {@code Unsafe} reads ({@code BlockHasherCompatibilityTest}).
+ */
 final class CharBlockHasher implements BlockHasher {
-  private static final LongHashFunction XX3 = LongHashFunction.xx3();
+  private static final VarHandle LONG_LE =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
   private final int blockChars;
   private final int maxBlocks;
@@ -42,12 +52,16 @@ final class CharBlockHasher implements BlockHasher {
   }
 
   private void textKeys(String text, long seed, long[] keys, int blocks) {
-    char[] buf = new char[blockChars + 4];
+    byte[] bytes = new byte[8 + 2 * blockChars];
+    CharBuffer chars = afterKey(bytes).asCharBuffer();
+    char[] block = new char[blockChars];
     long prev = seed;
     for (int i = 0; i < blocks; i++) {
-      putLong(buf, prev);
-      text.getChars(i * blockChars, (i + 1) * blockChars, buf, 4);
-      prev = XX3.hashChars(buf);
+      LONG_LE.set(bytes, 0, prev); // the key as 4 chars, low char first
+      text.getChars(i * blockChars, (i + 1) * blockChars, block, 0);
+      chars.clear();
+      chars.put(block);
+      prev = TokenBlockHasher.XXH3.hashBytesToLong(bytes);
       keys[i] = prev;
     }
   }
@@ -58,22 +72,21 @@ final class CharBlockHasher implements BlockHasher {
    */
   private void tokenKeys(Prompt.Tokens t, long seed, long[] keys, int blocks) {
     int perBlock = tokensPerBlock();
-    int[] buf = new int[perBlock + 2];
+    byte[] bytes = new byte[8 + 4 * perBlock];
+    IntBuffer ids = afterKey(bytes).asIntBuffer();
     long prev = seed;
     for (int i = 0; i < blocks; i++) {
-      buf[0] = (int) prev;
-      buf[1] = (int) (prev >>> 32);
-      t.copyTo(i * perBlock, buf, 2, perBlock);
-      prev = XX3.hashInts(buf);
+      LONG_LE.set(bytes, 0, prev); // the key as 2 ints, low int first
+      ids.clear();
+      t.copyTo(i * perBlock, ids, perBlock);
+      prev = TokenBlockHasher.XXH3.hashBytesToLong(bytes);
       keys[i] = prev;
     }
   }
 
-  private static void putLong(char[] buf, long v) {
-    buf[0] = (char) v;
-    buf[1] = (char) (v >>> 16);
-    buf[2] = (char) (v >>> 32);
-    buf[3] = (char) (v >>> 48);
+  /** A little-endian view of {@code bytes} after the 8 bytes of the previous key. */
+  private static ByteBuffer afterKey(byte[] bytes) {
+    return ByteBuffer.wrap(bytes, 8, bytes.length - 8).slice().order(ByteOrder.LITTLE_ENDIAN);
   }
 
   @Override
@@ -83,7 +96,7 @@ final class CharBlockHasher implements BlockHasher {
 
   @Override
   public long seed(String namespace) {
-    return XX3.hashChars(namespace);
+    return TokenBlockHasher.XXH3.hashCharsToLong(namespace);
   }
 
   @Override

@@ -1,23 +1,30 @@
 package dev.prefixrouter.radix;
 
+import com.dynatrace.hash4j.hashing.Hasher64;
+import com.dynatrace.hash4j.hashing.Hashing;
 import dev.prefixrouter.api.Prompt;
 import dev.prefixrouter.api.spi.BlockHasher;
-import net.openhft.hashing.LongHashFunction;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.IntBuffer;
 
 /**
  * {@code k[i] = chain(k[i-1], city64(block i's ids))}: each block is hashed on its own by
- * CityHash64 1.1 (zero-allocation-hashing's {@code city_1_1}; 64 bytes for 16-token blocks) and
- * folded into the previous key by {@link #chain}, a multiply-xorshift finalizer. The block hashes
- * are independent of each other, so the CPU overlaps them; only the cheap fold is sequential.
- * CityHash rather than xxh3: on 64-byte inputs it hashes a 4k-token prompt in 2.2 instead of 3.0 µs
- * here (see {@code benchmarks/README.md}). Ids are copied from the prompt in chunks of 16 blocks,
- * so one 1 KB per-thread buffer serves the whole prompt.
+ * CityHash64 1.1 ({@link CityHash64}: zero-allocation-hashing's {@code city_1_1} values, without
+ * {@code Unsafe}; 64 bytes for 16-token blocks) and folded into the previous key by {@link #chain},
+ * a multiply-xorshift finalizer. The block hashes are independent of each other, so the CPU
+ * overlaps them; only the cheap fold is sequential. CityHash rather than xxh3: on 64-byte inputs it
+ * hashes a 4k-token prompt in 2.2 instead of 3.0 µs here (see {@code benchmarks/README.md}). Ids
+ * are copied from the prompt in chunks of 16 blocks, so one 1 KB per-thread buffer serves the whole
+ * prompt.
  */
 final class TokenBlockHasher implements BlockHasher {
-  private static final LongHashFunction CITY = LongHashFunction.city_1_1();
-
-  /** Namespace seeds: xxh3, unchanged, since a seed must stay the same forever. */
-  private static final LongHashFunction XX3 = LongHashFunction.xx3();
+  /**
+   * Namespace seeds: XXH3-64 of the namespace's UTF-16LE code units (hash4j; the values
+   * zero-allocation-hashing's {@code xx3().hashChars} gave before), unchanged since a seed must
+   * stay the same forever.
+   */
+  static final Hasher64 XXH3 = Hashing.xxh3_64();
 
   private final int blockSize;
   private final int maxBlocks;
@@ -45,20 +52,27 @@ final class TokenBlockHasher implements BlockHasher {
     return Math.min(maxBlocks, t.length() / blockSize);
   }
 
-  /** Ids are copied into a per-thread buffer of whole blocks (one block if a block is large). */
+  /**
+   * Ids are copied, little-endian, into a per-thread byte buffer of whole blocks (one block if a
+   * block is large), which the block hash reads in 8-byte words.
+   */
   private void hash(Prompt.Tokens t, long seed, long[] keys, int blocks) {
     int perChunk = Math.max(1, CHUNK_IDS / blockSize);
-    int[] buf = IDS.get();
-    if (buf.length < perChunk * blockSize) {
-      buf = new int[perChunk * blockSize];
-      IDS.set(buf);
+    Scratch s = SCRATCH.get();
+    if (s.ints.capacity() < perChunk * blockSize) {
+      s = new Scratch(perChunk * blockSize);
+      SCRATCH.set(s);
     }
+    byte[] bytes = s.bytes;
+    IntBuffer ints = s.ints;
+    int blockBytes = 4 * blockSize;
     long prev = seed;
     for (int first = 0; first < blocks; first += perChunk) {
       int n = Math.min(perChunk, blocks - first);
-      t.copyTo(first * blockSize, buf, 0, n * blockSize);
+      ints.clear();
+      t.copyTo(first * blockSize, ints, n * blockSize);
       for (int j = 0; j < n; j++) {
-        prev = chain(prev, CITY.hashInts(buf, j * blockSize, blockSize));
+        prev = chain(prev, CityHash64.hash(bytes, j * blockBytes, blockBytes));
         keys[first + j] = prev;
       }
     }
@@ -70,8 +84,20 @@ final class TokenBlockHasher implements BlockHasher {
    */
   private static final int CHUNK_IDS = 256;
 
+  /** A byte array and a little-endian view of it as ids. */
+  private static final class Scratch {
+    final byte[] bytes;
+    final IntBuffer ints;
+
+    Scratch(int ids) {
+      bytes = new byte[4 * ids];
+      ints = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).asIntBuffer();
+    }
+  }
+
   /** Per-thread id buffer: one chunk, or one block if blocks are larger than a chunk. */
-  private static final ThreadLocal<int[]> IDS = ThreadLocal.withInitial(() -> new int[CHUNK_IDS]);
+  private static final ThreadLocal<Scratch> SCRATCH =
+      ThreadLocal.withInitial(() -> new Scratch(CHUNK_IDS));
 
   /**
    * Folds a block's hash into the chain: not symmetric in its arguments, and a bijection of {@code
@@ -91,7 +117,7 @@ final class TokenBlockHasher implements BlockHasher {
 
   @Override
   public long seed(String namespace) {
-    return XX3.hashChars(namespace);
+    return XXH3.hashCharsToLong(namespace);
   }
 
   @Override

@@ -29,10 +29,11 @@ import org.openjdk.jmh.annotations.Warmup;
  *
  * <p>The {@code chain*} benchmarks compare block hash functions side by side on the same token ids:
  * each 16-token block (64 bytes) hashed on its own and folded into the chain as the token hasher
- * does. {@code chainZahCity} is what {@code BlockHashers.tokens} uses today
- * (zero-allocation-hashing's CityHash64 1.1 over the ids); the hash4j variants first write the ids
- * of a block little-endian into a 64-byte buffer (hash4j hashes bytes), as a hasher built on it
- * would.
+ * does. {@code tokenBlocks} is {@code BlockHashers.tokens} itself: CityHash64 1.1 written in
+ * router-radix, over the ids copied little-endian into a byte buffer in chunks of 256 (no {@code
+ * Unsafe}); {@code chainZahCity} gives the same keys through zero-allocation-hashing (which reads
+ * with {@code sun.misc.Unsafe}) straight from the ids; the hash4j variants first write the ids of a
+ * block little-endian into a 64-byte buffer (hash4j hashes bytes), as a hasher built on it would.
  *
  * <pre>java -jar benchmarks/target/benchmarks.jar jmh HashBenchmark -prof gc</pre>
  */
