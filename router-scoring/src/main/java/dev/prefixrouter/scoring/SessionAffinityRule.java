@@ -31,6 +31,20 @@ final class SessionAffinityRule implements RankRule {
   private final CostTerm[] exempt;
   private final @Nullable ParallelStartTerm parallel; // may release its parallel siblings
 
+  /**
+   * This thread's pin as {@link #apply} read it, for {@link #onRouted} of the same route: the
+   * {@link SessionPins} contract reads a pin at most once per route. Holds two strings and a time,
+   * nothing of the scorer (a value that reached this rule would keep the thread-local alive).
+   */
+  private final ThreadLocal<PinRead> lastRead = ThreadLocal.withInitial(PinRead::new);
+
+  /** One route's read of its session's pin. */
+  private static final class PinRead {
+    @Nullable String session; // the key object sessionKey gave (compared by identity)
+    @Nullable String pinned;
+    long nowNanos;
+  }
+
   /** Backend id per slot, to forget a removed backend's pins. */
   private volatile AtomicReferenceArray<String> ids = new AtomicReferenceArray<>(64);
 
@@ -66,6 +80,10 @@ final class SessionAffinityRule implements RankRule {
       return null;
     }
     String pinned = pins.backendOf(session);
+    PinRead read = lastRead.get();
+    read.session = session;
+    read.pinned = pinned;
+    read.nowNanos = ctx.nowNanos();
     if (pinned == null || (parallel != null && parallel.releases(c, session))) {
       return null;
     }
@@ -117,11 +135,24 @@ final class SessionAffinityRule implements RankRule {
     if (session != null) {
       if (parallel != null
           && parallel.sibling(session, ctx.nowNanos())
-          && pins.backendOf(session) != null) {
+          && pinnedAtScoring(session, ctx.nowNanos()) != null) {
         return; // a parallel sibling: the session stays pinned where its first request went
       }
       pins.pin(session, ctx.backend(candidate).id());
     }
+  }
+
+  /**
+   * The session's pin as this route's {@link #apply} read it (the same session key object and
+   * decision time on this thread), else read now (a caller that did not score first).
+   */
+  private @Nullable String pinnedAtScoring(String session, long nowNanos) {
+    PinRead read = lastRead.get();
+    if (read.session == session && read.nowNanos == nowNanos) {
+      read.session = null; // used: one route, one read
+      return read.pinned;
+    }
+    return pins.backendOf(session);
   }
 
   @Override
