@@ -164,7 +164,8 @@ final class ScorerProbe {
    * them (commit ee1cc58). Calibration: {@code cb=B}: {@code calibrationBand(B)} (default 8),
    * {@code adv=A}: {@code calibrationAdvantage(A)} (off by default), {@code fb=K}, {@code fbe=E}:
    * the fleet band and its evidence, {@code noint}: no fitted intercept, {@code prior=F}: the
-   * priors times F; {@code pa=R/W}: {@code prefixAffinity(R, W)} (default 1.5/1, {@code 0/1} off).
+   * priors times F; {@code pa=R/W}: {@code prefixAffinity(R, W)} (default 1.5/1, {@code 0/1} off);
+   * {@code adm=W[,admtau=S]}: {@link #admissionWait} (session 28; worse on every overload cell).
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
     // without ps / rel / rvt a variant routes as before issue #18 sessions 18 and 19
@@ -192,6 +193,8 @@ final class ScorerProbe {
     double rvt = 0;
     double rv = 0;
     double rvi = 0;
+    double adm = 0;
+    double admTau = 2;
     for (String o : spec.substring(spec.indexOf(':') + 1).split(",")) {
       String[] kv = o.split("=");
       switch (kv[0]) {
@@ -262,6 +265,8 @@ final class ScorerProbe {
           b.prefixAffinity(Double.parseDouble(v[0]), Integer.parseInt(v[1]));
         }
         case "adv" -> b.calibrationAdvantage(Double.parseDouble(kv[1]));
+        case "adm" -> adm = Double.parseDouble(kv[1]);
+        case "admtau" -> admTau = Double.parseDouble(kv[1]);
         case "" -> {}
         default -> throw new IllegalArgumentException("option " + o);
       }
@@ -286,7 +291,63 @@ final class ScorerProbe {
     if (live > 0) {
       b.addTerm(liveWait(live, liveH));
     }
+    if (adm > 0) {
+      b.addTerm(admissionWait(adm, admTau * 1e9));
+    }
     return b.futureWait(fw, java.time.Duration.ofMillis((long) (tau * 1000)));
+  }
+
+  /**
+   * Research probe (issue #18, session 28), not a proposal: the engine's admission wait by Little's
+   * law. A backend reporting {@code W} requests waiting (raw, faded; in a fleet fed by one router
+   * these are the router's own requests not yet admitted) while this router sends it {@code λ}
+   * requests per second (decaying over {@code tauNanos}) holds a new request about {@code W / λ} in
+   * its queue; the queue-prefill term already charges {@code β·pendingPrefill} of it, so the term
+   * adds {@code w × max(0, W / λ − β·pendingPrefill) / weight}. Zero wherever nothing is reported
+   * waiting. Single-threaded (the simulator's). Measured worse than without it on the overload
+   * cells it was meant for ({@code benchmarks/README.md}, issue #18 session 28).
+   */
+  static CostTerm admissionWait(double w, double tauNanos) {
+    return new CostTerm() {
+      private final double[] rate = new double[256]; // decayed routes per slot
+      private final long[] at = new long[256];
+
+      @Override
+      public String name() {
+        return "admission-wait";
+      }
+
+      private double perSecond(int slot, long now) {
+        double r = rate[slot] * Math.exp(-(now - at[slot]) / tauNanos);
+        return r / (tauNanos / 1e9);
+      }
+
+      @Override
+      public void costs(Candidates c, double[] out) {
+        dev.prefixrouter.api.spi.ScoringContext ctx = c.ctx();
+        long now = ctx.nowNanos();
+        for (int i = 0, n = c.size(); i < n; i++) {
+          dev.prefixrouter.api.LoadReport load = ctx.load(i);
+          double waiting = load == null ? 0 : c.fade(i) * load.waiting();
+          if (waiting < 0.5) {
+            out[i] = 0;
+            continue;
+          }
+          double lambda = Math.max(perSecond(ctx.slot(i), now), 1.0);
+          double waitMs = waiting / lambda * 1e3;
+          double queued = c.betaMsPerToken(i) * ctx.pendingPrefillTokens(i);
+          out[i] = w * Math.max(0, waitMs - queued) / c.weight(i);
+        }
+      }
+
+      @Override
+      public void onRouted(dev.prefixrouter.api.spi.ScoringContext ctx, int candidate) {
+        int slot = ctx.slot(candidate);
+        long now = ctx.nowNanos();
+        rate[slot] = rate[slot] * Math.exp(-(now - at[slot]) / tauNanos) + 1;
+        at[slot] = now;
+      }
+    };
   }
 
   /**
