@@ -7,7 +7,6 @@ import static org.assertj.core.api.Assertions.within;
 import dev.prefixrouter.api.RouteRequest;
 import dev.prefixrouter.api.spi.SessionPins;
 import java.time.Duration;
-import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -111,37 +110,10 @@ class ParallelStartTermTest {
     return EstimatedTtftScorer.sessionKey(ctx.request);
   }
 
-  /** Counts pin reads, for the {@link SessionPins} contract of at most one per route. */
-  private static final class CountingPins implements SessionPins {
-    final SessionPins inner = InProcessSessionPins.create(Duration.ofMinutes(5), 100);
-    int reads;
-
-    @Override
-    public @Nullable String backendOf(String sessionKey) {
-      reads++;
-      return inner.backendOf(sessionKey);
-    }
-
-    @Override
-    public void pin(String sessionKey, String backendId) {
-      inner.pin(sessionKey, backendId);
-    }
-
-    @Override
-    public void forgetBackend(String backendId) {
-      inner.forgetBackend(backendId);
-    }
-
-    @Override
-    public long size() {
-      return inner.size();
-    }
-  }
-
   @Test
   void aParallelSiblingsRouteReadsThePinOnce() {
     for (boolean release : new boolean[] {true, false}) {
-      CountingPins pins = new CountingPins();
+      TermsAndRulesTest.MapPins pins = new TermsAndRulesTest.MapPins();
       EstimatedTtftScorer s = plain().releaseParallelSiblings(release).sessionPins(pins).build();
       s.onRouted(request("job-1", 4096, 0), 0); // pins job-1 to b0
       int before = pins.reads;
@@ -150,14 +122,14 @@ class ParallelStartTermTest {
         s.score(ctx);
         s.onRouted(ctx, ctx.best());
         assertThat(pins.reads).as("release %s, sibling %d", release, i).isEqualTo(before + i + 1);
-        assertThat(pins.inner.backendOf(sessionOf(ctx))).isEqualTo("b0");
+        assertThat(pins.pins.get(sessionOf(ctx))).isEqualTo("b0");
       }
       // a later request of the session (past the first's prefill) is pinned where it goes
       FakeContext later = sibling(60_000, 0);
       s.score(later);
       s.onRouted(later, 1);
       assertThat(pins.reads).isEqualTo(before + 4);
-      assertThat(pins.inner.backendOf(sessionOf(later))).isEqualTo("b1");
+      assertThat(pins.pins.get(sessionOf(later))).isEqualTo("b1");
     }
   }
 

@@ -226,12 +226,17 @@ class TermsAndRulesTest {
         .hasMessageContaining("-<term or rule>");
   }
 
-  /** A pin store keyed by backend id, as a shared (e.g. Redis) one would be. */
+  /**
+   * A pin store keyed by backend id, as a shared (e.g. Redis) one would be; counts its reads (the
+   * {@link SessionPins} contract: at most one per route).
+   */
   static final class MapPins implements SessionPins {
     final Map<String, String> pins = new HashMap<>();
+    int reads;
 
     @Override
     public @Nullable String backendOf(String sessionKey) {
+      reads++;
       return pins.get(sessionKey);
     }
 
