@@ -24,8 +24,9 @@ import java.util.Set;
  * The module walls (README, Modules) as ArchUnit rules, by package: router-api imports nothing of
  * ours; the index, the scorers and the connectors import only router-api and never each other;
  * nothing imports the benchmarks; no type of an {@code impl} or {@code internal} package appears in
- * a public signature. {@link WallsTest} checks them on every library module's classes; {@link
- * WallsCanFailTest} checks that each one catches a violation.
+ * a public signature; no library class reads memory through {@code sun.misc.Unsafe}, directly or
+ * through zero-allocation-hashing. {@link WallsTest} checks them on every library module's classes;
+ * {@link WallsCanFailTest} checks that each one catches a violation.
  */
 final class Walls {
   private Walls() {}
@@ -73,6 +74,22 @@ final class Walls {
           .dependOnClassesThat()
           .resideInAPackage(BENCH)
           .because("benchmarks are never published; a library class that needs one is misplaced");
+
+  /**
+   * No library class uses {@code sun.misc.Unsafe} or zero-allocation-hashing (which reads memory
+   * through it): Java 24+ warns on its memory-access methods in every application that embeds the
+   * router, and later releases remove them. The benchmarks compare against that library and may.
+   */
+  static final ArchRule NO_UNSAFE =
+      noClasses()
+          .that()
+          .resideOutsideOfPackage(BENCH)
+          .should()
+          .dependOnClassesThat()
+          .resideInAnyPackage("sun.misc..", "net.openhft.hashing..")
+          .because(
+              "sun.misc.Unsafe's memory access warns on Java 24+ and is being removed; the hashers"
+                  + " are pinned to zero-allocation-hashing's values in tests only");
 
   static final ArchRule NO_HIDDEN_TYPE_IN_PUBLIC_SIGNATURE =
       classes()

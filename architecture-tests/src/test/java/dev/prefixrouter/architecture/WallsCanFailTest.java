@@ -13,6 +13,7 @@ import dev.prefixrouter.api.archfixture.LeakyTypeArgument;
 import dev.prefixrouter.bench.archfixture.BenchThing;
 import dev.prefixrouter.radix.archfixture.RadixUsingApi;
 import dev.prefixrouter.radix.archfixture.RadixUsingScoring;
+import dev.prefixrouter.radix.archfixture.RadixUsingUnsafeHashing;
 import dev.prefixrouter.redis.archfixture.RedisUsingScoring;
 import dev.prefixrouter.scoring.archfixture.ScoringUsingRadix;
 import dev.prefixrouter.spring.archfixture.SpringUsingBench;
@@ -70,6 +71,13 @@ class WallsCanFailTest {
         .anySatisfy(d -> assertThat(d).contains("SpringUsingBench").contains("BenchThing"));
     assertThat(violations(Walls.NOTHING_IMPORTS_BENCHMARKS, ApiOnly.class, BenchThing.class))
         .isEmpty();
+  }
+
+  @Test
+  void hashingThroughUnsafeFails() {
+    assertThat(violations(Walls.NO_UNSAFE, RadixUsingUnsafeHashing.class))
+        .anySatisfy(d -> assertThat(d).contains("RadixUsingUnsafeHashing").contains("openhft"));
+    assertThat(violations(Walls.NO_UNSAFE, RadixUsingApi.class)).isEmpty();
   }
 
   @Test

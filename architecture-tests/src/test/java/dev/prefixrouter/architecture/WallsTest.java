@@ -23,6 +23,8 @@ class WallsTest {
 
   @ArchTest static final ArchRule nothingImportsBenchmarks = Walls.NOTHING_IMPORTS_BENCHMARKS;
 
+  @ArchTest static final ArchRule noUnsafe = Walls.NO_UNSAFE;
+
   @ArchTest
   static final ArchRule noImplOrInternalTypeInAPublicSignature =
       Walls.NO_HIDDEN_TYPE_IN_PUBLIC_SIGNATURE;
