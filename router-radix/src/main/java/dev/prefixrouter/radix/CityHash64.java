@@ -136,6 +136,26 @@ final class CityHash64 {
     return q + x;
   }
 
+  /**
+   * First half of the weak hash of the 32 bytes at {@code b[off + at]} with seeds {@code a} and
+   * {@code b} (CityHash's {@code WeakHashLen32WithSeeds}; wrapping sums, so the grouping is free).
+   */
+  private static long weakFirst(byte[] b, int off, int at, long a) {
+    return a
+        + fetch64(b, off, at)
+        + fetch64(b, off, at + 8)
+        + fetch64(b, off, at + 16)
+        + fetch64(b, off, at + 24);
+  }
+
+  /** Second half of the weak hash {@link #weakFirst} starts. */
+  private static long weakSecond(byte[] b, int off, int at, long a, long seed) {
+    long w = a + fetch64(b, off, at);
+    return Long.rotateRight(seed + w + fetch64(b, off, at + 24), 21)
+        + Long.rotateRight(w + fetch64(b, off, at + 8) + fetch64(b, off, at + 16), 44)
+        + w;
+  }
+
   /** More than 64 bytes: the tail first, then 64-byte chunks with 56 bytes of state. */
   private static long longer(byte[] a, int off, int end) {
     long len = end;
@@ -143,32 +163,10 @@ final class CityHash64 {
     long y = fetch64(a, off, end - 16) + fetch64(a, off, end - 56);
     long z = hashLen16(fetch64(a, off, end - 48) + len, fetch64(a, off, end - 24));
     // v and w: the pairs (first, second) of the weak 32-byte hashes
-    long v1;
-    long v2;
-    long w1;
-    long w2;
-    {
-      int s = end - 64;
-      long sa = len + fetch64(a, off, s);
-      long sb = Long.rotateRight(z + sa + fetch64(a, off, s + 24), 21);
-      long c = sa;
-      sa += fetch64(a, off, s + 8);
-      sa += fetch64(a, off, s + 16);
-      sb += Long.rotateRight(sa, 44);
-      v1 = sa + fetch64(a, off, s + 24);
-      v2 = sb + c;
-    }
-    {
-      int s = end - 32;
-      long sa = y + K1 + fetch64(a, off, s);
-      long sb = Long.rotateRight(x + sa + fetch64(a, off, s + 24), 21);
-      long c = sa;
-      sa += fetch64(a, off, s + 8);
-      sa += fetch64(a, off, s + 16);
-      sb += Long.rotateRight(sa, 44);
-      w1 = sa + fetch64(a, off, s + 24);
-      w2 = sb + c;
-    }
+    long v1 = weakFirst(a, off, end - 64, len);
+    long v2 = weakSecond(a, off, end - 64, len, z);
+    long w1 = weakFirst(a, off, end - 32, y + K1);
+    long w2 = weakSecond(a, off, end - 32, y + K1, x);
     x = x * K1 + fetch64(a, off, 0);
     int chunks = (end - 1) >>> 6; // the whole 64-byte chunks before the tail
     for (int k = 0, s = 0; k < chunks; k++, s += 64) {
@@ -177,24 +175,14 @@ final class CityHash64 {
       x ^= w2;
       y += v1 + fetch64(a, off, s + 40);
       z = Long.rotateRight(z + w1, 33) * K1;
-      long va = v2 * K1 + fetch64(a, off, s);
-      long vb = Long.rotateRight(x + w1 + va + fetch64(a, off, s + 24), 21);
-      long vc = va;
-      va += fetch64(a, off, s + 8);
-      va += fetch64(a, off, s + 16);
-      vb += Long.rotateRight(va, 44);
-      long nv1 = va + fetch64(a, off, s + 24);
-      long nv2 = vb + vc;
-      long wa = z + w2 + fetch64(a, off, s + 32);
-      long wb = Long.rotateRight(y + fetch64(a, off, s + 16) + wa + fetch64(a, off, s + 56), 21);
-      long wc = wa;
-      wa += fetch64(a, off, s + 40);
-      wa += fetch64(a, off, s + 48);
-      wb += Long.rotateRight(wa, 44);
-      w1 = wa + fetch64(a, off, s + 56);
-      w2 = wb + wc;
+      long nv1 = weakFirst(a, off, s, v2 * K1);
+      long nv2 = weakSecond(a, off, s, v2 * K1, x + w1);
+      long nw1 = weakFirst(a, off, s + 32, z + w2);
+      long nw2 = weakSecond(a, off, s + 32, z + w2, y + fetch64(a, off, s + 16));
       v1 = nv1;
       v2 = nv2;
+      w1 = nw1;
+      w2 = nw2;
       long t = z;
       z = x;
       x = t;
