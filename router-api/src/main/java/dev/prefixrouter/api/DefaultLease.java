@@ -109,8 +109,9 @@ final class DefaultLease implements Lease {
     entry.addPendingPrefillTokens(-uncachedTokens());
     long ttft = Math.max(0, now - startNanos);
     if (entry.claim()) {
+      Membership.HealthChange change;
       try {
-        healthFeedback(now, null);
+        change = healthFeedback(now, null);
         pipeline
             .scorer()
             .onFirstToken(
@@ -124,6 +125,7 @@ final class DefaultLease implements Lease {
       } finally {
         entry.release();
       }
+      pipeline.membership().announce(change);
     }
     Listeners listeners = pipeline.listeners();
     if (listeners.any()) {
@@ -239,6 +241,9 @@ final class DefaultLease implements Lease {
         if (pipeline.scorerWantsEnded() && entry.claim()) {
           try {
             pipeline.scorer().onEnded(entry.slot);
+          } catch (RuntimeException ex) {
+            // the lease has ended: its tenant's true-up must still run
+            pipeline.listeners().ignored(pipeline.scorer(), ex);
           } finally {
             entry.release();
           }
@@ -283,17 +288,22 @@ final class DefaultLease implements Lease {
   /** {@link #healthFeedback} under a claim; skipped once the backend is removed. */
   private void feedHealth(long now, @Nullable Failure failure) {
     if (entry.claim()) {
+      Membership.HealthChange change;
       try {
-        healthFeedback(now, failure);
+        change = healthFeedback(now, failure);
       } finally {
         entry.release();
       }
+      pipeline.membership().announce(change);
     }
   }
 
-  /** Feeds the breaker (claim held by the caller) and reports a state change. */
-  private void healthFeedback(long now, @Nullable Failure failure) {
-    pipeline.membership().healthFeedback(entry, now, failure);
+  /**
+   * Feeds the breaker (claim held by the caller); returns the state change for the caller to
+   * announce after it releases the claim.
+   */
+  private Membership.@Nullable HealthChange healthFeedback(long now, @Nullable Failure failure) {
+    return pipeline.membership().healthFeedback(entry, now, failure);
   }
 
   @Override

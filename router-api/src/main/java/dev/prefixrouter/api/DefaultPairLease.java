@@ -174,11 +174,13 @@ final class DefaultPairLease implements PairLease {
     RoutePipeline pipeline = router.pipeline();
     long now = pipeline.ticker().getAsLong();
     if ((feedHealth || failure != null) && decode.claim()) {
+      Membership.HealthChange change;
       try {
-        pipeline.membership().healthFeedback(decode, now, failure);
+        change = pipeline.membership().healthFeedback(decode, now, failure);
       } finally {
         decode.release();
       }
+      pipeline.membership().announce(change);
     }
     return now;
   }

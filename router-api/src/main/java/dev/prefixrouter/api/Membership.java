@@ -261,21 +261,28 @@ final class Membership implements BackendRegistry {
     if (e == null || !e.claim()) {
       return false;
     }
+    HealthChange change = null;
     try {
       if (failure.countsAgainstBackend()) {
-        healthFeedback(e, ticker.getAsLong(), failure);
+        change = healthFeedback(e, ticker.getAsLong(), failure);
       }
     } finally {
       e.release();
     }
+    announce(change);
     return true;
   }
 
+  /** A health state change to announce once the claim it was made under is released. */
+  record HealthChange(Backend backend, HealthState from, HealthState to) {}
+
   /**
-   * Feeds a success ({@code failure == null}) or a failure to the backend's health policy and
-   * reports a state change; the caller holds a claim on the entry.
+   * Feeds a success ({@code failure == null}) or a failure to the backend's health policy; the
+   * caller holds a claim on the entry. Returns the state change, or {@code null}: the caller hands
+   * it to {@link #announce} after releasing the claim, because a listener may remove the backend,
+   * and {@link #remove} waits for every claim on it (the caller's own included).
    */
-  void healthFeedback(BackendEntry entry, long now, @Nullable Failure failure) {
+  @Nullable HealthChange healthFeedback(BackendEntry entry, long now, @Nullable Failure failure) {
     HealthState before = health.state(entry.slot, now);
     if (failure == null) {
       health.onSuccess(entry.slot, now);
@@ -283,10 +290,18 @@ final class Membership implements BackendRegistry {
       health.onFailure(entry.slot, failure, now);
     }
     HealthState after = health.state(entry.slot, now);
-    if (before != after) {
-      Backend b = entry.backend;
-      log.info("backend {} health {} -> {}", b.id(), before, after);
-      listeners.notify(l -> l.onHealthChanged(b, before, after));
+    if (before == after) {
+      return null;
+    }
+    Backend b = entry.backend;
+    log.info("backend {} health {} -> {}", b.id(), before, after);
+    return new HealthChange(b, before, after);
+  }
+
+  /** Tells the listeners of a change {@link #healthFeedback} returned; no claim may be held. */
+  void announce(@Nullable HealthChange change) {
+    if (change != null) {
+      listeners.notify(l -> l.onHealthChanged(change.backend(), change.from(), change.to()));
     }
   }
 

@@ -460,15 +460,25 @@ final class RoutePipeline {
           continue;
         }
         int uncached = promptTokens - matchedTokens;
+        long reserved = reservedTokens(request, promptTokens);
         e.addInFlight(1);
         long queuedBefore = e.addPendingPrefillTokens(uncached);
-        e.addActiveTokens(reservedTokens(request, promptTokens));
+        e.addActiveTokens(reserved);
         int decodesBefore = e.runningDecodes();
         e.countPlacement(promptTokens, matchedTokens, attemptNo == 0);
-        if (keyCount > 0) {
-          index.recordRouted(keys, keyCount, e.slot, now);
+        try {
+          if (keyCount > 0) {
+            index.recordRouted(keys, keyCount, e.slot, now);
+          }
+          scorer.onRouted(c, cand);
+        } catch (Throwable t) {
+          // no lease will end this placement: its counts go now, or they would stay forever
+          // (the caller refunds the tenant; the placement statistics keep the attempt)
+          e.addInFlight(-1);
+          e.addPendingPrefillTokens(-uncached);
+          e.addActiveTokens(-reserved);
+          throw t;
         }
-        scorer.onRouted(c, cand);
         DefaultLease lease = new DefaultLease(this, e, excluded, now, queuedBefore, decodesBefore);
         Routed routed =
             lease.open(

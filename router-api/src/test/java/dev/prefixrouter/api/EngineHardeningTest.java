@@ -269,4 +269,123 @@ class EngineHardeningTest {
     assertThat(engine.inspect().backend("a").orElseThrow().runningDecodes()).isZero();
     assertThat(engine.inspect().backend("a").orElseThrow().inFlight()).isZero();
   }
+
+  // ---------------------------------------------------------------- re-entrant listeners
+
+  /**
+   * A listener that ejects a backend when its breaker opens: the state change used to be announced
+   * under the lease's claim on the backend, and {@code remove} waits for every claim, the caller's
+   * own included, so the failing thread spun for ever.
+   */
+  @Test
+  void aListenerMayRemoveTheBackendWhoseBreakerOpened() throws Exception {
+    AtomicReference<RoutingEngine> engineRef = new AtomicReference<>();
+    List<String> removed = new ArrayList<>();
+    RoutingListener eject =
+        new RoutingListener() {
+          @Override
+          public void onHealthChanged(Backend backend, HealthState from, HealthState to) {
+            if (to == HealthState.OPEN) {
+              removed.add(backend.id() + " " + engineRef.get().backends().remove(backend.id()));
+            }
+          }
+        };
+    RoutingEngine engine =
+        RoutingEngine.builder()
+            .health(new Fakes.SimpleBreaker(1))
+            .listener(eject)
+            .backend(Backend.of("a", "m"))
+            .backend(Backend.of("b", "m"))
+            .backend(Backend.of("c", "m"))
+            .build();
+    engineRef.set(engine);
+    Thread t =
+        new Thread(
+            () -> {
+              for (int i = 0; i < 2; i++) { // a lease's failure opens its backend's breaker
+                Routed r = (Routed) engine.route(req("t", "m"));
+                r.lease().fail(Failure.of(Failure.Kind.CONNECT));
+              }
+              for (Backend b : engine.backends().all()) { // so does a reported failure
+                engine.backends().reportFailure(b.id(), Failure.of(Failure.Kind.CONNECT));
+              }
+            });
+    t.setDaemon(true);
+    t.start();
+    t.join(10_000);
+    assertThat(t.isAlive()).as("the failing thread returned").isFalse();
+    assertThat(removed).hasSize(3).allMatch(s -> s.endsWith(" true"));
+    assertThat(engine.backends().all()).isEmpty();
+  }
+
+  // ---------------------------------------------------------------- throwing parts
+
+  /** A scorer whose {@code onRouted} throws once asked to. */
+  static final class ThrowingOnRoutedScorer implements dev.prefixrouter.api.spi.Scorer {
+    volatile boolean throwOnRouted;
+    volatile boolean throwOnEnded;
+
+    @Override
+    public String name() {
+      return "throwing";
+    }
+
+    @Override
+    public void score(dev.prefixrouter.api.spi.ScoringContext ctx) {}
+
+    @Override
+    public void onRouted(dev.prefixrouter.api.spi.ScoringContext ctx, int candidate) {
+      if (throwOnRouted) {
+        throw new IllegalStateException("scorer bug in onRouted");
+      }
+    }
+
+    @Override
+    public void onEnded(int slot) {
+      if (throwOnEnded) {
+        throw new IllegalStateException("scorer bug in onEnded");
+      }
+    }
+  }
+
+  @Test
+  void aScorerThrowingInOnRoutedLeavesNoCountsBehind() {
+    Fakes.CountingLimiter limiter = new Fakes.CountingLimiter(1_000);
+    ThrowingOnRoutedScorer scorer = new ThrowingOnRoutedScorer();
+    scorer.throwOnRouted = true;
+    RoutingEngine engine =
+        RoutingEngine.builder()
+            .limiter(limiter)
+            .scorer(scorer)
+            .backend(Backend.of("a", "m"))
+            .build();
+    assertThatThrownBy(() -> engine.route(req("t", "m")))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("onRouted");
+    BackendSnapshot a = engine.inspect().backend("a").orElseThrow();
+    assertThat(a.inFlight()).isZero();
+    assertThat(a.pendingPrefillTokens()).isZero();
+    assertThat(limiter.balance("t")).isEqualTo(1_000);
+  }
+
+  @Test
+  void aScorerThrowingInOnEndedStillTruesUpTheTenant() {
+    Fakes.CountingLimiter limiter = new Fakes.CountingLimiter(1_000);
+    ThrowingOnRoutedScorer scorer = new ThrowingOnRoutedScorer();
+    scorer.throwOnEnded = true;
+    RoutingEngine engine =
+        RoutingEngine.builder()
+            .limiter(limiter)
+            .scorer(scorer)
+            .backend(Backend.of("a", "m"))
+            .build();
+    Routed failed = (Routed) engine.route(req("t", "m"));
+    failed.lease().fail(Failure.of(Failure.Kind.CONNECT));
+    assertThat(limiter.balance("t")).as("refunded before the first token").isEqualTo(1_000);
+    Routed done = (Routed) engine.route(req("t", "m"));
+    done.lease().firstToken();
+    done.lease().complete(new Usage(16, 4, 0));
+    assertThat(limiter.balance("t")).as("charged what it used").isEqualTo(1_000 - 20);
+    assertThat(engine.inspect().backend("a").orElseThrow().inFlight()).isZero();
+  }
 }
