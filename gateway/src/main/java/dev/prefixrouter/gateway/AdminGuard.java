@@ -2,11 +2,14 @@ package dev.prefixrouter.gateway;
 
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import org.jspecify.annotations.Nullable;
 import org.springframework.core.Ordered;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
+import org.springframework.http.server.PathContainer;
 import org.springframework.web.server.ServerWebExchange;
 import org.springframework.web.server.WebFilter;
 import org.springframework.web.server.WebFilterChain;
@@ -23,7 +26,7 @@ import reactor.core.publisher.Mono;
  * constant-time.
  */
 public final class AdminGuard implements WebFilter, Ordered {
-  private final String basePath;
+  private final List<String> baseSegments;
   private final byte @Nullable [] adminSha256;
 
   /**
@@ -32,7 +35,7 @@ public final class AdminGuard implements WebFilter, Ordered {
    * @throws IllegalArgumentException if the hash is not 64 hex digits
    */
   public AdminGuard(String basePath, @Nullable String adminKeySha256) {
-    this.basePath = basePath.endsWith("/") ? basePath : basePath + "/";
+    this.baseSegments = segments(List.of(basePath));
     if (adminKeySha256 != null && !ApiKeys.isSha256Hex(adminKeySha256)) {
       throw new IllegalArgumentException(
           "prefix-router.gateway.admin-key-sha256 must be 64 hex digits (a SHA-256)");
@@ -46,11 +49,10 @@ public final class AdminGuard implements WebFilter, Ordered {
   @Override
   public Mono<Void> filter(ServerWebExchange exchange, WebFilterChain chain) {
     HttpMethod m = exchange.getRequest().getMethod();
-    String path = exchange.getRequest().getPath().pathWithinApplication().value();
     if (m == HttpMethod.GET
         || m == HttpMethod.HEAD
         || m == HttpMethod.OPTIONS
-        || !(path + "/").startsWith(basePath)) {
+        || !underBasePath(exchange.getRequest().getPath().pathWithinApplication())) {
       return chain.filter(exchange);
     }
     String key =
@@ -70,6 +72,44 @@ public final class AdminGuard implements WebFilter, Ordered {
         adminSha256 == null
             ? "actuator writes are disabled (set prefix-router.gateway.admin-key-sha256)"
             : "actuator writes need Authorization: Bearer <admin key>");
+  }
+
+  /**
+   * Whether the path is under the actuator's base path as the handler mappings see it: segments
+   * percent-decoded, their {@code ;parameters} dropped, empty segments skipped, compared without
+   * regard to case (a guard that compared the raw path let {@code /%61ctuator/...} and {@code
+   * /actuator;x/...} through to the endpoint).
+   */
+  private boolean underBasePath(PathContainer path) {
+    List<String> values = new ArrayList<>();
+    for (PathContainer.Element e : path.elements()) {
+      if (e instanceof PathContainer.PathSegment s) {
+        values.add(s.valueToMatch());
+      }
+    }
+    List<String> segments = segments(values);
+    if (segments.size() < baseSegments.size()) {
+      return false;
+    }
+    for (int i = 0; i < baseSegments.size(); i++) {
+      if (!segments.get(i).equalsIgnoreCase(baseSegments.get(i))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** The non-empty parts of the values split at {@code /} (a decoded {@code %2F} included). */
+  private static List<String> segments(List<String> values) {
+    List<String> out = new ArrayList<>();
+    for (String v : values) {
+      for (String part : v.split("/")) {
+        if (!part.isEmpty()) {
+          out.add(part);
+        }
+      }
+    }
+    return out;
   }
 
   @Override

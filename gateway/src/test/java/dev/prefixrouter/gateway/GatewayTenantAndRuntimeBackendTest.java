@@ -99,6 +99,33 @@ class GatewayTenantAndRuntimeBackendTest {
     assertThat(LATE.requests.get()).isEqualTo(1);
   }
 
+  /**
+   * The admin key is checked on the path the endpoint is matched on: an encoded letter or a {@code
+   * ;parameter} in the base path used to pass the guard and still reach the endpoint.
+   */
+  @Test
+  void aDisguisedActuatorPathStillNeedsTheAdminKey() throws Exception {
+    for (String path :
+        new String[] {
+          "/%61ctuator/prefixrouter/evil",
+          "/actuator;x=1/prefixrouter/evil",
+          "//actuator/prefixrouter/evil",
+          "/ACTUATOR/prefixrouter/evil"
+        }) {
+      HttpResponse<String> add =
+          client.send(
+              HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                  .header("Content-Type", "application/json")
+                  .POST(
+                      HttpRequest.BodyPublishers.ofString(
+                          "{\"action\":\"add\",\"models\":\"m\",\"url\":\"http://127.0.0.1:9\"}"))
+                  .build(),
+              HttpResponse.BodyHandlers.ofString());
+      assertThat(add.statusCode()).as(path + ": " + add.body()).isEqualTo(401);
+      assertThat(engine.backends().get("evil")).as(path).isEmpty();
+    }
+  }
+
   private HttpResponse<String> send(String path, String body, String tenant) throws Exception {
     HttpRequest.Builder b =
         HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
