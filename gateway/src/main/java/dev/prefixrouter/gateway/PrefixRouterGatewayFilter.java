@@ -263,6 +263,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     exchange.getAttributes().put(TARGET_ATTR, base);
     exchange.getResponse().getHeaders().set(BACKEND_HEADER, routed.backendId());
     Attempt a = new Attempt(call, routed);
+    call.attempt = a;
     ServerWebExchange ax =
         exchange
             .mutate()
@@ -293,7 +294,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
       return attempt(call, chain, a.next);
     }
     Failure f = classify(e);
-    routed.lease().fail(f);
+    routed.lease().fail(f, used(routed, a.tap));
     if (a.tap != null && a.tap.bytesSeen()) {
       call.log("failed_midstream", 0, f);
       metrics.request(routed.resolvedModel(), "failed", call.elapsedNanos());
@@ -399,6 +400,22 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     }
   }
 
+  /**
+   * What the backend produced for {@code routed}, as the response tap saw it: the engine's usage;
+   * without one, the prompt as routed and one token per streamed event; the reserved output when a
+   * JSON body was too long to read its usage (so that a large answer is never charged as none).
+   */
+  static Usage used(Routed routed, @Nullable ResponseTap tap) {
+    Usage u = tap == null ? null : tap.usage();
+    if (u != null) {
+      return u;
+    }
+    if (tap != null && tap.usageLost()) {
+      return Usage.of(routed.promptTokens(), routed.request().maxOutputTokens());
+    }
+    return Usage.of(routed.promptTokens(), tap == null ? 0 : Math.max(0, tap.dataEvents()));
+  }
+
   /** One client request across its attempts. */
   private final class Call {
     final ServerWebExchange exchange;
@@ -409,6 +426,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     @Nullable ServerHttpRequest forward;
     boolean usageInjected;
     volatile @Nullable Routed current;
+    volatile @Nullable Attempt attempt;
 
     /** {@link LatencyProbe} timestamps, null when the probe is off. */
     final long @Nullable [] probe = LatencyProbe.start();
@@ -428,7 +446,12 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     void cancelled() {
       Routed r = current;
       if (r != null && !r.lease().isEnded()) {
-        r.lease().fail(Failure.of(Failure.Kind.CANCELLED));
+        Attempt a = attempt;
+        // the output the client already received is charged, as on completion
+        r.lease()
+            .fail(
+                Failure.of(Failure.Kind.CANCELLED),
+                used(r, a != null && a.routed == r ? a.tap : null));
         metrics.request(r.resolvedModel(), "cancelled", elapsedNanos());
         log("cancelled", 0, null);
       }
@@ -559,7 +582,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     private byte[] failMidstream(Throwable e) {
       Failure f = classify(e);
       failedMidstream = true;
-      routed.lease().fail(f);
+      routed.lease().fail(f, used(routed, tap));
       metrics.request(routed.resolvedModel(), "failed", call.elapsedNanos());
       call.log("failed_midstream", 0, f);
       boolean timeout = f.kind() == Failure.Kind.TIMEOUT;
@@ -594,13 +617,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
         call.log(code >= 500 ? "failed" : "client_error", code, f);
         return;
       }
-      ResponseTap t = tap;
-      Usage u = t == null ? null : t.usage();
-      if (u == null) {
-        // no usage from the engine: the prompt as routed and one token per streamed event
-        int events = t == null ? 0 : t.dataEvents();
-        u = Usage.of(routed.promptTokens(), Math.max(0, events));
-      }
+      Usage u = used(routed, tap);
       routed.lease().complete(u);
       metrics.request(routed.resolvedModel(), "ok", call.elapsedNanos());
       metrics.tokens(routed.resolvedModel(), u);

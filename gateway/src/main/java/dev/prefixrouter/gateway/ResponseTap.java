@@ -235,6 +235,14 @@ final class ResponseTap {
     return null;
   }
 
+  /**
+   * Whether the engine's usage cannot be known: a JSON body longer than the tap reads (its usage,
+   * if any, was not parsed). The caller then charges the reservation, not zero output.
+   */
+  boolean usageLost() {
+    return !stream && jsonTooLong;
+  }
+
   /** Whether the body is an event stream. */
   boolean isStream() {
     return stream;

@@ -109,6 +109,58 @@ class ResponseTapTest {
     return new String(tap.errorEvent("backend_failed", "gone"), StandardCharsets.UTF_8);
   }
 
+  /**
+   * What a lease is charged from the tap: the engine's usage; without one the prompt and one token
+   * per event; a JSON body too long to read its usage charges the reserved output, never none.
+   */
+  @Test
+  void theChargeComesFromTheUsageTheEventsOrTheReservation() {
+    dev.prefixrouter.api.RoutingEngine engine =
+        dev.prefixrouter.api.RoutingEngine.builder()
+            .backend(dev.prefixrouter.api.Backend.of("a", "m"))
+            .build();
+    dev.prefixrouter.api.Routed routed =
+        (dev.prefixrouter.api.Routed)
+            engine.route(
+                dev.prefixrouter.api.RouteRequest.builder("t", "m")
+                    .prompt(dev.prefixrouter.api.Prompt.ofText("hello"))
+                    .maxOutputTokens(8_000)
+                    .build());
+    int prompt = routed.promptTokens();
+    assertThat(PrefixRouterGatewayFilter.used(routed, null)).isEqualTo(Usage.of(prompt, 0));
+
+    ResponseTap withUsage = new ResponseTap(true, 1 << 20, true, () -> {});
+    feed(withUsage, WITH_USAGE.getBytes(StandardCharsets.UTF_8), new ByteArrayOutputStream());
+    assertThat(PrefixRouterGatewayFilter.used(routed, withUsage)).isEqualTo(new Usage(5, 2, 1));
+
+    ResponseTap events = new ResponseTap(true, 1 << 20, false, () -> {});
+    feed(events, WITHOUT_USAGE.getBytes(StandardCharsets.UTF_8), new ByteArrayOutputStream());
+    assertThat(PrefixRouterGatewayFilter.used(routed, events)).isEqualTo(Usage.of(prompt, 3));
+
+    ResponseTap tooLong = new ResponseTap(false, 64, false, () -> {});
+    byte[] body =
+        ("{\"choices\":[{\"message\":{\"content\":\""
+                + "x".repeat(100)
+                + "\"}}],"
+                + "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":7000}}")
+            .getBytes(StandardCharsets.UTF_8);
+    feed(tooLong, body, new ByteArrayOutputStream());
+    tooLong.onEnd();
+    assertThat(tooLong.usage()).isNull();
+    assertThat(tooLong.usageLost()).isTrue();
+    assertThat(PrefixRouterGatewayFilter.used(routed, tooLong)).isEqualTo(Usage.of(prompt, 8_000));
+
+    ResponseTap small = new ResponseTap(false, 1 << 20, false, () -> {});
+    feed(small, body, new ByteArrayOutputStream());
+    small.onEnd();
+    assertThat(small.usageLost()).isFalse();
+    assertThat(PrefixRouterGatewayFilter.used(routed, small)).isEqualTo(Usage.of(5, 7000));
+  }
+
+  private static void feed(ResponseTap tap, byte[] in, ByteArrayOutputStream out) {
+    feed(tap, in, 0, in.length, out);
+  }
+
   private static void feed(
       ResponseTap tap, byte[] in, int from, int to, ByteArrayOutputStream out) {
     byte[] part = java.util.Arrays.copyOfRange(in, from, to);

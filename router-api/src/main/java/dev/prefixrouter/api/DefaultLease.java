@@ -195,14 +195,27 @@ final class DefaultLease implements Lease {
   @Override
   public void fail(Failure failure) {
     Objects.requireNonNull(failure, "failure");
+    failWith(failure, null);
+  }
+
+  @Override
+  public void fail(Failure failure, Usage used) {
+    Objects.requireNonNull(failure, "failure");
+    Objects.requireNonNull(used, "used");
+    failWith(failure, used);
+  }
+
+  private void failWith(Failure failure, @Nullable Usage used) {
     int s = end(FAILED_BEFORE_FIRST_TOKEN, FAILED_AFTER_FIRST_TOKEN);
     if (s < 0) {
       return;
     }
     long now = pipeline.ticker().getAsLong();
     // Before the first token the backend did no useful work: refund the whole reservation.
-    // After it, the prompt was processed: charge it, refund the unknown output reservation.
-    settle((s == OPEN ? 0 : routed().promptTokens()) - reservedTokens(), now);
+    // After it, the prompt was processed: charge it and the output the caller saw produced (none
+    // known: refund the output reservation).
+    long charged = s == OPEN ? 0 : used == null ? routed().promptTokens() : used.totalTokens();
+    settle(charged - reservedTokens(), now);
     if (failure.countsAgainstBackend()) {
       feedHealth(now, failure);
     }

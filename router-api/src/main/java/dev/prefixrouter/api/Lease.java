@@ -28,8 +28,24 @@ public interface Lease {
   /** Ends the lease successfully and trues up the tenant's reservation. Idempotent. */
   void complete(Usage usage);
 
-  /** Ends the lease as failed and feeds the backend's circuit breaker. Idempotent. */
+  /**
+   * Ends the lease as failed and feeds the backend's circuit breaker. The tenant is charged the
+   * prompt if the first token was seen (the output reservation is refunded), else nothing.
+   * Idempotent.
+   */
   void fail(Failure failure);
+
+  /**
+   * As {@link #fail(Failure)}, with what the backend had already produced: after the first token
+   * the tenant is charged {@code used.totalTokens()} instead of the prompt alone, so a client that
+   * goes away mid-stream (or a stream the backend breaks off) still pays for the output it
+   * received; before the first token nothing is charged, as by {@link #fail(Failure)}. The default
+   * ignores {@code used} (for implementations that do not charge); the engine's leases charge it.
+   * Idempotent.
+   */
+  default void fail(Failure failure, Usage used) {
+    fail(failure);
+  }
 
   /**
    * After {@link #fail(Failure)} before the first token: routes the same request to the next best

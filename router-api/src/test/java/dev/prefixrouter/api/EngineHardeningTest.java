@@ -388,4 +388,30 @@ class EngineHardeningTest {
     assertThat(limiter.balance("t")).as("charged what it used").isEqualTo(1_000 - 20);
     assertThat(engine.inspect().backend("a").orElseThrow().inFlight()).isZero();
   }
+
+  // ---------------------------------------------------------------- failures with usage
+
+  /** A lease that fails after its first token pays for the output the caller saw produced. */
+  @Test
+  void aFailureWithUsageChargesWhatTheBackendProduced() {
+    Fakes.CountingLimiter limiter = new Fakes.CountingLimiter(1_000);
+    RoutingEngine engine =
+        RoutingEngine.builder().limiter(limiter).backend(Backend.of("a", "m")).build();
+    Routed before = (Routed) engine.route(req("t", "m"));
+    before.lease().fail(Failure.of(Failure.Kind.CANCELLED), Usage.of(16, 7));
+    assertThat(limiter.balance("t")).as("before the first token: nothing").isEqualTo(1_000);
+
+    Routed after = (Routed) engine.route(req("t", "m"));
+    after.lease().firstToken();
+    after.lease().fail(Failure.of(Failure.Kind.CANCELLED), Usage.of(16, 7));
+    assertThat(limiter.balance("t")).as("prompt and the output received").isEqualTo(1_000 - 23);
+    after.lease().fail(Failure.of(Failure.Kind.CANCELLED), Usage.of(16, 9));
+    assertThat(limiter.balance("t")).as("ended once").isEqualTo(1_000 - 23);
+
+    Routed plain = (Routed) engine.route(req("t", "m"));
+    plain.lease().firstToken();
+    plain.lease().fail(Failure.of(Failure.Kind.CANCELLED));
+    assertThat(limiter.balance("t")).as("without usage: the prompt").isEqualTo(1_000 - 23 - 16);
+    assertThat(engine.inspect().backend("a").orElseThrow().inFlight()).isZero();
+  }
 }

@@ -144,6 +144,14 @@ final class ObservedRoutingEngine implements RoutingEngine {
     }
 
     @Override
+    public void fail(Failure f, Usage used) {
+      if (f != null && !lease.isEnded()) {
+        failure = f.kind();
+      }
+      lease.fail(f, used);
+    }
+
+    @Override
     public RouteDecision failover() {
       Failure.Kind k = failure;
       Observation obs =
