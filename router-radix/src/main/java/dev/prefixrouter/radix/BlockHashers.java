@@ -77,7 +77,13 @@ public final class BlockHashers {
     return new CharBlockHasher(blockChars, maxBlocks);
   }
 
-  /** The canonical rendering of a chat conversation that chat prompts are hashed through. */
+  /**
+   * The canonical rendering of a chat conversation that chat prompts are hashed through: per
+   * message its role, {@code U+001F}, its content, {@code U+001E}; a separator ({@code U+001B},
+   * {@code U+001D}, {@code U+001E}, {@code U+001F}) inside a role or content is preceded by {@code
+   * U+001B}, so that no content spells another conversation (text without them renders as itself).
+   * The OpenAI request reader of router-vllm renders plain conversations the same way.
+   */
   public static String render(List<ChatMessage> messages) {
     int length = 0;
     for (ChatMessage m : messages) {
@@ -85,9 +91,38 @@ public final class BlockHashers {
     }
     StringBuilder sb = new StringBuilder(length);
     for (ChatMessage m : messages) {
-      sb.append(m.role()).append('\u001F').append(m.content()).append('\u001E');
+      appendEscaped(sb, m.role());
+      sb.append(UNIT);
+      appendEscaped(sb, m.content());
+      sb.append(RECORD);
     }
     return sb.toString();
+  }
+
+  private static final char ESCAPE = '\u001B';
+  private static final char GROUP = '\u001D';
+  private static final char RECORD = '\u001E';
+  private static final char UNIT = '\u001F';
+
+  /** Appends {@code s} with each separator it holds preceded by {@code U+001B}. */
+  private static void appendEscaped(StringBuilder sb, String s) {
+    int n = s.length();
+    int i = 0;
+    while (i < n && !separator(s.charAt(i))) {
+      i++;
+    }
+    sb.append(s, 0, i);
+    for (; i < n; i++) {
+      char c = s.charAt(i);
+      if (separator(c)) {
+        sb.append(ESCAPE);
+      }
+      sb.append(c);
+    }
+  }
+
+  private static boolean separator(char c) {
+    return c == ESCAPE || c == GROUP || c == RECORD || c == UNIT;
   }
 
   /** The text a non-token prompt is hashed as. */

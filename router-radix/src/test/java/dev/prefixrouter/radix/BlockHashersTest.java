@@ -177,6 +177,21 @@ class BlockHashersTest {
     assertThat(BlockHashers.render(conv)).startsWith("system\u001FYou are");
   }
 
+  /** A content that spells separators is escaped: it never renders, or keys, as two messages. */
+  @Test
+  void aMessageCannotSpellTwoMessages() {
+    List<ChatMessage> real = List.of(ChatMessage.of("system", "S"), ChatMessage.of("user", "Q"));
+    List<ChatMessage> forged = List.of(ChatMessage.of("system", "S\u001Euser\u001FQ"));
+    assertThat(BlockHashers.render(real)).isEqualTo("system\u001FS\u001Euser\u001FQ\u001E");
+    assertThat(BlockHashers.render(forged))
+        .isEqualTo("system\u001FS\u001B\u001Euser\u001B\u001FQ\u001E");
+    assertThat(BlockHashers.render(List.of(ChatMessage.of("u\u001B", "a\u001Db"))))
+        .isEqualTo("u\u001B\u001B\u001Fa\u001B\u001Db\u001E");
+    BlockHasher chars = BlockHashers.chars(4);
+    assertThat(BlockHasher.keysOf(chars, Prompt.ofChat(forged), 0))
+        .isNotEqualTo(BlockHasher.keysOf(chars, Prompt.ofChat(real), 0));
+  }
+
   @Test
   void tokenHasherFallsBackToTextBlocksForTextPrompts() {
     long[] k = BlockHasher.keysOf(TOKENS, Prompt.ofText("x".repeat(40)), 0);

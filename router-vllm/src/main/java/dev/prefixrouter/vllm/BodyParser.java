@@ -127,7 +127,7 @@ final class BodyParser {
   private ChatRendering input(JsonToken v) {
     if (v == JsonToken.VALUE_STRING) {
       ChatRendering out = new ChatRendering();
-      out.message("user", p.getString(), "");
+      out.message("user", ChatRendering.escape(p.getString()), "");
       return out;
     }
     if (v != JsonToken.START_ARRAY) {
@@ -165,7 +165,7 @@ final class BodyParser {
         case "content" ->
             content =
                 fv == JsonToken.VALUE_STRING
-                    ? p.getString()
+                    ? ChatRendering.escape(p.getString())
                     : content(fv, array + "[" + index + "].content");
         case "tool_calls", "name", "tool_call_id" ->
             renderExtra(extras, name, fv, array + "[" + index + "]");
@@ -228,7 +228,7 @@ final class BodyParser {
       return "";
     }
     if (v == JsonToken.VALUE_STRING) {
-      return p.getString();
+      return ChatRendering.escape(p.getString());
     }
     if (v != JsonToken.START_ARRAY) {
       throw wrongType(path, "a string, null or an array of parts", v);
@@ -237,7 +237,7 @@ final class BodyParser {
     int i = 0;
     JsonToken t;
     while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
-      String part = part(t, path + "[" + i++ + "]");
+      CharSequence part = part(t, path + "[" + i++ + "]");
       if (sb.length() > 0) {
         sb.append('\n');
       }
@@ -246,17 +246,22 @@ final class BodyParser {
     return sb;
   }
 
+  /** One digest for every part of the body (a part costs no buffer of its own). */
+  private final ChatRendering.DigestWriter digest = new ChatRendering.DigestWriter();
+
   /**
-   * One content part: the text of a text part, else the placeholder of its digest. The part is read
-   * field by field; media fields are hashed as they are read, without keeping them.
+   * One content part: the text of a text part ({@linkplain ChatRendering#escape escaped}), else the
+   * placeholder of its digest. The part is read field by field; media fields are hashed as they are
+   * read, without keeping them.
    */
-  private String part(JsonToken t, String path) {
+  private CharSequence part(JsonToken t, String path) {
     if (t != JsonToken.START_OBJECT) {
       throw wrongType(path, "an object", t);
     }
     String type = null;
     String text = null;
-    ChatRendering.DigestWriter digest = new ChatRendering.DigestWriter();
+    ChatRendering.DigestWriter digest = this.digest;
+    digest.reset();
     while ((t = p.nextToken()) == JsonToken.PROPERTY_NAME) {
       String name = p.currentName();
       JsonToken fv = p.nextToken();
@@ -280,7 +285,7 @@ final class BodyParser {
         throw new OpenAiRequestException(
             Problem.INVALID_VALUE, path + ".text", path + " is a text part without text");
       }
-      return text;
+      return ChatRendering.escape(text);
     }
     if (type.equals("image_url") || type.equals("input_image") || type.equals("image")) {
       vision = true;

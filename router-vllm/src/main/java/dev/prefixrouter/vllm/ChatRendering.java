@@ -10,16 +10,17 @@ import org.jspecify.annotations.Nullable;
  * The canonical text a conversation is hashed as, built once per request while the body is read.
  *
  * <p>Each message is its role, {@code U+001F}, its content, then one {@code U+001D name U+001F
- * value} group per extra rendered field ({@code tool_calls}, {@code name}, {@code tool_call_id};
- * for {@code /v1/responses} items that are not messages, every field but {@code type}, {@code id}
- * and {@code status}), then {@code U+001E}. A plain conversation (roles and text only) renders
- * exactly like {@code BlockHashers.render} of router-radix, so a host that builds {@code
- * Prompt.ofChat} itself gets the same keys. Tools come first, as one message of role {@code tools}
- * whose content is their compact JSON, because chat templates render them ahead of the messages.
- * Non-text content parts (images, audio, video, files) are rendered as {@code U+001D type:digest
- * U+001D}, where the digest is the first 64 bits (as wide as a block key) of the SHA-256 over the
- * part's fields in compact JSON (so over its URL or inline data): different media give different
- * keys, equal media equal keys.
+ * value} group per extra rendered field (role, content, field names and instructions {@linkplain
+ * #escape escaped}: a separator inside them is preceded by {@code U+001B}) ({@code tool_calls},
+ * {@code name}, {@code tool_call_id}; for {@code /v1/responses} items that are not messages, every
+ * field but {@code type}, {@code id} and {@code status}), then {@code U+001E}. A plain conversation
+ * (roles and text only) renders exactly like {@code BlockHashers.render} of router-radix, so a host
+ * that builds {@code Prompt.ofChat} itself gets the same keys. Tools come first, as one message of
+ * role {@code tools} whose content is their compact JSON, because chat templates render them ahead
+ * of the messages. Non-text content parts (images, audio, video, files) are rendered as {@code
+ * U+001D type:digest U+001D}, where the digest is the first 64 bits (as wide as a block key) of the
+ * SHA-256 over the part's fields in compact JSON (so over its URL or inline data): different media
+ * give different keys, equal media equal keys.
  *
  * <p>The rendering is at most two chars per body byte (a minimal media part, 12 bytes of JSON,
  * renders as about 20 chars; everything else renders shorter than its JSON).
@@ -34,12 +35,47 @@ final class ChatRendering {
   private final StringBuilder text = new StringBuilder();
   private int messages;
 
+  static final char ESCAPE = '\u001B';
+
   /**
-   * Appends one message; {@code extras} is already rendered as {@code U+001D name U+001F value}.
+   * Appends one message; {@code role} is raw (escaped here), {@code content} already {@linkplain
+   * #escape escaped} (its media placeholders are not), {@code extras} already rendered as {@code
+   * U+001D name U+001F value}.
    */
   void message(String role, CharSequence content, CharSequence extras) {
-    text.append(role).append(UNIT).append(content).append(extras).append(RECORD);
+    text.append(escape(role)).append(UNIT).append(content).append(extras).append(RECORD);
     messages++;
+  }
+
+  /**
+   * A raw string as rendered: each separator it contains ({@code U+001B}, {@code U+001D}, {@code
+   * U+001E}, {@code U+001F}) preceded by {@code U+001B}, so that no content can spell another
+   * conversation's structure (a message whose content holds {@code U+001E user U+001F ...} would
+   * otherwise render, and be keyed, as two messages). Text without them is returned as is, so plain
+   * conversations keep their keys. The same rule as {@code BlockHashers.render} of router-radix.
+   */
+  static CharSequence escape(CharSequence s) {
+    int n = s.length();
+    int i = 0;
+    while (i < n && !separator(s.charAt(i))) {
+      i++;
+    }
+    if (i == n) {
+      return s;
+    }
+    StringBuilder out = new StringBuilder(n + 8).append(s, 0, i);
+    for (; i < n; i++) {
+      char c = s.charAt(i);
+      if (separator(c)) {
+        out.append(ESCAPE);
+      }
+      out.append(c);
+    }
+    return out;
+  }
+
+  private static boolean separator(char c) {
+    return c == ESCAPE || c == GROUP || c == RECORD || c == UNIT;
   }
 
   int messages() {
@@ -63,14 +99,14 @@ final class ChatRendering {
       all.append("tools").append(UNIT).append(tools).append(RECORD);
     }
     if (instructions != null) {
-      all.append("system").append(UNIT).append(instructions).append(RECORD);
+      all.append("system").append(UNIT).append(escape(instructions)).append(RECORD);
     }
     return all.append(text).toString();
   }
 
-  /** Renders an extra field into {@code out}. */
+  /** Renders an extra field into {@code out}: its name escaped, its value compact JSON. */
   static void extra(StringBuilder out, String name, CharSequence value) {
-    out.append(GROUP).append(name).append(UNIT).append(value);
+    out.append(GROUP).append(escape(name)).append(UNIT).append(value);
   }
 
   /** The placeholder of a non-text part. */
@@ -90,6 +126,12 @@ final class ChatRendering {
       } catch (NoSuchAlgorithmException e) {
         throw new IllegalStateException("SHA-256 is required of every Java platform", e);
       }
+    }
+
+    /** Starts a new digest (one writer serves every part of a body). */
+    void reset() {
+      sha.reset();
+      n = 0;
     }
 
     @Override

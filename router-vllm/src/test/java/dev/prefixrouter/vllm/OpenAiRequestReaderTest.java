@@ -81,6 +81,48 @@ class OpenAiRequestReaderTest {
         .isEqualTo("anonymous");
   }
 
+  /**
+   * A message cannot spell another conversation's structure: separators inside a role, content,
+   * text part or field name are escaped with U+001B, exactly as {@code BlockHashers.render} does.
+   */
+  @Test
+  void contentThatSpellsSeparatorsDoesNotRenderAsAnotherConversation() {
+    Prompt forged =
+        read("{\"model\":\"m\",\"messages\":[{\"role\":\"system\","
+                + "\"content\":\"S\\u001euser\\u001fQ\"}]}")
+            .routeRequest()
+            .prompt();
+    Prompt real =
+        read("{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"S\"},"
+                + "{\"role\":\"user\",\"content\":\"Q\"}]}")
+            .routeRequest()
+            .prompt();
+    assertThat(real).isEqualTo(Prompt.ofText("system\u001FS\u001Euser\u001FQ\u001E"));
+    assertThat(forged)
+        .isNotEqualTo(real)
+        .isEqualTo(Prompt.ofText("system\u001FS\u001B\u001Euser\u001B\u001FQ\u001E"));
+    // the same rendering as BlockHashers.render of Prompt.ofChat (router-radix), escape included
+    assertThat(
+            read("{\"model\":\"m\",\"messages\":[{\"role\":\"u\\u001b\","
+                    + "\"content\":[{\"type\":\"text\",\"text\":\"a\\u001db\"}]}]}")
+                .routeRequest()
+                .prompt())
+        .isEqualTo(Prompt.ofText("u\u001B\u001B\u001Fa\u001B\u001Db\u001E"));
+    // a text part that spells an image part's placeholder is not that image
+    String image =
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":["
+            + "{\"type\":\"image_url\",\"image_url\":{\"url\":\"https://x/cat.png\"}}]}]}";
+    String rendered = ((Prompt.Text) read(image).routeRequest().prompt()).text();
+    String placeholder = rendered.substring("user\u001F".length(), rendered.length() - 1);
+    String spelt =
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":["
+            + "{\"type\":\"text\",\"text\":\""
+            + placeholder.replace("\u001D", "\\u001d")
+            + "\"}]}]}";
+    assertThat(read(spelt).routeRequest().prompt())
+        .isNotEqualTo(read(image).routeRequest().prompt());
+  }
+
   @Test
   void imagePartsRequireVision() {
     OpenAiRequest r =
