@@ -75,7 +75,9 @@ public record EngineMetrics(
     }
     try {
       long n = Long.parseLong(label.strip());
-      return n < 0 ? acc : Math.max(0, acc) + n;
+      // saturates: samples that sum past Long.MAX_VALUE must not wrap into a small capacity
+      long a = Math.max(0, acc);
+      return n < 0 ? acc : n > Long.MAX_VALUE - a ? Long.MAX_VALUE : a + n;
     } catch (NumberFormatException e) {
       return acc;
     }

@@ -44,6 +44,20 @@ class PrometheusTextTest {
     assertThat(m.capacityBlocks()).hasValue(163_534);
   }
 
+  /** Capacities summed over data-parallel engines saturate instead of wrapping to a small one. */
+  @Test
+  void capacitiesThatSumPastLongMaxSaturate() {
+    String text =
+        """
+        vllm:num_requests_running{engine="0"} 1
+        vllm:cache_config_info{engine="0",num_gpu_blocks="9223372036854775807"} 1
+        vllm:cache_config_info{engine="1",num_gpu_blocks="9223372036854775807"} 1
+        vllm:cache_config_info{engine="2",num_gpu_blocks="5000"} 1
+        """;
+    assertThat(EngineMetrics.from(PrometheusText.parse(text)).capacityBlocks())
+        .hasValue(Long.MAX_VALUE);
+  }
+
   @Test
   void escapesSpecialValuesAndMalformedLines() {
     String text =
