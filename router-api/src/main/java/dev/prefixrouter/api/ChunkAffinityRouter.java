@@ -41,7 +41,9 @@ import java.util.concurrent.atomic.LongAdder;
  * Builder#minExtraChunks} more than the engine's choice. What a backend "holds" is what this router
  * sent it: the chunk ids of the requests routed there, at most {@link Builder#maxChunksPerBackend}
  * per backend, least recently routed forgotten first (the engine's cache evicts too; this memory is
- * a belief, like the index's predictions). Memory is bounded by about {@code maxBackends ×
+ * a belief, like the index's predictions), within the request's cache namespace (its tenant under
+ * prefix isolation, its cache salt: the same chunk id from another namespace is another chunk, as
+ * the engine's cache keeps them apart). Memory is bounded by about {@code maxBackends ×
  * maxChunksPerBackend} ids: when a new backend id arrives and {@code maxBackends} are already
  * remembered (departed backends are never removed one by one), every backend's memory is dropped
  * and relearnt; concurrent first routes to new backends may pass the bound by one entry each.
@@ -101,10 +103,7 @@ public final class ChunkAffinityRouter {
     if (chunkIds.isEmpty()) {
       return engine.route(request);
     }
-    Set<String> chunks = new HashSet<>(chunkIds.size() * 2);
-    for (String id : chunkIds) {
-      chunks.add(Objects.requireNonNull(id, "chunk id"));
-    }
+    Set<String> chunks = keys(request, chunkIds);
     Steer steer = new Steer(chunks);
     RouteDecision d = pipeline.route(request, steer);
     if (d instanceof Routed r) {
@@ -122,12 +121,46 @@ public final class ChunkAffinityRouter {
     return new Stats(steered.sum(), byEngine.sum(), held.size());
   }
 
-  /** How many of {@code chunkIds} this router believes {@code backendId} holds. */
+  /**
+   * How many of {@code chunkIds} this router believes {@code backendId} holds for requests that
+   * share one cache namespace: no cache salt, on an engine without prefix isolation (see {@link
+   * #held(String, RouteRequest, Collection)}).
+   */
   public int held(String backendId, Collection<String> chunkIds) {
-    Objects.requireNonNull(backendId, "backendId");
     Objects.requireNonNull(chunkIds, "chunkIds");
+    return held(backendId, IsolationSeeds.namespace(null, null), chunkIds);
+  }
+
+  /**
+   * How many of {@code chunkIds} this router believes {@code backendId} holds for requests like
+   * {@code request}: chunk ids count within the request's cache namespace (its tenant under prefix
+   * isolation, its cache salt, its adapter), as the engine's KV cache keeps them apart; the same id
+   * from another namespace is another chunk.
+   */
+  public int held(String backendId, RouteRequest request, Collection<String> chunkIds) {
+    Objects.requireNonNull(request, "request");
+    Objects.requireNonNull(chunkIds, "chunkIds");
+    return held(backendId, pipeline.seeds().contentNamespace(request), chunkIds);
+  }
+
+  private int held(String backendId, String namespace, Collection<String> chunkIds) {
+    Objects.requireNonNull(backendId, "backendId");
     Held h = held.get(backendId);
-    return h == null ? 0 : h.count(new HashSet<>(chunkIds));
+    return h == null ? 0 : h.count(keys(namespace, chunkIds));
+  }
+
+  /** The request's chunk ids as remembered: within its cache namespace (see {@link #held}). */
+  private Set<String> keys(RouteRequest request, Collection<String> chunkIds) {
+    return keys(pipeline.seeds().contentNamespace(request), chunkIds);
+  }
+
+  private static Set<String> keys(String namespace, Collection<String> chunkIds) {
+    Set<String> keys = new HashSet<>(chunkIds.size() * 2);
+    for (String id : chunkIds) {
+      // the namespace is self-delimiting (length-prefixed parts): namespace + id is injective
+      keys.add(namespace + Objects.requireNonNull(id, "chunk id"));
+    }
+    return keys;
   }
 
   private void remember(String backendId, Set<String> chunks) {

@@ -63,6 +63,16 @@ final class IsolationSeeds {
     return seed;
   }
 
+  /**
+   * The namespace a request's cache content lives in, as its keys are seeded: its tenant under
+   * prefix isolation, its salt, its adapter (for per-request state keyed by content, such as chunk
+   * ids, that must not be shared across namespaces the KV cache keeps apart).
+   */
+  String contentNamespace(RouteRequest r) {
+    String lora = adapters.isEmpty() || !adapters.contains(r.model()) ? null : r.model();
+    return namespace(prefixIsolation ? r.tenant() : null, r.cacheSalt(), lora);
+  }
+
   /** {@link #seed(RouteRequest, String)} for a request's own model (tests). */
   long seed(RouteRequest r) {
     return seed(r, r.model());

@@ -74,6 +74,34 @@ class ChunkAffinityRouterTest {
     assertThat(rag.held(first.backendId(), ids("a", "x", "q", "z", "k", "nope"))).isEqualTo(5);
   }
 
+  /**
+   * Chunk ids count within the request's cache namespace: another tenant under prefix isolation, or
+   * another cache salt, sending the same ids holds nothing of them (its KV cannot be reused).
+   */
+  @Test
+  void chunkIdsAreHeldPerCacheNamespace() {
+    RoutingEngineBuilder b = RoutingEngine.builder().ticker(clock::get).prefixIsolation(true);
+    for (String id : List.of("b0", "b1", "b2")) {
+      b.backend(Backend.of(id, "m"));
+    }
+    ChunkAffinityRouter rag = ChunkAffinityRouter.builder(b.build()).build();
+    RouteRequest alice = req();
+    RouteRequest bob = RouteRequest.builder("bob", "m").prompt(alice.prompt()).build();
+    RouteRequest salted = alice.toBuilder().cacheSalt("s1").build();
+    Routed first = routed(rag.route(alice, ids("doc-1#0", "doc-1#1")));
+    done(first);
+    String at = first.backendId();
+    assertThat(rag.held(at, alice, ids("doc-1#0", "doc-1#1"))).isEqualTo(2);
+    assertThat(rag.held(at, bob, ids("doc-1#0", "doc-1#1"))).isZero();
+    assertThat(rag.held(at, salted, ids("doc-1#0", "doc-1#1"))).isZero();
+    assertThat(rag.held(at, ids("doc-1#0"))).as("the shared namespace").isZero();
+    // bob's first request with those ids is not steered by alice's chunks; his own then count
+    Routed bobs = routed(rag.route(bob, ids("doc-1#0", "doc-1#1")));
+    done(bobs);
+    assertThat(rag.stats().steered()).isZero();
+    assertThat(rag.held(bobs.backendId(), bob, ids("doc-1#0", "doc-1#1"))).isEqualTo(2);
+  }
+
   @Test
   void noChunkIdsIsThePlainRoute() {
     ChunkAffinityRouter rag = ChunkAffinityRouter.builder(engine("b0", "b1")).build();
