@@ -36,13 +36,19 @@ final class LocalBucket {
     return new State(s.tokens + whole, s.refilledAtNanos + used);
   }
 
-  /** Takes {@code tokens} if they are there; otherwise nanoseconds until they would be. */
+  /**
+   * Takes {@code tokens} if they are there; otherwise nanoseconds until they would be. A request
+   * larger than the bucket (a replica's share is smaller than the fleet's burst, which admitted its
+   * size) is taken from a full bucket, leaving it in debt: otherwise its retry time would never
+   * come.
+   */
   long tryTake(long tokens, long now) {
+    long need = Math.min(tokens, capacity);
     for (; ; ) {
       State s = state.get();
       State r = refilled(s, now);
-      if (r.tokens < tokens) {
-        return Math.max(1, (long) Math.ceil((double) (tokens - r.tokens) * periodNanos / refill));
+      if (r.tokens < need) {
+        return Math.max(1, (long) Math.ceil((double) (need - r.tokens) * periodNanos / refill));
       }
       if (state.compareAndSet(s, new State(r.tokens - tokens, r.refilledAtNanos))) {
         return 0;

@@ -40,4 +40,17 @@ class LocalBucketTest {
     b.adjust(-1_000, SECOND);
     assertThat(b.available(SECOND)).isEqualTo(100);
   }
+
+  /** A request larger than the share waits for a full bucket and then leaves debt. */
+  @Test
+  void aRequestLargerThanTheBucketTakesAFullOneIntoDebt() {
+    LocalBucket b = new LocalBucket(new FleetQuota(100, 10, Duration.ofSeconds(1)), 0);
+    assertThat(b.tryTake(50, 0)).isZero();
+    assertThat(b.tryTake(250, 0))
+        .as("waits for the 50 missing of a full bucket")
+        .isEqualTo(5 * SECOND);
+    assertThat(b.tryTake(250, 5 * SECOND)).isZero();
+    assertThat(b.available(5 * SECOND)).isEqualTo(-150);
+    assertThat(b.tryTake(1, 5 * SECOND)).isPositive();
+  }
 }

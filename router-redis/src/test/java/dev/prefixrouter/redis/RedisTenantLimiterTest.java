@@ -194,6 +194,41 @@ class RedisTenantLimiterTest {
     assertThat(a.message()).contains("tenant 's' is over its fleet token quota (needs 100");
   }
 
+  /**
+   * A lease that failed in an outage is not awaited any more: after Redis is back, the tenant asks
+   * for a lease again instead of staying on its local share (the overdue mark used to outlive the
+   * outage, and every request that needed a lease went to the local share without asking).
+   */
+  @Test
+  void afterAnOutageATenantLeasesAgainInsteadOfStayingOnItsLocalShare() throws Exception {
+    try (PrivateRedisServer server = new PrivateRedisServer()) {
+      RedisTenantLimiter l = limiter(server.uri(), FleetQuota.perMinute(60_000), 2);
+      l.runPending();
+      assertThat(l.redisUp()).isTrue();
+      assertThat(l.tryAcquire("t", 500, clock.get()).granted()).as("asks for a lease").isFalse();
+      server.kill();
+      l.runPending(); // the lease fails
+      assertThat(l.redisUp()).isFalse();
+      server.restart();
+      long deadline = System.nanoTime() + 15 * SECOND;
+      while (!l.redisUp() && System.nanoTime() - deadline < 0) { // the client reconnects
+        clock.addAndGet(5 * SECOND); // past the retry interval
+        l.runPending(); // probes
+        java.util.concurrent.locks.LockSupport.parkNanos(20 * MS);
+      }
+      assertThat(l.redisUp()).isTrue();
+      long fallbacks = l.fallbackAdmissions();
+      long t1 = clock.get();
+      assertThat(l.tryAcquire("t", 500, t1).granted()).as("asks for a lease again").isFalse();
+      l.runPending();
+      assertThat(l.localBalance("t")).isPositive();
+      assertThat(l.tryAcquire("t", 500, t1 + MS).granted()).isTrue();
+      assertThat(l.fallbackAdmissions())
+          .as("no request went to the local share")
+          .isEqualTo(fallbacks);
+    }
+  }
+
   @Test
   void unreachableRedisFallsBackToTheLocalShareWithoutThrowing() throws IOException {
     int port;
