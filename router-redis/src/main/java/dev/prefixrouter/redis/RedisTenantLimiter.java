@@ -238,8 +238,11 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
       if (after < 0 && (t.starved || after < -t.chunk)) {
         long asked = t.awaitingSince;
         if (asked != 0 && nowNanos - asked > leaseWaitNanos) {
-          requestLease(t, nowNanos); // still wanted (a no-op while one is queued)
-          return fallback(t, tokens, nowNanos); // Redis slow: a lease is overdue
+          // Redis slow: a lease is overdue. Ask again (a no-op while one is queued): a lease
+          // dropped in an outage left the mark set, and without a new one the tenant would stay on
+          // its local share after Redis is back
+          requestLease(t, nowNanos);
+          return fallback(t, tokens, nowNanos);
         }
         t.wanted.accumulateAndGet(tokens, Math::max);
         requestLease(t, nowNanos);
@@ -365,9 +368,6 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
       t.queued.set(false);
     }
     if (!up && !probe()) {
-      if (t != null) {
-        t.awaitingSince = 0; // nothing is awaited: a lease asked for after recovery is a new one
-      }
       return; // down: drop the request; the tenant's next request queues it again
     }
     if (t != null) {
@@ -427,9 +427,6 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
       if (transfer < 0) {
         t.balance.addAndGet(-transfer); // the return did not reach the fleet
       }
-      // the lease failed: not awaited any more (a mark left set would send every request that
-      // needs a lease to the local share after recovery, and none would ask for one)
-      t.awaitingSince = 0;
       markDown(e);
       return;
     }

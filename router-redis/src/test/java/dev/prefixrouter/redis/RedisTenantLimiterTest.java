@@ -195,9 +195,9 @@ class RedisTenantLimiterTest {
   }
 
   /**
-   * A lease that failed in an outage is not awaited any more: after Redis is back, the tenant asks
-   * for a lease again instead of staying on its local share (the overdue mark used to outlive the
-   * outage, and every request that needed a lease went to the local share without asking).
+   * After an outage the tenant leases from the fleet again: the lease it asked for before is
+   * overdue, so the next request is admitted from the local share and asks for a new lease (it used
+   * not to ask, and the tenant stayed on its local share until a true-up happened to ask).
    */
   @Test
   void afterAnOutageATenantLeasesAgainInsteadOfStayingOnItsLocalShare() throws Exception {
@@ -217,15 +217,17 @@ class RedisTenantLimiterTest {
         java.util.concurrent.locks.LockSupport.parkNanos(20 * MS);
       }
       assertThat(l.redisUp()).isTrue();
-      long fallbacks = l.fallbackAdmissions();
       long t1 = clock.get();
-      assertThat(l.tryAcquire("t", 500, t1).granted()).as("asks for a lease again").isFalse();
+      assertThat(l.tryAcquire("t", 500, t1).granted())
+          .as("the lease asked before the outage is overdue: the local share, and a new lease")
+          .isTrue();
+      long fallbacks = l.fallbackAdmissions();
       l.runPending();
-      assertThat(l.localBalance("t")).isPositive();
-      assertThat(l.tryAcquire("t", 500, t1 + MS).granted()).isTrue();
-      assertThat(l.fallbackAdmissions())
-          .as("no request went to the local share")
-          .isEqualTo(fallbacks);
+      long leased = l.localBalance("t");
+      assertThat(leased).as("leased").isPositive();
+      assertThat(l.tryAcquire("t", leased, t1 + MS).granted()).isTrue();
+      assertThat(l.localBalance("t")).isZero();
+      assertThat(l.fallbackAdmissions()).as("back on fleet leases").isEqualTo(fallbacks);
     }
   }
 
