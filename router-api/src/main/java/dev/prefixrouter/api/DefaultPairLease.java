@@ -216,6 +216,11 @@ final class DefaultPairLease implements PairLease {
       }
       return router.pair(request, (Routed) next, decodeExcluded, attempt + 1);
     }
+    // a new pair after a decode failure is a failover too: the engine's retry budget bounds it
+    Rejected spent = router.pipeline().overBudget(request, attempt + 1);
+    if (spent != null) {
+      return spent;
+    }
     List<BackendEntry> excluded = new ArrayList<>(decodeExcluded.size() + 1);
     excluded.addAll(decodeExcluded);
     excluded.add(decode);

@@ -305,8 +305,14 @@ public final class DisaggregatedRouter {
   }
 
   /** One eligible decode backend and its rank keys. */
+  /** One decode candidate, its in-flight count read once (a live read would break the sort). */
   private record Choice(
-      BackendEntry entry, boolean full, double projectedUse, double cost, long transferNanos) {}
+      BackendEntry entry,
+      boolean full,
+      double projectedUse,
+      double cost,
+      long transferNanos,
+      int inFlight) {}
 
   private Choice choice(
       BackendEntry e, Backend prefill, int promptTokens, long reserved, RouteRequest r, long now) {
@@ -314,7 +320,7 @@ public final class DisaggregatedRouter {
     long active = Math.max(0, e.activeTokens());
     double projected = projectedUse(e, active + reserved, now);
     if (rule == DecodeRule.LEAST_ACTIVE_TOKENS) {
-      return new Choice(e, false, projected, active + reserved, 0);
+      return new Choice(e, false, projected, active + reserved, 0, e.inFlight());
     }
     long transferNanos = 0;
     if (!d.id().equals(prefill.id())) {
@@ -332,7 +338,12 @@ public final class DisaggregatedRouter {
     }
     double decodeMs = r.maxOutputTokens() * msPerKvToken * (active + reserved) / d.weight();
     return new Choice(
-        e, projected > kvCutoff, projected, transferNanos / 1e6 + decodeMs, transferNanos);
+        e,
+        projected > kvCutoff,
+        projected,
+        transferNanos / 1e6 + decodeMs,
+        transferNanos,
+        e.inFlight());
   }
 
   /**
@@ -366,7 +377,7 @@ public final class DisaggregatedRouter {
     if (c != 0) {
       return c;
     }
-    c = Integer.compare(a.entry.inFlight(), b.entry.inFlight());
+    c = Integer.compare(a.inFlight, b.inFlight);
     if (c != 0) {
       return c;
     }

@@ -113,6 +113,23 @@ final class RoutePipeline {
   }
 
   /**
+   * The rejection of attempt {@code attemptNo} (0: the first) of {@code request} when it would pass
+   * the retry budget, else {@code null}.
+   */
+  @Nullable Rejected overBudget(RouteRequest request, int attemptNo) {
+    if (attemptNo <= retryBudget) {
+      return null;
+    }
+    return reject(
+        new Rejected(
+            request,
+            RejectReason.RETRY_BUDGET_EXHAUSTED,
+            Duration.ZERO,
+            "retry budget of " + retryBudget + " failovers used up",
+            null));
+  }
+
+  /**
    * A failover of {@code lease}, which failed before its first token (the caller checked): the same
    * request, resolved model and prompt size as the lease's decision, its backend excluded.
    */
@@ -120,14 +137,9 @@ final class RoutePipeline {
     Routed previous = lease.routed();
     RouteRequest request = previous.request();
     int attemptNo = previous.attempt() + 1;
-    if (attemptNo > retryBudget) {
-      return reject(
-          new Rejected(
-              request,
-              RejectReason.RETRY_BUDGET_EXHAUSTED,
-              Duration.ZERO,
-              "retry budget of " + retryBudget + " failovers used up",
-              null));
+    Rejected spent = overBudget(request, attemptNo);
+    if (spent != null) {
+      return spent;
     }
     long now = ticker.getAsLong();
     limiter.adjust(request.tenant(), lease.reservedTokens(), now); // re-charge

@@ -3,6 +3,7 @@ package dev.prefixrouter.api;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
@@ -226,6 +227,26 @@ class DisaggregatedRouterTest {
     assertThat(next.decode().id()).isNotEqualTo(failed);
     assertThat(next.prefillBackend().id()).isEqualTo("p0"); // not blamed, not excluded
     assertThat(limiter.balance("t")).isEqualTo(1_000 - 24);
+  }
+
+  /** Decode failures fail over within the engine's retry budget, as single routes do. */
+  @Test
+  void decodeFailoversStopAtTheRetryBudget() {
+    RoutingEngineBuilder b =
+        RoutingEngine.builder().ticker(clock::get).limiter(limiter).health(breaker).retryBudget(1);
+    for (Backend x : List.of(p("p0"), d("d0"), d("d1"), d("d2"), d("d3"))) {
+      b.backend(x);
+    }
+    DisaggregatedRouter pd = DisaggregatedRouter.builder(b.build()).build();
+    PairRouted first = pair(pd.route(req()));
+    first.lease().failDecode(Failure.of(Failure.Kind.CONNECT));
+    PairRouted second = pair(first.lease().failover());
+    assertThat(second.attempt()).isEqualTo(1);
+    second.lease().failDecode(Failure.of(Failure.Kind.CONNECT));
+    PairDecision third = second.lease().failover();
+    assertThat(third).isInstanceOf(Rejected.class);
+    assertThat(((Rejected) third).reason()).isEqualTo(RejectReason.RETRY_BUDGET_EXHAUSTED);
+    assertThat(limiter.balance("t")).as("nothing left charged").isEqualTo(1_000);
   }
 
   @Test
