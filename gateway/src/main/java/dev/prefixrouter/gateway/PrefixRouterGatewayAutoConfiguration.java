@@ -3,6 +3,7 @@ package dev.prefixrouter.gateway;
 import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.spring.BackendUrls;
 import dev.prefixrouter.spring.PrefixRouterAutoConfiguration;
+import dev.prefixrouter.spring.ReaderProperties;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -58,8 +59,9 @@ public class PrefixRouterGatewayAutoConfiguration {
       BackendUrls urls,
       ApiKeys keys,
       PrefixRouterGatewayProperties p,
-      GatewayMetrics metrics) {
-    return new PrefixRouterGatewayFilter(engine, urls, keys, p, metrics);
+      GatewayMetrics metrics,
+      ObjectProvider<ReaderProperties> reader) {
+    return new PrefixRouterGatewayFilter(engine, urls, keys, p, metrics, reader.getIfAvailable());
   }
 
   @Bean

@@ -7,6 +7,7 @@ import dev.prefixrouter.api.Routed;
 import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.Usage;
 import dev.prefixrouter.spring.BackendUrls;
+import dev.prefixrouter.spring.ReaderProperties;
 import dev.prefixrouter.vllm.OpenAiRequest;
 import dev.prefixrouter.vllm.OpenAiRequestException;
 import dev.prefixrouter.vllm.OpenAiRequestReader;
@@ -121,6 +122,22 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
       ApiKeys keys,
       PrefixRouterGatewayProperties p,
       GatewayMetrics metrics) {
+    this(engine, urls, keys, p, metrics, null);
+  }
+
+  /**
+   * As above, with the starter's {@code prefix-router.reader.*} properties (or null for their
+   * defaults): the output reservation ({@code default-max-output-tokens}, {@code
+   * max-reserved-output-tokens}) applies to the gateway's requests too; the body size and the
+   * default tenant are the gateway's own ({@code prefix-router.gateway.*}).
+   */
+  public PrefixRouterGatewayFilter(
+      RoutingEngine engine,
+      BackendUrls urls,
+      ApiKeys keys,
+      PrefixRouterGatewayProperties p,
+      GatewayMetrics metrics,
+      @Nullable ReaderProperties readerProperties) {
     this.engine = Objects.requireNonNull(engine, "engine");
     this.urls = Objects.requireNonNull(urls, "urls");
     this.keys = Objects.requireNonNull(keys, "keys");
@@ -145,11 +162,15 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     this.tenantFromUser = p.isTenantFromUser();
     this.defaultTenant = p.getDefaultTenant();
     this.includeUsage = p.isIncludeUsage();
-    this.reader =
+    OpenAiRequestReader.Builder rb =
         OpenAiRequestReader.builder()
             .maxBodyBytes(maxBodyBytes)
-            .defaultTenant(p.getDefaultTenant())
-            .build();
+            .defaultTenant(p.getDefaultTenant());
+    if (readerProperties != null) {
+      rb.defaultMaxOutputTokens(readerProperties.getDefaultMaxOutputTokens())
+          .maxReservedOutputTokens(readerProperties.getMaxReservedOutputTokens());
+    }
+    this.reader = rb.build();
   }
 
   @Override
