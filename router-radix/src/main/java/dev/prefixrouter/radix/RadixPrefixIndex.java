@@ -922,7 +922,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private int touchPath(LruMirror m, Node attach, long[] keys, int n, boolean confirm, long now) {
     int slot = m.slot;
     long stamp = m.nextStamp(now);
-    int hold = (int) Math.min(n, m.capacity());
+    // room for the path below what the backend holds above it (a store's prefix): the store must
+    // not evict its own prefix, which would strand the blocks it holds below unheld ones
+    int hold = (int) Math.min(n, m.capacity() - heldAbove(slot, attach));
     // 1. split where the held part ends or diverges, touch what is held already
     int present = 0;
     int count = 0;
@@ -968,7 +970,10 @@ public final class RadixPrefixIndex implements PrefixIndex {
       }
       return count; // held in full: recency and confirmation were all there was to do
     }
-    // 2. make room with blocks outside the path (the path's own are now the most recent)
+    // 2. make room with blocks outside the path and its prefix (both now the most recent)
+    if (anchor < 0) {
+      touchAbove(m, attach, stamp);
+    }
     while (m.size() + missing > m.capacity()) {
       evictTail(m, m.size() + missing - m.capacity());
     }
@@ -1024,6 +1029,17 @@ public final class RadixPrefixIndex implements PrefixIndex {
       cleanup(path[count - 1]);
     }
     return count;
+  }
+
+  /**
+   * Blocks {@code slot} holds on the path from the root to {@code attach} (inclusive). Lock held.
+   */
+  private long heldAbove(int slot, Node attach) {
+    long held = 0;
+    for (Node x = attach; x != root; x = x.parent) {
+      held += x.held(slot);
+    }
+    return held;
   }
 
   /**

@@ -60,9 +60,10 @@ class IndexModelPropertyTest {
    * ends most recent), evicts others, then touches the whole path again. A store below a parent
    * block the backend holds that needs no eviction instead places its blocks just less recent than
    * the parent, with the parent's stamp (recency is not refreshed); a store that must evict touches
-   * as a route does and then the held blocks from its parent up to the root. Engine hashes map to
-   * router keys with copy counts; a removal takes a block out once no copy of any hash mapped to
-   * its key is left.
+   * as a route does, then the held blocks from its parent up to the root (before it evicts: a store
+   * never evicts its own prefix, and holds at most capacity minus that prefix), and them again
+   * after. Engine hashes map to router keys with copy counts; a removal takes a block out once no
+   * copy of any hash mapped to its key is left.
    */
   static final class ModelBackend {
     long capacity;
@@ -139,7 +140,13 @@ class IndexModelPropertyTest {
         }
       }
       long stamp = nextStamp();
-      int hold = (int) Math.min(n, capacity);
+      int above = 0;
+      for (Long k = parent; k != null; k = parentOf.get(k)) {
+        if (held.containsKey(k)) {
+          above++;
+        }
+      }
+      int hold = (int) Math.min(n, capacity - above);
       int present = 0;
       for (int i = 0; i < hold; i++) {
         if (held.containsKey(keys[i])) {
@@ -161,6 +168,13 @@ class IndexModelPropertyTest {
             placeBelow(parent, keys[i]);
           } else {
             touch(keys[i], stamp);
+          }
+        }
+      }
+      if (!below) { // the prefix is no candidate for the eviction below
+        for (Long k = parent; k != null; k = parentOf.get(k)) {
+          if (held.containsKey(k)) {
+            touch(k, stamp);
           }
         }
       }

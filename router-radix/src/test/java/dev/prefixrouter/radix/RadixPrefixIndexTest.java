@@ -525,6 +525,32 @@ class RadixPrefixIndexTest {
     assertThat(index.listsConsistent(0)).isTrue();
   }
 
+  /**
+   * A store that must evict never takes its own prefix: its parent block was the mirror's least
+   * recent, and the eviction made room for the new block by evicting it, which left the new block
+   * held below a block nobody held (a match of the path found 1 block where the engine holds 3).
+   */
+  @Test
+  void aStoreThatMustEvictKeepsItsOwnPrefix() {
+    RadixPrefixIndex index = index(4);
+    index.apply(
+        0, new BlockStored(new long[] {10, 11}, null, new int[] {1, 1, 2, 2}, 2, null), H, 1);
+    recordAll(index, keys(5, 5, 6, 6), 0, 2); // full: (1, 1), (2, 2) least recent
+    index.apply(0, new BlockStored(new long[] {12}, 11L, new int[] {3, 3}, 2, null), H, 3);
+    assertThat(match(index, keys(1, 1, 2, 2, 3, 3), 0)).containsExactly(3);
+    assertThat(index.heldBlocks(0)).isEqualTo(4);
+    assertThat(index.listsConsistent(0)).isTrue();
+    // a store longer than the room below its prefix holds what fits below it
+    index.apply(
+        0,
+        new BlockStored(new long[] {13, 14, 15}, 12L, new int[] {4, 4, 7, 7, 8, 8}, 2, null),
+        H,
+        4);
+    assertThat(match(index, keys(1, 1, 2, 2, 3, 3, 4, 4, 7, 7, 8, 8), 0)).containsExactly(4);
+    assertThat(index.heldBlocks(0)).isEqualTo(4);
+    assertThat(index.listsConsistent(0)).isTrue();
+  }
+
   @Test
   void aRemovalFindsItsBlockAfterTheNodeWasEvictedAndMadeAgain() {
     RadixPrefixIndex index = index(2);
