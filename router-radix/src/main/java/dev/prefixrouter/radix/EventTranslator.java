@@ -110,6 +110,12 @@ final class EventTranslator {
     return duplicate;
   }
 
+  /** Records one more stored copy of mapping {@code m} (from {@link #find}), where it is. */
+  void copy(int m) {
+    copies[m]++;
+    refs.addTo(routerKey[m], 1);
+  }
+
   /**
    * Releases one copy of mapping {@code m} (from {@link #find}); returns true if no copy of any
    * engine hash mapped to its router key is left.

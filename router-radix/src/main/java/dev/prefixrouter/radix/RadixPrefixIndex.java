@@ -84,11 +84,13 @@ import org.jspecify.annotations.Nullable;
  * Never an exception on the routing path, always a counter in {@link #stats}: a slot out of range
  * or not in use ({@code unknownSlot}; match answers 0, writes do nothing), a store whose parent is
  * unknown ({@code kv.unknownParent}), removal of an unknown hash ({@code kv.unknownRemoval}), a
- * hash stored again ({@code kv.duplicate}: one more copy, needing one more removal), no token ids
- * ({@code kv.noTokens}), another block size ({@code kv.blockSizeMismatch}). A store or removal on a
- * non-GPU medium ({@code kv.otherMedium}: CPU, disk) leaves the GPU tree alone, is counted in the
- * backend's {@link IndexSignal#OFFLOADED_BLOCKS} and feeds its lower tier (below). A {@code
- * keyCount} outside its buffer is a programmer error and throws {@link IllegalArgumentException}.
+ * hash stored again ({@code kv.duplicate}: one more copy, needing one more removal), a hash stored
+ * again whose tokens key differently (another seed: {@code kv.keyConflict}; the store stops before
+ * it, since its first key stays the one removals release), no token ids ({@code kv.noTokens}),
+ * another block size ({@code kv.blockSizeMismatch}). A store or removal on a non-GPU medium ({@code
+ * kv.otherMedium}: CPU, disk) leaves the GPU tree alone, is counted in the backend's {@link
+ * IndexSignal#OFFLOADED_BLOCKS} and feeds its lower tier (below). A {@code keyCount} outside its
+ * buffer is a programmer error and throws {@link IllegalArgumentException}.
  *
  * <h2>Lower tier</h2>
  *
@@ -207,6 +209,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private final LongAdder cleared = new LongAdder();
   private final LongAdder unknownParent = new LongAdder();
   private final LongAdder duplicate = new LongAdder();
+  private final LongAdder keyConflict = new LongAdder();
   private final LongAdder unknownRemoval = new LongAdder();
   private final LongAdder noTokens = new LongAdder();
   private final LongAdder blockSizeMismatch = new LongAdder();
@@ -1324,6 +1327,25 @@ public final class RadixPrefixIndex implements PrefixIndex {
     }
     long[] routerKeys = eventKeys(hasher, s, parentKey);
     int n = Math.min(eventKeyCount, s.blockCount());
+    for (int i = 0; i < n; i++) {
+      // an engine hash mapped to another router key (the same tokens keyed from another seed):
+      // the copy keeps the old key, so a block confirmed under the new one would never be
+      // removed; the store stops before it, and the known hashes from there count one more copy
+      // where they are (as many removals as stores)
+      int known = t.find(s.blockHash(i));
+      if (known >= 0 && t.routerKey(known) != routerKeys[i]) {
+        keyConflict.increment();
+        for (int j = i; j < n; j++) {
+          int c = t.find(s.blockHash(j));
+          if (c >= 0) {
+            t.copy(c);
+            duplicate.increment();
+          }
+        }
+        n = i;
+        break;
+      }
+    }
     if (n == 0) {
       cleanup(attach);
       return;
@@ -1529,6 +1551,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       counters.put("kv.cleared", cleared.sum());
       counters.put("kv.unknownParent", unknownParent.sum());
       counters.put("kv.duplicate", duplicate.sum());
+      counters.put("kv.keyConflict", keyConflict.sum());
       counters.put("kv.unknownRemoval", unknownRemoval.sum());
       counters.put("kv.noTokens", noTokens.sum());
       counters.put("kv.blockSizeMismatch", blockSizeMismatch.sum());
