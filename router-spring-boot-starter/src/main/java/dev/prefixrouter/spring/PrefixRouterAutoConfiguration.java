@@ -154,7 +154,9 @@ public class PrefixRouterAutoConfiguration {
 
   @Bean
   @ConditionalOnMissingBean
-  public TenantLimiter prefixRouterLimiter(PrefixRouterProperties p) {
+  public TenantLimiter prefixRouterLimiter(
+      PrefixRouterProperties p, org.springframework.core.env.Environment env) {
+    TenantQuotaKeys.check(env);
     PrefixRouterProperties.Limiter l = p.getLimiter();
     if (l.getTokensPerMinute() == 0 && l.getTenants().isEmpty()) {
       return TenantLimiter.unlimited();

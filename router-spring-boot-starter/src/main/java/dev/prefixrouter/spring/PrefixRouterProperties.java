@@ -616,7 +616,11 @@ public class PrefixRouterProperties {
     /** Default tokens per minute per tenant (burst: one minute's worth); 0 = unlimited. */
     private long tokensPerMinute;
 
-    /** Per-tenant overrides: tenant → tokens per minute. */
+    /**
+     * Per-tenant overrides: tenant → tokens per minute. A tenant id with characters other than
+     * lower-case letters, digits, '-' and '.' goes in brackets ({@code tenants.[team_a]=1000});
+     * unbracketed, startup fails naming it.
+     */
     private Map<String, Long> tenants = new LinkedHashMap<>();
 
     /** Most tenants held at once. */

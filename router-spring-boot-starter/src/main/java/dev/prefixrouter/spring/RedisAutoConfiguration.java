@@ -154,7 +154,8 @@ public class RedisAutoConfiguration {
   @ConditionalOnMissingBean(TenantLimiter.class)
   @ConditionalOnProperty(prefix = PREFIX, name = "share-quotas", havingValue = "true")
   public RedisTenantLimiter prefixRouterRedisTenantLimiter(
-      RedisProperties r, PrefixRouterProperties p) {
+      RedisProperties r, PrefixRouterProperties p, org.springframework.core.env.Environment env) {
+    TenantQuotaKeys.check(env);
     PrefixRouterProperties.Limiter l = p.getLimiter();
     if (l.getTokensPerMinute() == 0 && l.getTenants().isEmpty()) {
       throw new PrefixRouterPropertyException(

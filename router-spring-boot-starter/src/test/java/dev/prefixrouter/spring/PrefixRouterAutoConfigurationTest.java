@@ -77,6 +77,39 @@ class PrefixRouterAutoConfigurationTest {
             });
   }
 
+  /**
+   * A tenant id Spring Boot would rewrite as a map key ({@code team_a} binds as {@code teama})
+   * fails startup naming the bracketed spelling, which binds as written.
+   */
+  @Test
+  void tenantQuotaKeysBindAsWrittenOrFailStartup() {
+    runner
+        .withPropertyValues(
+            "prefix-router.backends[0].id=b0",
+            "prefix-router.backends[0].models=m",
+            "prefix-router.limiter.tenants.team_a=1000")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining("prefix-router.limiter.tenants.team_a")
+                    .hasStackTraceContaining("prefix-router.limiter.tenants.[team_a]"));
+    runner
+        .withPropertyValues(
+            "prefix-router.backends[0].id=b0",
+            "prefix-router.backends[0].models=m",
+            "prefix-router.limiter.tenants.[team_a]=1000",
+            "prefix-router.limiter.tenants.[User@X.com]=2000",
+            "prefix-router.limiter.tenants.batch.eu=3000")
+        .run(
+            ctx -> {
+              TenantTokenBuckets limiter = (TenantTokenBuckets) ctx.getBean(TenantLimiter.class);
+              assertThat(limiter.quotaOf("team_a").capacityTokens()).isEqualTo(1_000);
+              assertThat(limiter.quotaOf("User@X.com").capacityTokens()).isEqualTo(2_000);
+              assertThat(limiter.quotaOf("batch.eu").capacityTokens()).isEqualTo(3_000);
+            });
+  }
+
   @Test
   void anchorPolicyByName() {
     runner
