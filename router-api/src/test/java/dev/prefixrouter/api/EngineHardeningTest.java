@@ -348,17 +348,22 @@ class EngineHardeningTest {
     }
   }
 
+  /** One backend {@code a} of model {@code m}, with {@code limiter} and {@code scorer}. */
+  private static RoutingEngine engine(
+      Fakes.CountingLimiter limiter, dev.prefixrouter.api.spi.Scorer scorer) {
+    return RoutingEngine.builder()
+        .limiter(limiter)
+        .scorer(scorer)
+        .backend(Backend.of("a", "m"))
+        .build();
+  }
+
   @Test
   void aScorerThrowingInOnRoutedLeavesNoCountsBehind() {
     Fakes.CountingLimiter limiter = new Fakes.CountingLimiter(1_000);
     ThrowingOnRoutedScorer scorer = new ThrowingOnRoutedScorer();
     scorer.throwOnRouted = true;
-    RoutingEngine engine =
-        RoutingEngine.builder()
-            .limiter(limiter)
-            .scorer(scorer)
-            .backend(Backend.of("a", "m"))
-            .build();
+    RoutingEngine engine = engine(limiter, scorer);
     assertThatThrownBy(() -> engine.route(req("t", "m")))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("onRouted");
@@ -373,12 +378,7 @@ class EngineHardeningTest {
     Fakes.CountingLimiter limiter = new Fakes.CountingLimiter(1_000);
     ThrowingOnRoutedScorer scorer = new ThrowingOnRoutedScorer();
     scorer.throwOnEnded = true;
-    RoutingEngine engine =
-        RoutingEngine.builder()
-            .limiter(limiter)
-            .scorer(scorer)
-            .backend(Backend.of("a", "m"))
-            .build();
+    RoutingEngine engine = engine(limiter, scorer);
     Routed failed = (Routed) engine.route(req("t", "m"));
     failed.lease().fail(Failure.of(Failure.Kind.CONNECT));
     assertThat(limiter.balance("t")).as("refunded before the first token").isEqualTo(1_000);
@@ -395,8 +395,7 @@ class EngineHardeningTest {
   @Test
   void aFailureWithUsageChargesWhatTheBackendProduced() {
     Fakes.CountingLimiter limiter = new Fakes.CountingLimiter(1_000);
-    RoutingEngine engine =
-        RoutingEngine.builder().limiter(limiter).backend(Backend.of("a", "m")).build();
+    RoutingEngine engine = engine(limiter, new ThrowingOnRoutedScorer()); // throws nothing
     Routed before = (Routed) engine.route(req("t", "m"));
     before.lease().fail(Failure.of(Failure.Kind.CANCELLED), Usage.of(16, 7));
     assertThat(limiter.balance("t")).as("before the first token: nothing").isEqualTo(1_000);
