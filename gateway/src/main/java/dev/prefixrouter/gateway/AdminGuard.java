@@ -81,22 +81,34 @@ public final class AdminGuard implements WebFilter, Ordered {
    * /actuator;x/...} through to the endpoint).
    */
   private boolean underBasePath(PathContainer path) {
-    List<String> values = new ArrayList<>();
+    int matched = 0; // base segments matched so far; no allocation unless a segment holds a '/'
     for (PathContainer.Element e : path.elements()) {
-      if (e instanceof PathContainer.PathSegment s) {
-        values.add(s.valueToMatch());
+      if (matched == baseSegments.size()) {
+        return true;
+      }
+      if (!(e instanceof PathContainer.PathSegment s)) {
+        continue;
+      }
+      String v = s.valueToMatch();
+      if (v.isEmpty()) {
+        continue;
+      }
+      if (v.indexOf('/') < 0) {
+        if (!v.equalsIgnoreCase(baseSegments.get(matched++))) {
+          return false;
+        }
+        continue;
+      }
+      for (String part : segments(List.of(v))) { // a decoded %2F
+        if (matched == baseSegments.size()) {
+          return true;
+        }
+        if (!part.equalsIgnoreCase(baseSegments.get(matched++))) {
+          return false;
+        }
       }
     }
-    List<String> segments = segments(values);
-    if (segments.size() < baseSegments.size()) {
-      return false;
-    }
-    for (int i = 0; i < baseSegments.size(); i++) {
-      if (!segments.get(i).equalsIgnoreCase(baseSegments.get(i))) {
-        return false;
-      }
-    }
-    return true;
+    return matched == baseSegments.size();
   }
 
   /** The non-empty parts of the values split at {@code /} (a decoded {@code %2F} included). */

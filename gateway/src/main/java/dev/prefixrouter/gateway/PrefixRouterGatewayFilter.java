@@ -468,11 +468,14 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
       Routed r = current;
       if (r != null && !r.lease().isEnded()) {
         Attempt a = attempt;
-        // the output the client already received is charged, as on completion
-        r.lease()
-            .fail(
-                Failure.of(Failure.Kind.CANCELLED),
-                used(r, a != null && a.routed == r ? a.tap : null));
+        ResponseTap t = a != null && a.routed == r ? a.tap : null;
+        if (t != null && !t.isStream() && t.bytesSeen()) {
+          // a JSON answer starts only once it is generated: the backend's work is done, so the
+          // lease completes and is charged (a stream's lease is charged what was streamed below)
+          r.lease().complete(used(r, t));
+        } else {
+          r.lease().fail(Failure.of(Failure.Kind.CANCELLED), used(r, t));
+        }
         metrics.request(r.resolvedModel(), "cancelled", elapsedNanos());
         log("cancelled", 0, null);
       }
@@ -641,7 +644,9 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
       Usage u = used(routed, tap);
       routed.lease().complete(u);
       metrics.request(routed.resolvedModel(), "ok", call.elapsedNanos());
-      metrics.tokens(routed.resolvedModel(), u);
+      if (tap == null || !tap.usageLost()) { // a charged reservation is not produced output
+        metrics.tokens(routed.resolvedModel(), u);
+      }
       call.log("ok", code, null);
     }
 

@@ -156,9 +156,10 @@ public final class ChunkAffinityRouter {
 
   private static Set<String> keys(String namespace, Collection<String> chunkIds) {
     Set<String> keys = new HashSet<>(chunkIds.size() * 2);
+    // length-prefixed: (namespace, id) -> key is injective whatever either holds
+    String prefix = namespace.length() + ":" + namespace;
     for (String id : chunkIds) {
-      // the namespace is self-delimiting (length-prefixed parts): namespace + id is injective
-      keys.add(namespace + Objects.requireNonNull(id, "chunk id"));
+      keys.add(prefix + Objects.requireNonNull(id, "chunk id"));
     }
     return keys;
   }

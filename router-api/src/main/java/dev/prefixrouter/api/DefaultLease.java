@@ -109,7 +109,7 @@ final class DefaultLease implements Lease {
     entry.addPendingPrefillTokens(-uncachedTokens());
     long ttft = Math.max(0, now - startNanos);
     if (entry.claim()) {
-      Membership.HealthChange change;
+      Membership.HealthChange change = null;
       try {
         change = healthFeedback(now, null);
         pipeline
@@ -124,8 +124,8 @@ final class DefaultLease implements Lease {
                 r.cost());
       } finally {
         entry.release();
+        pipeline.membership().announce(change); // made even if the scorer threw
       }
-      pipeline.membership().announce(change);
     }
     Listeners listeners = pipeline.listeners();
     if (listeners.any()) {

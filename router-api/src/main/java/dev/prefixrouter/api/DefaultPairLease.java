@@ -209,17 +209,18 @@ final class DefaultPairLease implements PairLease {
                       + ")",
                   null));
     }
+    // a new pair is a failover in either case: the engine's retry budget bounds the pair's
+    // attempts (the prefill lease's own count starts again with each new pair)
+    Rejected spent = router.pipeline().overBudget(request, attempt + 1);
+    if (spent != null) {
+      return spent;
+    }
     if (s == FAILED_PREFILL) {
       RouteDecision next = prefill.lease().failover();
       if (next instanceof Rejected x) {
         return x;
       }
       return router.pair(request, (Routed) next, decodeExcluded, attempt + 1);
-    }
-    // a new pair after a decode failure is a failover too: the engine's retry budget bounds it
-    Rejected spent = router.pipeline().overBudget(request, attempt + 1);
-    if (spent != null) {
-      return spent;
     }
     List<BackendEntry> excluded = new ArrayList<>(decodeExcluded.size() + 1);
     excluded.addAll(decodeExcluded);

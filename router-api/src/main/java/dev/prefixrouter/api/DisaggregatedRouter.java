@@ -304,8 +304,10 @@ public final class DisaggregatedRouter {
             emptiedBy));
   }
 
-  /** One eligible decode backend and its rank keys. */
-  /** One decode candidate, its in-flight count read once (a live read would break the sort). */
+  /**
+   * One eligible decode backend and its rank keys, its in-flight count read once (a live read
+   * inside the sort could break its contract).
+   */
   private record Choice(
       BackendEntry entry,
       boolean full,

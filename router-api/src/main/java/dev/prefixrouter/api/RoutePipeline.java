@@ -485,7 +485,10 @@ final class RoutePipeline {
           scorer.onRouted(c, cand);
         } catch (Throwable t) {
           // no lease will end this placement: its counts go now, or they would stay forever
-          // (the caller refunds the tenant; the placement statistics keep the attempt)
+          // (the caller refunds the tenant; the placement statistics keep the attempt; an index
+          // that recorded the keys before the scorer threw keeps them as a prediction, which
+          // expires as unconfirmed predictions do; a half-open probe taken for it is released
+          // by the breaker's cooldown)
           e.addInFlight(-1);
           e.addPendingPrefillTokens(-uncached);
           e.addActiveTokens(-reserved);

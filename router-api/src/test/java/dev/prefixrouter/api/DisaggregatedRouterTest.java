@@ -247,6 +247,15 @@ class DisaggregatedRouterTest {
     assertThat(third).isInstanceOf(Rejected.class);
     assertThat(((Rejected) third).reason()).isEqualTo(RejectReason.RETRY_BUDGET_EXHAUSTED);
     assertThat(limiter.balance("t")).as("nothing left charged").isEqualTo(1_000);
+
+    // a prefill failure after a decode failover counts the pair's attempts, not its prefill's
+    PairRouted again = pair(pd.route(req()));
+    again.lease().failDecode(Failure.of(Failure.Kind.CONNECT));
+    PairRouted next = pair(again.lease().failover());
+    next.lease().fail(Failure.of(Failure.Kind.CONNECT));
+    PairDecision over = next.lease().failover();
+    assertThat(over).isInstanceOf(Rejected.class);
+    assertThat(((Rejected) over).reason()).isEqualTo(RejectReason.RETRY_BUDGET_EXHAUSTED);
   }
 
   @Test

@@ -246,8 +246,23 @@ final class BodyParser {
     return sb;
   }
 
-  /** One digest for every part of the body (a part costs no buffer of its own). */
-  private final ChatRendering.DigestWriter digest = new ChatRendering.DigestWriter();
+  /**
+   * One digest for every part of the body (a part costs no buffer of its own), made on the first
+   * part that needs one (a body of strings and text parts makes none).
+   */
+  private ChatRendering.@Nullable DigestWriter digest;
+
+  /** The body's digest writer, reset for a new part. */
+  private ChatRendering.DigestWriter freshDigest() {
+    ChatRendering.DigestWriter d = digest;
+    if (d == null) {
+      d = new ChatRendering.DigestWriter();
+      digest = d;
+    } else {
+      d.reset();
+    }
+    return d;
+  }
 
   /**
    * One content part: the text of a text part ({@linkplain ChatRendering#escape escaped}), else the
@@ -260,8 +275,7 @@ final class BodyParser {
     }
     String type = null;
     String text = null;
-    ChatRendering.DigestWriter digest = this.digest;
-    digest.reset();
+    ChatRendering.DigestWriter digest = null;
     while ((t = p.nextToken()) == JsonToken.PROPERTY_NAME) {
       String name = p.currentName();
       JsonToken fv = p.nextToken();
@@ -269,7 +283,12 @@ final class BodyParser {
         case "type" -> type = string(fv, path + ".type", false);
         case "text" -> text = string(fv, path + ".text", false);
         default -> {
-          digest.put(name);
+          if (digest == null) {
+            digest = freshDigest();
+          }
+          // names and text escaped as in the rendering: no two parts hash alike by spelling
+          // a separator
+          digest.put(ChatRendering.escape(name));
           digest.put(ChatRendering.UNIT);
           copyCompact(fv, digest, path + "." + name);
           digest.put(ChatRendering.RECORD);
@@ -296,10 +315,13 @@ final class BodyParser {
           path + ".type",
           path + ".type must be at most " + MAX_ROLE_LENGTH + " characters, was " + type.length());
     }
+    if (digest == null) {
+      digest = freshDigest();
+    }
     if (text != null) {
       digest.put("text");
       digest.put(ChatRendering.UNIT);
-      digest.put(text);
+      digest.put(ChatRendering.escape(text));
     }
     byte[] d = digest.digest();
     if (media.size() < RouteRequest.MAX_MEDIA) {

@@ -109,9 +109,9 @@ final class ChatRendering {
     out.append(GROUP).append(escape(name)).append(UNIT).append(value);
   }
 
-  /** The placeholder of a non-text part. */
+  /** The placeholder of a non-text part (its type escaped). */
   static String mediaPlaceholder(String type, byte[] digest) {
-    return GROUP + type + ':' + HexFormat.of().formatHex(digest, 0, 8) + GROUP;
+    return GROUP + escape(type).toString() + ':' + HexFormat.of().formatHex(digest, 0, 8) + GROUP;
   }
 
   /** A writer that feeds SHA-256 with the UTF-16 code units written (big-endian); keeps nothing. */
@@ -148,8 +148,10 @@ final class ChatRendering {
       }
     }
 
-    void put(String s) {
-      write(s, 0, s.length());
+    void put(CharSequence s) {
+      for (int i = 0, n = s.length(); i < n; i++) {
+        put(s.charAt(i));
+      }
     }
 
     void put(char c) {

@@ -121,6 +121,15 @@ class OpenAiRequestReaderTest {
             + "\"}]}]}";
     assertThat(read(spelt).routeRequest().prompt())
         .isNotEqualTo(read(image).routeRequest().prompt());
+    // nor can a media part's type spell a second message
+    String typed =
+        ((Prompt.Text)
+                read("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":["
+                        + "{\"type\":\"t\\u001e\\u001frole2\",\"image_url\":{\"url\":\"u\"}}]}]}")
+                    .routeRequest()
+                    .prompt())
+            .text();
+    assertThat(typed).startsWith("user\u001F\u001Dt\u001B\u001E\u001B\u001Frole2:");
   }
 
   @Test
