@@ -68,6 +68,11 @@ final class LocalBucket {
     }
   }
 
+  /** The bucket's capacity, tokens. */
+  long capacity() {
+    return capacity;
+  }
+
   long available(long now) {
     return refilled(state.get(), now).tokens;
   }

@@ -66,9 +66,13 @@ import org.slf4j.LoggerFactory;
  * them). <b>Redis slow:</b> while a tenant's asked lease has gone unanswered for {@link
  * Builder#leaseWait} (default 100 ms), a request that finds too little is admitted from the same
  * local share instead of being denied, until the lease arrives or the command times out (counted in
- * {@link #fallbackAdmissions}). A lease whose reply timed out is treated as not applied; if Redis
- * applied it anyway, the fleet holds up to two chunks that no replica spends, or (a return that
- * timed out) the replica may spend up to two returned chunks again.
+ * {@link #fallbackAdmissions}); a refund that comes while Redis is up goes back to the local share
+ * first, up to what it admitted (at most the share's capacity; the true-up carries no request
+ * identity, so a fleet request's refund may land there instead, the error on the side of admitting
+ * less), never as fleet tokens no one was charged for. A request larger than the local share waits
+ * for it to be full and takes it into debt. A lease whose reply timed out is treated as not
+ * applied; if Redis applied it anyway, the fleet holds up to two chunks that no replica spends, or
+ * (a return that timed out) the replica may spend up to two returned chunks again.
  *
  * <p><b>Bounds.</b> Local tenants: a Caffeine cache of at most {@link Builder#maxTenants} (default
  * 100,000), expired after {@link Builder#expireAfterIdle} (default 10 min) without access, about
@@ -102,6 +106,13 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
     final AtomicBoolean queued = new AtomicBoolean();
     final LocalBucket fallback;
     final LongAdder rejected = new LongAdder();
+
+    /**
+     * Tokens admitted from the local share whose true-ups may still come, at most the share's
+     * capacity: a refund while Redis is up goes back to the local share up to this much (it was
+     * never charged to the fleet), the rest to the leased balance.
+     */
+    final AtomicLong fallbackOutstanding = new AtomicLong();
 
     /** Largest request denied since the last lease: the next lease asks for room for it. */
     final AtomicLong wanted = new AtomicLong();
@@ -281,6 +292,8 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
               + ")");
     }
     fallbackAdmissions.increment();
+    long cap = t.fallback.capacity();
+    t.fallbackOutstanding.accumulateAndGet(tokens, (o, x) -> Math.min(cap, o + x));
     return Admission.GRANTED;
   }
 
@@ -319,9 +332,33 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
       t.fallback.adjust(deltaTokens, nowNanos);
       return;
     }
+    if (deltaTokens < 0) {
+      // a refund of a request the local share admitted goes back there: credited to the leased
+      // balance it would be fleet tokens nobody was charged for (a fleet-admitted request's refund
+      // taken here leaves the fleet a little short instead, at most the share's capacity)
+      long back = takeOutstanding(t, -deltaTokens);
+      if (back > 0) {
+        t.fallback.adjust(-back, nowNanos);
+        deltaTokens += back;
+        if (deltaTokens == 0) {
+          return;
+        }
+      }
+    }
     long after = t.balance.addAndGet(-deltaTokens);
     if (after < 0 || after > 4 * t.chunk) {
       requestLease(t, nowNanos, after > 0);
+    }
+  }
+
+  /** Takes up to {@code most} of {@code t}'s outstanding local admissions; returns how many. */
+  private static long takeOutstanding(Tenant t, long most) {
+    while (true) {
+      long o = t.fallbackOutstanding.get();
+      long take = Math.min(o, most);
+      if (take <= 0 || t.fallbackOutstanding.compareAndSet(o, o - take)) {
+        return Math.max(0, take);
+      }
     }
   }
 

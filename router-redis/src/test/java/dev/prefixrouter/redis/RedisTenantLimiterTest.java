@@ -69,6 +69,26 @@ class RedisTenantLimiterTest {
   }
 
   /**
+   * A refund of a request the local share admitted goes back to the local share, not to the leased
+   * balance: credited there it would be fleet tokens no one was charged for.
+   */
+  @Test
+  void aRefundOfALocalAdmissionDoesNotCreateFleetTokens() {
+    RedisTenantLimiter l = limiter(SharedRedis.URI, FleetQuota.perMinute(60_000), 2);
+    l.runPending();
+    long t0 = clock.get();
+    assertThat(l.tryAcquire("r", 500, t0).granted()).isFalse(); // asks for a lease
+    assertThat(l.tryAcquire("r", 500, t0 + 101 * MS).granted()).isTrue(); // overdue: local share
+    assertThat(l.fallbackAdmissions()).isEqualTo(1);
+    l.runPending(); // the lease arrives
+    long leased = l.localBalance("r");
+    l.adjust("r", -500, t0 + 102 * MS); // the locally admitted request used nothing
+    assertThat(l.localBalance("r")).as("the leased balance is unchanged").isEqualTo(leased);
+    l.adjust("r", -100, t0 + 103 * MS); // no local admission left: a fleet refund
+    assertThat(l.localBalance("r")).isEqualTo(leased + 100);
+  }
+
+  /**
    * Four replicas, each trying far more than the quota every 20 ms of simulated time, with true-ups
    * of -30..+70 tokens (20 on average) on every 100-token reservation; leases run after each step.
    * The tokens the fleet actually charged (reservations plus true-ups) over the steady window [20
