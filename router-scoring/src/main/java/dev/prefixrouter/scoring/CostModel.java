@@ -39,6 +39,12 @@ import org.jspecify.annotations.Nullable;
  * no allocation.
  */
 final class CostModel {
+  /** Warm-up bound on a residual: this many times the prediction ... */
+  private static final double WARMUP_FACTOR = 10;
+
+  /** ... and at least this many milliseconds. */
+  private static final double WARMUP_FLOOR_MS = 1_000;
+
   private static final int N = 4;
   private static final double[] SCALE = {1.0, 1e-3, 1e-6, 1.0};
 
@@ -190,20 +196,29 @@ final class CostModel {
     }
     double predicted = dot(f, THETA, X); // without an intercept fit theta[0] stays the prior's
     double residual = y - predicted;
-    // Huber weight against the running scale; the scale itself learns from clipped residuals
+    // Huber weight against the running scale; the scale itself learns from clipped residuals.
+    // Before the scale has ten observations, a residual beyond the warm-up bound (a cold start, a
+    // stall: ten times the prediction, at least a second) is weighted down against that bound, and
+    // the scale starts from it at most: one such first token used to seed the scale with itself
+    // and hold the fit back for about a thousand observations
     double weight = 1.0;
+    double warmup = Math.max(WARMUP_FLOOR_MS, WARMUP_FACTOR * Math.abs(predicted));
     if (observations >= 10 && residualScale > 0) {
       double k = 3.0 * residualScale;
       if (Math.abs(residual) > k) {
         weight = k / Math.abs(residual);
       }
+    } else if (Math.abs(residual) > warmup) {
+      weight = warmup / Math.abs(residual);
     }
     trackSignal(u, c, queuedPrefill, decodes, y, weight);
     if (!Double.isNaN(advantage)) {
       compareWithPriors(f, y, weight);
     }
     double clipped =
-        Math.min(Math.abs(residual), residualScale > 0 ? 5 * residualScale : Math.abs(residual));
+        Math.min(
+            Math.abs(residual),
+            residualScale > 0 ? 5 * residualScale : Math.min(Math.abs(residual), warmup));
     residualScale = observations == 0 ? clipped : 0.95 * residualScale + 0.05 * clipped;
 
     // weighted RLS with forgetting: gain g = P x / (lambda/w + x' P x); without an intercept the

@@ -449,6 +449,45 @@ class EstimatedTtftScorerTest {
     assertThat(s.coefficients(1)).isEqualTo(TtftCoefficients.DEFAULTS);
   }
 
+  /**
+   * One huge first token (a cold start: 30 s) does not hold the fit back: it seeded the residual
+   * scale with itself, so every later residual looked small and the fit took ~1,000 first tokens to
+   * publish instead of ~50.
+   */
+  @Test
+  void aHugeFirstTokenDoesNotHoldTheFitBack() {
+    assertThat(firstTokensUntilFitted(false)).isLessThan(200);
+    assertThat(firstTokensUntilFitted(true)).isLessThanOrEqualTo(4 * firstTokensUntilFitted(false));
+  }
+
+  private static int firstTokensUntilFitted(boolean coldStart) {
+    TtftCoefficients truth = new TtftCoefficients(25.0, 0.04, 1.5e-6, 2.0, 50);
+    EstimatedTtftScorer s = EstimatedTtftScorer.builder().build();
+    SplittableRandom rnd = new SplittableRandom(5);
+    if (coldStart) {
+      s.onFirstToken(new FirstTokenObservation(0, 30_000_000_000L, 1_000, 0, 0, 0, 0));
+    }
+    for (int i = 1; i <= 5_000; i++) {
+      int prompt = 64 + rnd.nextInt(8_000);
+      int matched = rnd.nextInt(prompt + 1);
+      long queued = rnd.nextInt(20_000);
+      int running = rnd.nextInt(40);
+      int u = prompt - matched;
+      double ms =
+          truth.alphaMs()
+              + truth.betaMsPerToken() * (u + queued)
+              + truth.gammaMsPerToken2() * u * (double) (u + matched)
+              + truth.decodeMsPerRunning() * running;
+      ms *= 1 + 0.05 * rnd.nextGaussian();
+      s.onFirstToken(
+          new FirstTokenObservation(0, (long) (ms * 1e6), prompt, matched, queued, running, 0));
+      if (s.describe(0).get("fitted") == 1.0) {
+        return i;
+      }
+    }
+    return Integer.MAX_VALUE;
+  }
+
   @Test
   void calibrationKeepsThePriorsWhenTheTtftCarriesNoSignalOfThePrompt() {
     EstimatedTtftScorer s = EstimatedTtftScorer.builder().minObservations(20).build();
