@@ -110,6 +110,17 @@ final class DefaultPairLease implements PairLease {
   @Override
   public void fail(Failure failure) {
     Objects.requireNonNull(failure, "failure");
+    failWith(failure, null);
+  }
+
+  @Override
+  public void fail(Failure failure, Usage used) {
+    Objects.requireNonNull(failure, "failure");
+    Objects.requireNonNull(used, "used");
+    failWith(failure, used);
+  }
+
+  private void failWith(Failure failure, @Nullable Usage used) {
     while (true) {
       int s = state;
       if (s == OPEN) {
@@ -119,7 +130,7 @@ final class DefaultPairLease implements PairLease {
           return;
         }
       } else if (s == DECODING) {
-        failLate(failure);
+        failLate(failure, used);
         return;
       } else {
         return;
@@ -143,7 +154,7 @@ final class DefaultPairLease implements PairLease {
           return;
         }
       } else if (s == DECODING) {
-        failLate(failure);
+        failLate(failure, null);
         return;
       } else {
         return;
@@ -151,13 +162,16 @@ final class DefaultPairLease implements PairLease {
     }
   }
 
-  /** After the first token: the decode backend blamed, the prompt charged, the output refunded. */
-  private void failLate(Failure failure) {
+  /**
+   * After the first token: the decode backend blamed, the prompt charged (or {@code used}, what the
+   * caller saw produced), the rest of the reservation refunded.
+   */
+  private void failLate(Failure failure, @Nullable Usage used) {
     if (!STATE.compareAndSet(this, DECODING, FAILED_LATE)) {
       return;
     }
     long now = endDecode(true, failure.countsAgainstBackend() ? failure : null);
-    adjustTenant(prefill.promptTokens() - reserved, now);
+    adjustTenant((used == null ? prefill.promptTokens() : used.totalTokens()) - reserved, now);
   }
 
   /**

@@ -47,6 +47,16 @@ public interface PairLease {
   void fail(Failure failure);
 
   /**
+   * As {@link #fail(Failure)}, with what the decode backend had already produced: after the first
+   * token the tenant is charged {@code used.totalTokens()} instead of the prompt alone (a client
+   * that goes away mid-stream still pays for the output it received); before it, as {@link
+   * #fail(Failure)}. The default ignores {@code used}. Idempotent.
+   */
+  default void fail(Failure failure, Usage used) {
+    fail(failure);
+  }
+
+  /**
    * The decode backend failed (for example it refused the KV transfer): its breaker is fed whatever
    * the phase. Before the first token the prefill leg is released without blame, the tenant is
    * refunded, and {@link #failover()} may route a new pair that avoids this decode backend; after

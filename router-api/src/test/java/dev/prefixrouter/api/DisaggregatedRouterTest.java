@@ -272,6 +272,19 @@ class DisaggregatedRouterTest {
     assertThat(x.reason()).isEqualTo(RejectReason.NOT_RETRYABLE);
   }
 
+  /** After the first token, a failure with usage charges the output the caller received. */
+  @Test
+  void aLateFailureWithUsageChargesWhatWasProduced() {
+    RoutingEngine e = engine(p("p0"), d("d0"), d("d1"));
+    PairRouted r = pair(DisaggregatedRouter.builder(e).build().route(req()));
+    r.lease().firstToken();
+    r.lease().fail(Failure.of(Failure.Kind.CANCELLED), Usage.of(16, 5));
+    assertThat(limiter.balance("t")).isEqualTo(1_000 - 21);
+    r.lease().fail(Failure.of(Failure.Kind.CANCELLED), Usage.of(16, 9));
+    assertThat(limiter.balance("t")).as("ended once").isEqualTo(1_000 - 21);
+    assertThat(snap(e, r.decode().id()).inFlight()).isZero();
+  }
+
   @Test
   void noDecodeBackendRejectsAndReleasesThePrefillLeg() {
     RoutingEngine e = engine(p("p0"), Backend.of("plain", "m"));
