@@ -423,22 +423,7 @@ class EstimatedTtftScorerTest {
             .build();
     SplittableRandom rnd = new SplittableRandom(1);
     for (int i = 0; i < 5_000; i++) {
-      int prompt = 64 + rnd.nextInt(8_000);
-      int matched = rnd.nextInt(prompt + 1);
-      long queued = rnd.nextInt(20_000);
-      int running = rnd.nextInt(40);
-      int u = prompt - matched;
-      double ms =
-          truth.alphaMs()
-              + truth.betaMsPerToken() * (u + queued)
-              + truth.gammaMsPerToken2() * u * (double) (u + matched)
-              + truth.decodeMsPerRunning() * running;
-      ms *= 1 + 0.05 * rnd.nextGaussian(); // 5 % noise
-      if (rnd.nextInt(20) == 0) {
-        ms *= 10; // 5 % outliers (GC pause, preemption)
-      }
-      s.onFirstToken(
-          new FirstTokenObservation(0, (long) (ms * 1e6), prompt, matched, queued, running, 0));
+      s.onFirstToken(synthetic(truth, rnd, true));
     }
     TtftCoefficients fit = s.coefficients(0);
     assertThat(fit.alphaMs()).isCloseTo(25.0, within(10.0));
@@ -460,6 +445,29 @@ class EstimatedTtftScorerTest {
     assertThat(firstTokensUntilFitted(true)).isLessThanOrEqualTo(4 * firstTokensUntilFitted(false));
   }
 
+  /**
+   * A first token on backend 0 whose TTFT follows {@code truth} for a random request and backend
+   * state, with 5 % noise, and (with {@code outliers}) a tenfold outlier one time in twenty.
+   */
+  private static FirstTokenObservation synthetic(
+      TtftCoefficients truth, SplittableRandom rnd, boolean outliers) {
+    int prompt = 64 + rnd.nextInt(8_000);
+    int matched = rnd.nextInt(prompt + 1);
+    long queued = rnd.nextInt(20_000);
+    int running = rnd.nextInt(40);
+    int u = prompt - matched;
+    double ms =
+        truth.alphaMs()
+            + truth.betaMsPerToken() * (u + queued)
+            + truth.gammaMsPerToken2() * u * (double) (u + matched)
+            + truth.decodeMsPerRunning() * running;
+    ms *= 1 + 0.05 * rnd.nextGaussian(); // 5 % noise
+    if (outliers && rnd.nextInt(20) == 0) {
+      ms *= 10; // 5 % outliers (GC pause, preemption)
+    }
+    return new FirstTokenObservation(0, (long) (ms * 1e6), prompt, matched, queued, running, 0);
+  }
+
   private static int firstTokensUntilFitted(boolean coldStart) {
     TtftCoefficients truth = new TtftCoefficients(25.0, 0.04, 1.5e-6, 2.0, 50);
     EstimatedTtftScorer s = EstimatedTtftScorer.builder().build();
@@ -468,19 +476,7 @@ class EstimatedTtftScorerTest {
       s.onFirstToken(new FirstTokenObservation(0, 30_000_000_000L, 1_000, 0, 0, 0, 0));
     }
     for (int i = 1; i <= 5_000; i++) {
-      int prompt = 64 + rnd.nextInt(8_000);
-      int matched = rnd.nextInt(prompt + 1);
-      long queued = rnd.nextInt(20_000);
-      int running = rnd.nextInt(40);
-      int u = prompt - matched;
-      double ms =
-          truth.alphaMs()
-              + truth.betaMsPerToken() * (u + queued)
-              + truth.gammaMsPerToken2() * u * (double) (u + matched)
-              + truth.decodeMsPerRunning() * running;
-      ms *= 1 + 0.05 * rnd.nextGaussian();
-      s.onFirstToken(
-          new FirstTokenObservation(0, (long) (ms * 1e6), prompt, matched, queued, running, 0));
+      s.onFirstToken(synthetic(truth, rnd, false));
       if (s.describe(0).get("fitted") == 1.0) {
         return i;
       }
