@@ -35,7 +35,7 @@ public final class AdminGuard implements WebFilter, Ordered {
    * @throws IllegalArgumentException if the hash is not 64 hex digits
    */
   public AdminGuard(String basePath, @Nullable String adminKeySha256) {
-    this.baseSegments = segments(List.of(basePath));
+    this.baseSegments = segments(basePath);
     if (adminKeySha256 != null && !ApiKeys.isSha256Hex(adminKeySha256)) {
       throw new IllegalArgumentException(
           "prefix-router.gateway.admin-key-sha256 must be 64 hex digits (a SHA-256)");
@@ -81,29 +81,26 @@ public final class AdminGuard implements WebFilter, Ordered {
    * /actuator;x/...} through to the endpoint).
    */
   private boolean underBasePath(PathContainer path) {
-    int matched = 0; // base segments matched so far; no allocation unless a segment holds a '/'
+    int matched = 0; // base segments matched so far
     for (PathContainer.Element e : path.elements()) {
-      if (matched == baseSegments.size()) {
-        return true;
-      }
       if (!(e instanceof PathContainer.PathSegment s)) {
         continue;
       }
       String v = s.valueToMatch();
-      if (v.isEmpty()) {
-        continue;
-      }
-      if (v.indexOf('/') < 0) {
-        if (!v.equalsIgnoreCase(baseSegments.get(matched++))) {
-          return false;
+      // the non-empty parts of the decoded segment (a decoded %2F splits it), without allocating
+      for (int from = 0, to; from < v.length(); from = to + 1) {
+        to = v.indexOf('/', from);
+        if (to < 0) {
+          to = v.length();
         }
-        continue;
-      }
-      for (String part : segments(List.of(v))) { // a decoded %2F
+        if (to == from) {
+          continue;
+        }
         if (matched == baseSegments.size()) {
           return true;
         }
-        if (!part.equalsIgnoreCase(baseSegments.get(matched++))) {
+        String base = baseSegments.get(matched++);
+        if (to - from != base.length() || !v.regionMatches(true, from, base, 0, base.length())) {
           return false;
         }
       }
@@ -111,14 +108,12 @@ public final class AdminGuard implements WebFilter, Ordered {
     return matched == baseSegments.size();
   }
 
-  /** The non-empty parts of the values split at {@code /} (a decoded {@code %2F} included). */
-  private static List<String> segments(List<String> values) {
+  /** The non-empty parts of {@code path} split at {@code /}. */
+  private static List<String> segments(String path) {
     List<String> out = new ArrayList<>();
-    for (String v : values) {
-      for (String part : v.split("/")) {
-        if (!part.isEmpty()) {
-          out.add(part);
-        }
+    for (String part : path.split("/")) {
+      if (!part.isEmpty()) {
+        out.add(part);
       }
     }
     return out;

@@ -353,13 +353,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
 
   /** Takes up to {@code most} of {@code t}'s outstanding local admissions; returns how many. */
   private static long takeOutstanding(Tenant t, long most) {
-    while (true) {
-      long o = t.fallbackOutstanding.get();
-      long take = Math.min(o, most);
-      if (take <= 0 || t.fallbackOutstanding.compareAndSet(o, o - take)) {
-        return Math.max(0, take);
-      }
-    }
+    return Math.min(most, t.fallbackOutstanding.getAndUpdate(o -> o - Math.min(o, most)));
   }
 
   // ---------------------------------------------------------------- worker

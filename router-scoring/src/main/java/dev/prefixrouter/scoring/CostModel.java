@@ -215,10 +215,7 @@ final class CostModel {
     if (!Double.isNaN(advantage)) {
       compareWithPriors(f, y, weight);
     }
-    double clipped =
-        Math.min(
-            Math.abs(residual),
-            residualScale > 0 ? 5 * residualScale : Math.min(Math.abs(residual), warmup));
+    double clipped = Math.min(Math.abs(residual), residualScale > 0 ? 5 * residualScale : warmup);
     residualScale = observations == 0 ? clipped : 0.95 * residualScale + 0.05 * clipped;
 
     // weighted RLS with forgetting: gain g = P x / (lambda/w + x' P x); without an intercept the

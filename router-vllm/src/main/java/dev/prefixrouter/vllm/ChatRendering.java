@@ -10,17 +10,17 @@ import org.jspecify.annotations.Nullable;
  * The canonical text a conversation is hashed as, built once per request while the body is read.
  *
  * <p>Each message is its role, {@code U+001F}, its content, then one {@code U+001D name U+001F
- * value} group per extra rendered field (role, content, field names and instructions {@linkplain
- * #escape escaped}: a separator inside them is preceded by {@code U+001B}) ({@code tool_calls},
- * {@code name}, {@code tool_call_id}; for {@code /v1/responses} items that are not messages, every
- * field but {@code type}, {@code id} and {@code status}), then {@code U+001E}. A plain conversation
- * (roles and text only) renders exactly like {@code BlockHashers.render} of router-radix, so a host
- * that builds {@code Prompt.ofChat} itself gets the same keys. Tools come first, as one message of
- * role {@code tools} whose content is their compact JSON, because chat templates render them ahead
- * of the messages. Non-text content parts (images, audio, video, files) are rendered as {@code
- * U+001D type:digest U+001D}, where the digest is the first 64 bits (as wide as a block key) of the
- * SHA-256 over the part's fields in compact JSON (so over its URL or inline data): different media
- * give different keys, equal media equal keys.
+ * value} group per extra rendered field ({@code tool_calls}, {@code name}, {@code tool_call_id};
+ * for {@code /v1/responses} items that are not messages, every field but {@code type}, {@code id}
+ * and {@code status}), then {@code U+001E}. Roles, content, field names, media types and
+ * instructions are {@linkplain #escape escaped}: a separator inside them is preceded by {@code
+ * U+001B}. A plain conversation (roles and text only) renders exactly like {@code
+ * BlockHashers.render} of router-radix, so a host that builds {@code Prompt.ofChat} itself gets the
+ * same keys. Tools come first, as one message of role {@code tools} whose content is their compact
+ * JSON, because chat templates render them ahead of the messages. Non-text content parts (images,
+ * audio, video, files) are rendered as {@code U+001D type:digest U+001D}, where the digest is the
+ * first 64 bits (as wide as a block key) of the SHA-256 over the part's fields in compact JSON (so
+ * over its URL or inline data): different media give different keys, equal media equal keys.
  *
  * <p>The rendering is at most two chars per body byte (a minimal media part, 12 bytes of JSON,
  * renders as about 20 chars; everything else renders shorter than its JSON).
