@@ -1,18 +1,23 @@
 package dev.prefixrouter.bench;
 
+import dev.prefixrouter.api.BlockRemoved;
+import dev.prefixrouter.api.BlockStored;
 import dev.prefixrouter.api.IndexStats;
+import dev.prefixrouter.api.spi.BlockHasher;
+import dev.prefixrouter.radix.BlockHashers;
 import dev.prefixrouter.radix.RadixPrefixIndex;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.SplittableRandom;
 
 /**
  * Bytes per (block, backend) entry of {@link RadixPrefixIndex} at 1M entries, measured as the
  * retained heap (used heap after full GCs, before and after filling) and as the index's own
  * estimate. Two layouts: every block held by one backend (no sharing), and every block held by two
- * backends (each node shared).
+ * backends (each node shared). Then the keys a hostile run of head-first removals leaves.
  *
  * <pre>java -Xmx4g -jar benchmarks/target/benchmarks.jar memory</pre>
  */
@@ -26,6 +31,42 @@ final class IndexMemory {
       measure(out, "1 holder per block", maxBackends, 1);
       measure(out, "2 holders per block", maxBackends, 2);
     }
+    headFirstRemovals(out, 8_000);
+  }
+
+  /**
+   * A backend's KV events that remove sequences head first: {@code capacity / 2} rounds of "store
+   * {@code capacity / 2} fresh blocks, remove all but the last, head first". Each round leaves keys
+   * nobody holds above the one held block; the index prunes them once the tree's keys exceed twice
+   * the capacities (before it did, about capacity²/4 keys stayed).
+   */
+  private static void headFirstRemovals(PrintStream out, int capacity) {
+    RadixPrefixIndex index = RadixPrefixIndex.builder().maxBackends(4).build();
+    index.addBackend(0, capacity);
+    BlockHasher hasher = BlockHashers.tokens(2);
+    int half = capacity / 2;
+    long hash = 0;
+    for (int round = 0; round < half; round++) {
+      int[] tokens = new int[2 * half];
+      long[] hashes = new long[half];
+      for (int i = 0; i < half; i++) {
+        tokens[2 * i] = tokens[2 * i + 1] = 1_000_000 * round + i + 1;
+        hashes[i] = ++hash;
+      }
+      index.apply(0, new BlockStored(hashes, null, tokens, 2, null), hasher, round);
+      index.apply(0, new BlockRemoved(Arrays.copyOf(hashes, half - 1), null), hasher, round);
+    }
+    IndexStats s = index.stats();
+    out.printf(
+        "head-first removals, capacity %d, %d rounds: %d keys in the tree, %d nodes, %d held,"
+            + " %d prunes, estimate %.2f MB%n",
+        capacity,
+        half,
+        s.counters().get("treeKeys"),
+        s.nodes(),
+        index.heldBlocks(0),
+        s.counters().get("prunes"),
+        s.approximateBytes() / 1e6);
   }
 
   private static void measure(PrintStream out, String name, int maxBackends, int holders) {

@@ -62,10 +62,19 @@ import org.jspecify.annotations.Nullable;
  * capacity, blocks go from the tail of the least recently used entry (shortening its {@code held},
  * dropping it at zero); a path longer than the capacity keeps its first {@code capacity} blocks;
  * blocks of the path already held are touched before anything is evicted, so a write never evicts
- * its own path. A node that no backend holds and that has no children is unlinked at once, so
- * memory is bounded by the sum of the capacities: 8 bytes per held block for its key, stored once,
- * plus a few tens of bytes per node and per entry. The published LRU age ({@link #signal} of {@link
- * IndexSignal#LRU_AGE_NANOS}) is the age of the next victim's stamp once the mirror is full.
+ * its own path. A node that no backend holds and that has no children is unlinked at once.
+ *
+ * <p>Keys nobody holds can still stay in the tree: above held blocks (a {@code BlockRemoved} of a
+ * head before its tail, a store below a parent evicted meanwhile, predictions expiring above
+ * confirmed blocks) and at the end of a run whose tail was evicted. Such held blocks are out of
+ * every match's reach. When the tree's keys exceed the sum of the capacities by a budget (the sum
+ * of the capacities again), the write that crossed it prunes the tree: every key no backend holds
+ * goes, with the held blocks below it (counted as {@code prunedBlocks}); no match changes. So the
+ * tree holds at most twice the sum of the capacities in keys, 8 bytes each, stored once, plus a few
+ * tens of bytes per node and per entry; a prune walks the whole tree under the structure lock
+ * (matches and held routes do not wait), at most once per budget's worth of unheld keys. The
+ * published LRU age ({@link #signal} of {@link IndexSignal#LRU_AGE_NANOS}) is the age of the next
+ * victim's stamp once the mirror is full.
  *
  * <h2>Predicted and confirmed blocks</h2>
  *
@@ -180,6 +189,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private volatile int lowerTierSlots; // slots with a lower-tier record (lock held to write)
   private final long lowerTierBlocks; // per backend; -1: four times its capacity
   private long nodeCount; // lock held
+  private long treeKeys; // keys in linked nodes (lock held)
+  private long capacitySum; // sum of the tracked backends' modelled capacities (lock held)
+  private final long pruneAbove; // keys; -1: twice capacitySum
 
   // one write's backends whose version is odd (lock held)
   private int[] changedSlots;
@@ -220,6 +232,8 @@ public final class RadixPrefixIndex implements PrefixIndex {
   private final LongAdder splits = new LongAdder();
   private final LongAdder retries = new LongAdder();
   private final LongAdder lockedMatches = new LongAdder();
+  private final LongAdder prunes = new LongAdder();
+  private final LongAdder prunedBlocks = new LongAdder();
 
   private RadixPrefixIndex(Builder b) {
     this.maxBackendsExplicit = b.maxBackendsExplicit;
@@ -227,6 +241,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     this.ttlNanos = b.predictionTtl.toNanos();
     this.lowerTierBlocks = b.lowerTierBlocks;
     this.capacityFeedback = b.capacityFeedback;
+    this.pruneAbove = b.pruneAbove;
     slots(b.maxBackends);
     root.linked = true;
   }
@@ -342,6 +357,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       }
       translators[slot] = new EventTranslator(mappingBound(capacity));
       mirrors.set(slot, new LruMirror(slot, capacity, lruStamps));
+      capacitySum += capacity;
     }
   }
 
@@ -369,6 +385,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   /** Sets the modelled capacity, evicting at once when it shrinks. Locks held. */
   private void resize(LruMirror m, long capacity) {
+    capacitySum += capacity - m.capacity();
     m.capacity(capacity);
     while (m.size() > m.capacity()) {
       evictTail(m, m.size() - m.capacity());
@@ -428,6 +445,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       own(m);
       try {
         clearMirror(m);
+        capacitySum -= m.capacity();
         m.retire();
         mirrors.set(slot, null);
         translators[slot] = null;
@@ -900,6 +918,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
    */
   private void endWrite(LruMirror m) {
     try {
+      if (treeKeys > (pruneAbove < 0 ? 2 * capacitySum : pruneAbove)) {
+        prune();
+      }
       for (int i = 0; i < changedCount; i++) {
         int slot = changedSlots[i];
         changing[slot] = false;
@@ -1094,6 +1115,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     x.linked = true;
     parent.addChild(x);
     nodeCount++;
+    treeKeys += run.length;
     return x;
   }
 
@@ -1140,7 +1162,75 @@ public final class RadixPrefixIndex implements PrefixIndex {
       x.parent.removeChild(x);
       x.linked = false;
       nodeCount--;
+      treeKeys -= x.length();
       x = x.parent;
+    }
+  }
+
+  /**
+   * Takes out of the tree every key no backend holds, with what lies below it: for each node that
+   * no backend holds in full, every holding in the subtrees of its children is dropped and the
+   * node's run is cut after the most any backend holds of it (the node goes if nobody holds any).
+   * No match changes: every backend's match ends inside such a node. What is dropped is held blocks
+   * a match can never reach (below a gap a {@code BlockRemoved} left, below a parent the index had
+   * evicted or whose predictions expired), so the mirrors shrink; they are counted as {@code
+   * prunedBlocks}. Afterwards every key in the tree is held by some backend, so at most {@link
+   * #capacitySum} keys remain. One walk of the tree; {@link #endWrite} runs it when the keys exceed
+   * twice the capacities, so its cost is spread over at least the capacities' worth of keys that
+   * nobody held. Lock held.
+   */
+  private void prune() {
+    prunes.increment();
+    ArrayDeque<Node> todo = new ArrayDeque<>();
+    ArrayDeque<Node> cut = new ArrayDeque<>();
+    root.forEachChild(todo::add);
+    while (!todo.isEmpty()) {
+      Node x = todo.poll();
+      if (x.maxHeld() == x.length()) {
+        x.forEachChild(todo::add);
+      } else {
+        cut.add(x);
+      }
+    }
+    for (Node x : cut) {
+      ArrayDeque<Node> below = new ArrayDeque<>();
+      x.forEachChild(below::add);
+      while (!below.isEmpty()) {
+        Node y = below.poll();
+        y.forEachChild(below::add);
+        drop(y);
+      }
+      if (!x.linked) {
+        continue; // x held nothing and went with its last child
+      }
+      int keep = x.maxHeld();
+      if (keep == 0) {
+        cleanup(x);
+      } else {
+        split(x, keep); // the tail, held by no one and now childless, is unlinked
+      }
+    }
+  }
+
+  /** Drops every holding of {@code x} (counted as pruned). Lock held. */
+  private void drop(Node x) {
+    int n = x.holderCount();
+    if (n == 0) {
+      return;
+    }
+    int[] slots = new int[n];
+    int[] entries = new int[n];
+    int[] i = {0};
+    x.forEachHolder(
+        (slot, held, e) -> {
+          slots[i[0]] = slot;
+          entries[i[0]++] = e;
+        });
+    for (int k = 0; k < n; k++) {
+      LruMirror m = mirrors.get(slots[k]);
+      own(m);
+      prunedBlocks.add(m.held(entries[k]));
+      shorten(m, entries[k], 0);
     }
   }
 
@@ -1565,6 +1655,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
       counters.put("splits", splits.sum());
       counters.put("matchRetries", retries.sum());
       counters.put("matchLocked", lockedMatches.sum());
+      counters.put("treeKeys", treeKeys);
+      counters.put("prunes", prunes.sum());
+      counters.put("prunedBlocks", prunedBlocks.sum());
       return new IndexStats(nodeCount, predicted, confirmed, bytes, perBackend, counters);
     }
   }
@@ -1611,8 +1704,22 @@ public final class RadixPrefixIndex implements PrefixIndex {
     private Duration predictionTtl = Duration.ofSeconds(30);
     private long lowerTierBlocks = -1;
     private boolean capacityFeedback;
+    private long pruneAbove = -1;
 
     private Builder() {}
+
+    /**
+     * Keys above which a write ends by pruning what no backend holds (see the class documentation),
+     * {@code >= 0}; unset, twice the sum of the capacities. For tests: below the sum of the
+     * capacities, writes may prune every time.
+     */
+    Builder pruneAbove(long keys) {
+      if (keys < 0) {
+        throw new IllegalArgumentException("pruneAbove must be >= 0, was " + keys);
+      }
+      this.pruneAbove = keys;
+      return this;
+    }
 
     /**
      * Lower-tier blocks recorded per backend (see the class documentation), {@code [0, 2^31 - 9]};

@@ -250,6 +250,25 @@ class IndexModelPropertyTest {
     }
   }
 
+  /**
+   * The index's prune: every block held below a key no backend holds goes (its match could not
+   * reach it).
+   */
+  static void prune(Map<Integer, ModelBackend> model, Map<Long, Long> parentOf) {
+    Set<Long> heldByAny = new HashSet<>();
+    model.values().forEach(b -> heldByAny.addAll(b.held.keySet()));
+    for (ModelBackend b : model.values()) {
+      for (Long k : new ArrayList<>(b.held.keySet())) {
+        for (Long a = parentOf.get(k); a != null; a = parentOf.get(a)) {
+          if (!heldByAny.contains(a)) {
+            b.forget(k);
+            break;
+          }
+        }
+      }
+    }
+  }
+
   private static Gen<List<Op>> ops() {
     Gen<Op> op =
         integers()
@@ -264,27 +283,46 @@ class IndexModelPropertyTest {
 
   @Test
   void indexAgreesWithTheReferenceModelOnEveryMatch() {
-    check(true);
+    check(true, -1, 6);
   }
 
   /** Without KV events what each backend holds is prefix-closed (no gaps). */
   @Test
   void prefixClosedMirrorsAgreeWithTheReferenceModel() {
-    check(false);
+    check(false, -1, 6);
   }
 
-  private void check(boolean events) {
+  /**
+   * An index that prunes after nearly every write (above 2 keys): each prune must drop exactly the
+   * blocks held below a key nobody holds.
+   */
+  @Test
+  void prunesAgreeWithTheReferenceModel() {
+    prunedBlocks = 0;
+    check(true, 2, 6);
+    assertThat(prunedBlocks).as("blocks pruned over the examples").isPositive();
+    check(false, 2, 6);
+  }
+
+  private long prunedBlocks; // over the examples of one check
+
+  private void check(boolean events, long pruneAbove, int capacity) {
     qt().withExamples(300)
         .forAll(ops())
         .checkAssert(
             ops -> {
-              RadixPrefixIndex index =
-                  RadixPrefixIndex.builder().maxBackends(130).predictionTtl(Duration.ZERO).build();
+              RadixPrefixIndex.Builder builder =
+                  RadixPrefixIndex.builder().maxBackends(130).predictionTtl(Duration.ZERO);
+              if (pruneAbove >= 0) {
+                builder.pruneAbove(pruneAbove);
+              }
+              RadixPrefixIndex index = builder.build();
+              long prunes = 0;
               Map<Integer, ModelBackend> model = new HashMap<>();
               Map<Long, Long> parents = new HashMap<>();
               for (int s : SLOTS) {
-                index.addBackend(s, 6);
-                model.put(s, new ModelBackend(6, parents));
+                index.addBackend(s, capacity);
+                model.put(s, new ModelBackend(capacity, parents));
               }
               long now = 0;
               int step = 0;
@@ -317,8 +355,8 @@ class IndexModelPropertyTest {
                   }
                 } else if (kind < 50) {
                   index.removeBackend(slot);
-                  index.addBackend(slot, 6);
-                  model.put(slot, new ModelBackend(6, parents));
+                  index.addBackend(slot, capacity);
+                  model.put(slot, new ModelBackend(capacity, parents));
                 } else if (kind < 70) {
                   // store a suffix of the path, continuing from the engine hash of its parent
                   int blocks = tokens.length / 2;
@@ -358,6 +396,18 @@ class IndexModelPropertyTest {
                         .isEqualTo(model.get(SLOTS[i]).match(keys));
                   }
                 }
+                Map<String, Long> counters = index.stats().counters();
+                if (counters.get("prunes") > prunes) {
+                  prunes = counters.get("prunes");
+                  prune(model, parents);
+                }
+                long capacities = 0;
+                for (int s : SLOTS) {
+                  capacities += model.get(s).capacity;
+                }
+                assertThat(counters.get("treeKeys"))
+                    .as("step %d, keys in the tree", step)
+                    .isLessThanOrEqualTo(pruneAbove < 0 ? 2 * capacities : Long.MAX_VALUE);
                 long predicted = 0;
                 long confirmed = 0;
                 for (int s : SLOTS) {
@@ -371,6 +421,7 @@ class IndexModelPropertyTest {
                 assertThat(index.stats().confirmedBlocks()).as("confirmed").isEqualTo(confirmed);
                 assertThat(index.stats().predictedBlocks()).as("predicted").isEqualTo(predicted);
               }
+              prunedBlocks += index.stats().counters().get("prunedBlocks");
               for (int s : SLOTS) {
                 index.removeBackend(s);
               }
