@@ -493,11 +493,13 @@ public final class KvEventSubscriber implements AutoCloseable {
     long firstAnswerBy = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(replayTimeoutMillis / 2);
     long expect = from;
     ZMQ.Socket d = e.replaySocket();
-    sendRequest(d, from);
+    // false: no connection to queue the request on (the address did not resolve): the replay
+    // fails at once, and the next one connects again
+    boolean sent = sendRequest(d, from);
     boolean answered = false;
     boolean clean = false; // ended at the terminator: nothing of this replay left in flight
     try {
-      while (!closed) {
+      while (sent && !closed) {
         long until0 = answered ? deadline : Math.min(deadline, firstAnswerBy);
         long left = TimeUnit.NANOSECONDS.toMillis(until0 - System.nanoTime());
         List<byte[]> frames = null;
@@ -515,7 +517,9 @@ public final class KvEventSubscriber implements AutoCloseable {
           stats.replayRetries.increment();
           e.dropReplaySocket();
           d = e.replaySocket();
-          sendRequest(d, from);
+          if (!sendRequest(d, from)) {
+            break; // the new connection has nowhere to queue it either
+          }
           firstAnswerBy = System.nanoTime() + remaining / 2;
           continue;
         }
@@ -565,9 +569,14 @@ public final class KvEventSubscriber implements AutoCloseable {
     return complete;
   }
 
-  private static void sendRequest(ZMQ.Socket d, long from) {
-    d.sendMore(new byte[0]);
-    d.send(ByteBuffer.allocate(8).putLong(from).array());
+  /**
+   * Queues a replay request without waiting: false if the socket has no connection to queue it on
+   * (a DEALER whose connect failed, e.g. a host name that does not resolve, would block its sender
+   * for ever, and the I/O thread serves every endpoint).
+   */
+  private static boolean sendRequest(ZMQ.Socket d, long from) {
+    return d.send(new byte[0], ZMQ.SNDMORE | ZMQ.DONTWAIT)
+        && d.send(ByteBuffer.allocate(8).putLong(from).array(), ZMQ.DONTWAIT);
   }
 
   /** One subscribed engine endpoint; touched by the I/O thread only. */

@@ -299,7 +299,10 @@ public final class MetricsPoller implements AutoCloseable {
       HttpClient c, String url, HttpResponse.BodySubscriber<T> body) {
     HttpRequest req = HttpRequest.newBuilder(URI.create(url)).timeout(timeout).GET().build();
     CompletableFuture<HttpResponse<T>> f = c.sendAsync(req, info -> body);
-    return f.orTimeout(timeout.toNanos(), TimeUnit.NANOSECONDS)
+    // the timeout completes a copy: had it completed f itself, f.cancel would do nothing and the
+    // exchange (a body trickling in) would run on past it, a new scrape beside it every round
+    return f.copy()
+        .orTimeout(timeout.toNanos(), TimeUnit.NANOSECONDS)
         .whenComplete(
             (r, x) -> {
               if (x != null) {

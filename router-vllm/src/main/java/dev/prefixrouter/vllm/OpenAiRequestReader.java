@@ -37,9 +37,10 @@ import tools.jackson.core.json.JsonFactory;
  * RouteRequest#MAX_MEDIA} distinct ones, more parts are rendered but not listed.
  *
  * <p><b>Reservation.</b> Output tokens reserved = {@code min(asked, maxReservedOutputTokens)} per
- * choice, where asked is {@code max_completion_tokens}, else {@code max_output_tokens}, else {@code
- * max_tokens}, else the reader's default; times {@code max(n, best_of)} and the number of prompts
- * of a completions body; at most {@link RouteRequest#MAX_OUTPUT_TOKENS_LIMIT}.
+ * choice, where asked is the largest of {@code max_completion_tokens}, {@code max_output_tokens}
+ * and {@code max_tokens} the body gives (engines read different ones per endpoint), else the
+ * reader's default; times {@code max(n, best_of)} and the number of prompts of a completions body;
+ * at most {@link RouteRequest#MAX_OUTPUT_TOKENS_LIMIT}.
  *
  * <p><b>Tenant.</b> The host's tenant if given, else the body's {@code user} if not blank, else the
  * reader's default. {@code priority} (vLLM's scheduling priority) and {@code stream} are passed
@@ -200,10 +201,10 @@ public final class OpenAiRequestReader {
       prompts = b.promptCount;
     }
 
-    Integer asked =
-        b.maxCompletionTokens != null
-            ? b.maxCompletionTokens
-            : b.maxOutputTokens != null ? b.maxOutputTokens : b.maxTokens;
+    // the largest of the limits the body gives: engines read different fields per endpoint (vLLM's
+    // chat ignores max_output_tokens), so a small one in a field the engine ignores must not shrink
+    // the reservation while a large one in the field it reads sets the output
+    Integer asked = largest(largest(b.maxCompletionTokens, b.maxOutputTokens), b.maxTokens);
     int perChoice =
         Math.min(asked != null ? asked : defaultMaxOutputTokens, maxReservedOutputTokens);
     int choices = Math.max(b.n != null ? b.n : 1, b.bestOf != null ? b.bestOf : 1);
@@ -348,5 +349,9 @@ public final class OpenAiRequestReader {
     public OpenAiRequestReader build() {
       return new OpenAiRequestReader(this);
     }
+  }
+
+  private static @Nullable Integer largest(@Nullable Integer a, @Nullable Integer b) {
+    return a == null ? b : b == null ? a : Integer.valueOf(Math.max(a, b));
   }
 }

@@ -128,6 +128,28 @@ class KvEventSubscriberTest {
     assertThat(sub.stats().markedUnknown()).isZero();
   }
 
+  /**
+   * A replay endpoint whose host does not resolve: the DEALER has no connection, and a blocking
+   * send on it waited for ever on the I/O thread, so no event of any backend arrived again.
+   */
+  @Test
+  void aReplayEndpointThatDoesNotResolveFailsTheReplayInsteadOfHangingTheIoThread()
+      throws Exception {
+    join("tcp://no-such-host.invalid:5558");
+    pub.lose(removed(0));
+    pub.publish(removed(1)); // a gap before the first batch: a replay of seq 0 is asked for
+    pub.publish(removed(2));
+    List<KvEvent> seen = new java.util.ArrayList<>();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (!seen.containsAll(removedEvents(2)) && System.nanoTime() < deadline) {
+      Applied a = applied.poll(100, TimeUnit.MILLISECONDS);
+      if (a != null) {
+        seen.addAll(a.events());
+      }
+    }
+    assertThat(seen).as("events after the failed replay").containsAll(removedEvents(2));
+  }
+
   @Test
   void aGapIsFilledByReplayInOrder() throws Exception {
     join(pub.replayEndpoint);

@@ -262,6 +262,50 @@ class MetricsPollerTest {
     assertThat(s.lastError()).contains("no answer within");
   }
 
+  /**
+   * A body that trickles in: the timed-out exchange must end, or every round opens another one
+   * beside it (the timeout used to complete the future cancel was then called on, so the cancel did
+   * nothing).
+   */
+  @Test
+  void aScrapeThatTimesOutIsAbortedNotLeftRunningBesideTheNext() throws Exception {
+    AtomicInteger open = new AtomicInteger();
+    AtomicInteger most = new AtomicInteger();
+    String trickle =
+        serve(
+            ex -> {
+              most.accumulateAndGet(open.incrementAndGet(), Math::max);
+              try (OutputStream o = ex.getResponseBody()) {
+                ex.sendResponseHeaders(200, 0);
+                long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (System.nanoTime() < end && release.getCount() > 0) {
+                  o.write('#');
+                  o.flush();
+                  Thread.sleep(50);
+                }
+              } catch (IOException gone) {
+                // the client aborted the exchange
+              } finally {
+                open.decrementAndGet();
+              }
+            });
+    RoutingEngine engine = RoutingEngine.builder().backend(Backend.of("b0", "m")).build();
+    MetricsPoller poller =
+        track(
+            poller(engine, Map.of("b0", trickle))
+                .timeout(Duration.ofMillis(300))
+                .interval(Duration.ofMillis(50))
+                .build());
+    poller.start();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+    while (poller.stats().getOrDefault("b0", idle()).timeouts() < 6
+        && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
+    assertThat(poller.stats().get("b0").timeouts()).isGreaterThanOrEqualTo(6);
+    assertThat(most.get()).as("scrapes of b0 open at once").isLessThanOrEqualTo(2);
+  }
+
   @Test
   void aBackendUnreachablePastTheLimitIsReportedToTheHealthPolicy() throws Exception {
     AtomicLong now = new AtomicLong();

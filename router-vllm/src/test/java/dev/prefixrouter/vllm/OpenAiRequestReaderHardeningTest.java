@@ -92,6 +92,28 @@ class OpenAiRequestReaderHardeningTest {
         .isEqualTo("tenant");
   }
 
+  /**
+   * A zero limit in a field the engine ignores for this endpoint (vLLM's chat reads
+   * max_completion_tokens or max_tokens, not max_output_tokens) reserved nothing while the engine
+   * generated 30,000 tokens: admission charged the prompt only.
+   */
+  @Test
+  void aZeroLimitInAnotherFieldDoesNotShrinkTheReservation() {
+    assertThat(
+            read("""
+                    {"model":"m","messages":[{"role":"user","content":"x"}],
+                     "max_output_tokens":0,"max_tokens":30000}""")
+                .routeRequest()
+                .maxOutputTokens())
+        .isEqualTo(30_000);
+    assertThat(
+            read("""
+                    {"model":"m","prompt":"x","max_completion_tokens":0,"max_tokens":7}""")
+                .routeRequest()
+                .maxOutputTokens())
+        .isEqualTo(7);
+  }
+
   @Test
   void aHostTenantLongerThanTheBoundIsRefused() {
     byte[] body = "{\"model\":\"m\",\"prompt\":\"x\"}".getBytes(StandardCharsets.UTF_8);

@@ -47,7 +47,7 @@ class OpenAiRequestReaderTest {
     RouteRequest rr = r.routeRequest();
     assertThat(rr.model()).isEqualTo("qwen");
     assertThat(rr.tenant()).isEqualTo("u1");
-    assertThat(rr.maxOutputTokens()).as("max_completion_tokens wins").isEqualTo(50);
+    assertThat(rr.maxOutputTokens()).as("the largest limit given").isEqualTo(100);
     assertThat(rr.cacheSalt()).isEqualTo("salt-1");
     assertThat(rr.requiredCapabilities()).isEmpty();
     assertThat(rr.prompt())
