@@ -3,6 +3,7 @@ package dev.prefixrouter.gateway;
 import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.spring.BackendUrls;
 import dev.prefixrouter.spring.PrefixRouterAutoConfiguration;
+import dev.prefixrouter.spring.PrefixRouterProperties;
 import dev.prefixrouter.spring.ReaderProperties;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.beans.factory.ObjectProvider;
@@ -60,8 +61,17 @@ public class PrefixRouterGatewayAutoConfiguration {
       ApiKeys keys,
       PrefixRouterGatewayProperties p,
       GatewayMetrics metrics,
-      ObjectProvider<ReaderProperties> reader) {
-    return new PrefixRouterGatewayFilter(engine, urls, keys, p, metrics, reader.getIfAvailable());
+      ObjectProvider<ReaderProperties> reader,
+      ObjectProvider<PrefixRouterProperties> router) {
+    PrefixRouterProperties rp = router.getIfAvailable();
+    return new PrefixRouterGatewayFilter(
+        engine,
+        urls,
+        keys,
+        p,
+        metrics,
+        reader.getIfAvailable(),
+        rp != null && rp.isPrefixIsolation());
   }
 
   @Bean

@@ -3,6 +3,7 @@ package dev.prefixrouter.gateway;
 import dev.prefixrouter.api.Failure;
 import dev.prefixrouter.api.Rejected;
 import dev.prefixrouter.api.RouteDecision;
+import dev.prefixrouter.api.RouteRequest;
 import dev.prefixrouter.api.Routed;
 import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.Usage;
@@ -112,6 +113,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
   private final Duration idleTimeout;
   private final Duration responseTimeout;
   private final boolean includeUsage;
+  private final boolean tenantCacheSalt;
 
   /**
    * @throws IllegalArgumentException if a property is out of range (the message names it)
@@ -138,6 +140,24 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
       PrefixRouterGatewayProperties p,
       GatewayMetrics metrics,
       @Nullable ReaderProperties readerProperties) {
+    this(engine, urls, keys, p, metrics, readerProperties, false);
+  }
+
+  /**
+   * As above; with {@code tenantCacheSalt} (the auto-configuration passes {@code
+   * prefix-router.prefix-isolation}) every forwarded request's {@code cache_salt} is bound to its
+   * tenant ({@link TenantCacheSalt}), and the request is routed with that salt, so that the engines
+   * keep tenants' cached blocks apart as the router's keys do.
+   */
+  public PrefixRouterGatewayFilter(
+      RoutingEngine engine,
+      BackendUrls urls,
+      ApiKeys keys,
+      PrefixRouterGatewayProperties p,
+      GatewayMetrics metrics,
+      @Nullable ReaderProperties readerProperties,
+      boolean tenantCacheSalt) {
+    this.tenantCacheSalt = tenantCacheSalt;
     this.engine = Objects.requireNonNull(engine, "engine");
     this.urls = Objects.requireNonNull(urls, "urls");
     this.keys = Objects.requireNonNull(keys, "keys");
@@ -254,12 +274,18 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
           e.field(),
           e.getMessage());
     }
-    byte[] forward =
-        includeUsage ? StreamOptions.withIncludeUsage(body.bytes(), parsed) : body.bytes();
+    RouteRequest request = parsed.routeRequest();
+    byte[] salted = body.bytes();
+    if (tenantCacheSalt) {
+      String salt = TenantCacheSalt.salt(request.tenant(), request.cacheSalt());
+      request = request.toBuilder().cacheSalt(salt).build();
+      salted = TenantCacheSalt.withSalt(salted, salt);
+    }
+    byte[] forward = includeUsage ? StreamOptions.withIncludeUsage(salted, parsed) : salted;
     call.parsed = parsed;
-    call.usageInjected = forward != body.bytes();
+    call.usageInjected = forward != salted;
     call.forward = forwardRequest(call, forward);
-    RouteDecision d = engine.route(parsed.routeRequest());
+    RouteDecision d = engine.route(request);
     LatencyProbe.mark(call.probe, LatencyProbe.Stage.ROUTED);
     if (d instanceof Rejected r) {
       metrics.rejected(r);

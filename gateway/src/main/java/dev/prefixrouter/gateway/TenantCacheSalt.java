@@ -1,0 +1,74 @@
+package dev.prefixrouter.gateway;
+
+import java.nio.charset.StandardCharsets;
+import org.jspecify.annotations.Nullable;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.JsonParser;
+import tools.jackson.core.JsonToken;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * Binds a request's vLLM {@code cache_salt} to its tenant, under prefix isolation: vLLM isolates
+ * cached blocks by salt alone, so the engine keeps tenants apart only if every request carries a
+ * salt its tenant owns. The salt forwarded is {@code <tenant length>:<tenant>}, followed by {@code
+ * |<client salt>} when the client sent one (a tenant may still partition its own cache). The
+ * encoding is injective over (tenant, client salt), so no client salt names another tenant's
+ * namespace. Stateless.
+ *
+ * <p>Cost: one streaming pass over the body's top-level members (nested values skipped) and one
+ * copy of the body with the member spliced in after the opening brace; a body that has a {@code
+ * cache_salt} member (once or more) is parsed into a tree and written again.
+ */
+final class TenantCacheSalt {
+  private static final JsonMapper JSON = JsonMapper.builder().build();
+
+  private TenantCacheSalt() {}
+
+  /** The salt forwarded for {@code tenant} when the client sent {@code client} (or none). */
+  static String salt(String tenant, @Nullable String client) {
+    String bound = tenant.length() + ":" + tenant;
+    return client == null ? bound : bound + "|" + client;
+  }
+
+  /**
+   * {@code body} (a JSON object, as the reader accepted it) with its {@code cache_salt} set to
+   * {@code salt}, every other member as it came.
+   */
+  static byte[] withSalt(byte[] body, String salt) {
+    long open = -1;
+    boolean empty = true;
+    boolean present = false;
+    try (JsonParser p = JSON.createParser(body)) {
+      if (p.nextToken() != JsonToken.START_OBJECT) {
+        throw new IllegalArgumentException("not a JSON object");
+      }
+      open = p.currentTokenLocation().getByteOffset();
+      while (p.nextToken() == JsonToken.PROPERTY_NAME) {
+        empty = false;
+        if ("cache_salt".equals(p.currentName())) {
+          present = true;
+          break;
+        }
+        p.nextToken();
+        p.skipChildren();
+      }
+    } catch (JacksonException e) {
+      throw new IllegalArgumentException("not a JSON object: " + e.getOriginalMessage(), e);
+    }
+    if (present) {
+      ObjectNode tree = (ObjectNode) JSON.readTree(body); // duplicates: the last one, replaced
+      tree.put("cache_salt", salt);
+      return JSON.writeValueAsBytes(tree);
+    }
+    byte[] member =
+        ("\"cache_salt\":" + JSON.writeValueAsString(salt) + (empty ? "" : ","))
+            .getBytes(StandardCharsets.UTF_8);
+    int at = (int) open + 1;
+    byte[] out = new byte[body.length + member.length];
+    System.arraycopy(body, 0, out, 0, at);
+    System.arraycopy(member, 0, out, at, member.length);
+    System.arraycopy(body, at, out, at + member.length, body.length - at);
+    return out;
+  }
+}
