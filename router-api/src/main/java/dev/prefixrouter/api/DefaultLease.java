@@ -211,10 +211,15 @@ final class DefaultLease implements Lease {
       return;
     }
     long now = pipeline.ticker().getAsLong();
-    // Before the first token the backend did no useful work: refund the whole reservation.
+    // Before the first token the backend did no useful work: refund the whole reservation, unless
+    // the client left (CANCELLED) and the caller says what was used: its prefill may have run, and
+    // a client must not be able to make requests free by leaving just before the first token.
     // After it, the prompt was processed: charge it and the output the caller saw produced (none
     // known: refund the output reservation).
-    long charged = s == OPEN ? 0 : used == null ? routed().promptTokens() : used.totalTokens();
+    long charged =
+        s == OPEN
+            ? used != null && failure.kind() == Failure.Kind.CANCELLED ? used.totalTokens() : 0
+            : used == null ? routed().promptTokens() : used.totalTokens();
     settle(charged - reservedTokens(), now);
     if (failure.countsAgainstBackend()) {
       feedHealth(now, failure);

@@ -44,6 +44,7 @@ final class DefaultPairLease implements PairLease {
   private final long reserved;
   private final List<BackendEntry> decodeExcluded;
   private final int attempt;
+  private final boolean local; // served whole on its prefill backend: its lease feeds the breaker
   private volatile int state; // OPEN (0): an initializer would be a volatile store, a fence
   private volatile boolean failoverTaken;
 
@@ -54,7 +55,9 @@ final class DefaultPairLease implements PairLease {
       BackendEntry decode,
       long reserved,
       List<BackendEntry> decodeExcluded,
-      int attempt) {
+      int attempt,
+      boolean local) {
+    this.local = local;
     this.router = router;
     this.request = request;
     this.prefill = prefill;
@@ -125,7 +128,12 @@ final class DefaultPairLease implements PairLease {
       int s = state;
       if (s == OPEN) {
         if (STATE.compareAndSet(this, OPEN, FAILED_PREFILL)) {
-          prefill.lease().fail(failure); // blamed, tenant refunded by the engine
+          // blamed; the tenant refunded (charged what was used, if the client left) by the engine
+          if (used == null) {
+            prefill.lease().fail(failure);
+          } else {
+            prefill.lease().fail(failure, used);
+          }
           endDecode(false, null);
           return;
         }
@@ -170,7 +178,10 @@ final class DefaultPairLease implements PairLease {
     if (!STATE.compareAndSet(this, DECODING, FAILED_LATE)) {
       return;
     }
-    long now = endDecode(true, failure.countsAgainstBackend() ? failure : null);
+    // a failure that says nothing about the backend (the client left) feeds its breaker nothing,
+    // as a single lease's does: not a success that would close a half-open breaker
+    boolean blamed = failure.countsAgainstBackend();
+    long now = endDecode(blamed, blamed ? failure : null);
     adjustTenant((used == null ? prefill.promptTokens() : used.totalTokens()) - reserved, now);
   }
 
@@ -187,7 +198,9 @@ final class DefaultPairLease implements PairLease {
     decode.addActiveTokens(-reserved);
     RoutePipeline pipeline = router.pipeline();
     long now = pipeline.ticker().getAsLong();
-    if ((feedHealth || failure != null) && decode.claim()) {
+    // a pair served whole on its prefill backend: the prefill leg's lease fed its success
+    boolean success = feedHealth && !local;
+    if ((success || failure != null) && decode.claim()) {
       Membership.HealthChange change;
       try {
         change = pipeline.membership().healthFeedback(decode, now, failure);

@@ -269,7 +269,9 @@ public final class DisaggregatedRouter {
         continue;
       }
       try {
-        if (!pipeline.health().tryAcquire(e.slot, now)) {
+        // a pair served whole where it prefills asks its breaker once: the prefill leg took the
+        // probe for this request (a second one is refused by a half-open breaker with one probe)
+        if (!local && !pipeline.health().tryAcquire(e.slot, now)) {
           emptiedBy = EligibilityFilter.HEALTH;
           continue;
         }
@@ -282,7 +284,7 @@ public final class DisaggregatedRouter {
         localPairs.increment();
       }
       DefaultPairLease lease =
-          new DefaultPairLease(this, request, prefill, e, reserved, decodeExcluded, attempt);
+          new DefaultPairLease(this, request, prefill, e, reserved, decodeExcluded, attempt, local);
       return lease.open(
           new PairRouted(
               request,

@@ -39,9 +39,12 @@ public interface Lease {
    * As {@link #fail(Failure)}, with what the backend had already produced: after the first token
    * the tenant is charged {@code used.totalTokens()} instead of the prompt alone, so a client that
    * goes away mid-stream (or a stream the backend breaks off) still pays for the output it
-   * received; before the first token nothing is charged, as by {@link #fail(Failure)}. The default
-   * ignores {@code used} (for implementations that do not charge); the engine's leases charge it.
-   * Idempotent.
+   * received. Before the first token nothing is charged, as by {@link #fail(Failure)}, except for a
+   * {@link Failure.Kind#CANCELLED} failure (the client left): it is charged {@code
+   * used.totalTokens()} (pass the prompt alone when nothing was produced), since the backend may
+   * have prefilled it and leaving just before the first token must not make a request free. The
+   * default ignores {@code used} (for implementations that do not charge); the engine's leases
+   * charge it. Idempotent.
    */
   default void fail(Failure failure, Usage used) {
     fail(failure);

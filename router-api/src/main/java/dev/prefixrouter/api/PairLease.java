@@ -50,7 +50,9 @@ public interface PairLease {
    * As {@link #fail(Failure)}, with what the decode backend had already produced: after the first
    * token the tenant is charged {@code used.totalTokens()} instead of the prompt alone (a client
    * that goes away mid-stream still pays for the output it received); before it, as {@link
-   * #fail(Failure)}. The default ignores {@code used}. Idempotent.
+   * #fail(Failure)}, except that a {@link Failure.Kind#CANCELLED} failure is charged {@code
+   * used.totalTokens()}, as {@link Lease#fail(Failure, Usage)} says. The default ignores {@code
+   * used}. Idempotent.
    */
   default void fail(Failure failure, Usage used) {
     fail(failure);

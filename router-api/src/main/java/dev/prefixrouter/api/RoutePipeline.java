@@ -208,7 +208,7 @@ final class RoutePipeline {
   }
 
   private void refund(RouteRequest request, int promptTokens, long now) {
-    limiter.adjust(request.tenant(), -reservedTokens(request, promptTokens), now);
+    limiter.release(request.tenant(), reservedTokens(request, promptTokens), now);
   }
 
   /** Counts, logs and announces a rejection. */
@@ -463,6 +463,8 @@ final class RoutePipeline {
       if (!e.claim()) {
         continue; // removed while we scored
       }
+      DefaultLease lease;
+      Routed routed;
       try {
         // asked before a half-open probe is taken: a throwing scorer does not leak the probe
         int matched = c.matchedTokens(cand);
@@ -494,8 +496,8 @@ final class RoutePipeline {
           e.addActiveTokens(-reserved);
           throw t;
         }
-        DefaultLease lease = new DefaultLease(this, e, excluded, now, queuedBefore, decodesBefore);
-        Routed routed =
+        lease = new DefaultLease(this, e, excluded, now, queuedBefore, decodesBefore);
+        routed =
             lease.open(
                 new Routed(
                     request,
@@ -508,13 +510,15 @@ final class RoutePipeline {
                     c.reason != null ? c.reason : scorer.name(),
                     attemptNo,
                     lease));
-        if (keyCount > 0) {
-          sharePrediction(lease, e.backend, keys, keyCount, c.matchedBlocks(cand));
-        }
-        return routed;
       } finally {
         e.release();
       }
+      // after the claim is released: a sink (user code) may remove the backend, which waits for
+      // every claim, and a slow one must not hold a removal up
+      if (keyCount > 0) {
+        sharePrediction(lease, e.backend, keys, keyCount, c.matchedBlocks(cand));
+      }
+      return routed;
     }
     return new Rejected(
         request,

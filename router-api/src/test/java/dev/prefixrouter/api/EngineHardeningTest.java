@@ -396,21 +396,30 @@ class EngineHardeningTest {
   void aFailureWithUsageChargesWhatTheBackendProduced() {
     Fakes.CountingLimiter limiter = new Fakes.CountingLimiter(1_000);
     RoutingEngine engine = engine(limiter, new ThrowingOnRoutedScorer()); // throws nothing
+    Routed broken = (Routed) engine.route(req("t", "m"));
+    broken.lease().fail(Failure.of(Failure.Kind.SERVER_ERROR), Usage.of(16, 7));
+    assertThat(limiter.balance("t")).as("the backend failed first: nothing").isEqualTo(1_000);
+
+    // the client left before the first token: its prompt (the caller's usage), so that leaving
+    // just before the first token does not make a request free (it was charged nothing)
     Routed before = (Routed) engine.route(req("t", "m"));
-    before.lease().fail(Failure.of(Failure.Kind.CANCELLED), Usage.of(16, 7));
-    assertThat(limiter.balance("t")).as("before the first token: nothing").isEqualTo(1_000);
+    before.lease().fail(Failure.of(Failure.Kind.CANCELLED), Usage.of(16, 0));
+    assertThat(limiter.balance("t")).as("cancelled before the first token").isEqualTo(1_000 - 16);
+    Routed unsaid = (Routed) engine.route(req("t", "m"));
+    unsaid.lease().fail(Failure.of(Failure.Kind.CANCELLED));
+    assertThat(limiter.balance("t")).as("without usage: nothing").isEqualTo(1_000 - 16);
 
     Routed after = (Routed) engine.route(req("t", "m"));
     after.lease().firstToken();
     after.lease().fail(Failure.of(Failure.Kind.CANCELLED), Usage.of(16, 7));
-    assertThat(limiter.balance("t")).as("prompt and the output received").isEqualTo(1_000 - 23);
+    assertThat(limiter.balance("t")).as("prompt and the output received").isEqualTo(1_000 - 39);
     after.lease().fail(Failure.of(Failure.Kind.CANCELLED), Usage.of(16, 9));
-    assertThat(limiter.balance("t")).as("ended once").isEqualTo(1_000 - 23);
+    assertThat(limiter.balance("t")).as("ended once").isEqualTo(1_000 - 39);
 
     Routed plain = (Routed) engine.route(req("t", "m"));
     plain.lease().firstToken();
     plain.lease().fail(Failure.of(Failure.Kind.CANCELLED));
-    assertThat(limiter.balance("t")).as("without usage: the prompt").isEqualTo(1_000 - 23 - 16);
+    assertThat(limiter.balance("t")).as("without usage: the prompt").isEqualTo(1_000 - 39 - 16);
     assertThat(engine.inspect().backend("a").orElseThrow().inFlight()).isZero();
   }
 }

@@ -2,6 +2,7 @@ package dev.prefixrouter.api;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.prefixrouter.api.spi.PredictionSink;
 import java.util.ArrayList;
@@ -49,6 +50,27 @@ class PredictionSharingTest {
     assertThat(seen.get(0).keys()).containsExactly(Arrays.copyOf(expected, n));
     assertThat(seen.get(0).held()).isEqualTo(2);
     assertThat(index.calls).containsOnlyOnce("routed 0 4");
+  }
+
+  /**
+   * A sink runs with no claim on the backend held: one that removes the backend it was told about
+   * (removal waits for every claim) used to spin for ever inside the route.
+   */
+  @Test
+  void aSinkMayRemoveTheBackendItWasToldAbout() {
+    RoutingEngine[] engine = new RoutingEngine[1];
+    engine[0] =
+        RoutingEngine.builder()
+            .hasher(new Fakes.SimpleHasher())
+            .prefixIndex(new Fakes.RecordingIndex())
+            .predictionSink((b, keys, n, held) -> engine[0].backends().remove(b.id()))
+            .backend(Backend.of("b0", "m"))
+            .build();
+    Routed r =
+        assertTimeoutPreemptively(
+            java.time.Duration.ofSeconds(10), () -> routed(engine[0].route(req(16, 0))));
+    assertThat(engine[0].inspect().backend("b0")).isEmpty();
+    r.lease().complete(Usage.of(16, 1));
   }
 
   @Test

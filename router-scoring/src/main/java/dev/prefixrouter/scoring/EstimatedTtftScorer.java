@@ -385,19 +385,23 @@ public final class EstimatedTtftScorer implements Scorer {
     return OptionalLong.of((long) Math.ceil(ctx.cost(candidate) * 1e6));
   }
 
-  /** The coefficients in use for a slot (fitted, or the defaults). */
+  /**
+   * The coefficients in use for a slot (fitted, or the defaults). A value that a backend's speed
+   * factor scales past a coefficient's range is reported at the range's bound (the scorer itself
+   * uses the scaled value).
+   */
   public TtftCoefficients coefficients(int slot) {
     if (scope == CalibrationScope.SHRUNK || scope == CalibrationScope.IDLE_SPEED) {
       double[] v = new double[5];
       readCoefficients(slot, v, 0);
-      return new TtftCoefficients(v[0], v[1], v[2], v[3], v[4]);
+      return TtftCoefficients.clamped(v[0], v[1], v[2], v[3], v[4]);
     }
     CostModel m = effectiveModel(slot);
     TtftCoefficients k = m == null ? defaults : m.current();
     double s = speedFactor(slot);
     return s == 1.0
         ? k
-        : new TtftCoefficients(
+        : TtftCoefficients.clamped(
             k.alphaMs(),
             k.betaMsPerToken() * s,
             k.gammaMsPerToken2() * s,

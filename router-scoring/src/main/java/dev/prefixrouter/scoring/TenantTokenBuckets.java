@@ -326,6 +326,22 @@ public final class TenantTokenBuckets implements TenantLimiter {
     }
   }
 
+  /** Refunds the tokens and, under a request quota, the request permit the admission took. */
+  @Override
+  public void release(String tenant, long tokens, long nowNanos) {
+    Objects.requireNonNull(tenant, "tenant");
+    if (tokens < 0) {
+      throw new IllegalArgumentException("tokens must be >= 0, was " + tokens);
+    }
+    Tenant t = tenant(tenant, nowNanos);
+    if (tokens > 0) {
+      t.tokens.adjust(-tokens, nowNanos);
+    }
+    if (t.requests != null) {
+      t.requests.adjust(-1, nowNanos);
+    }
+  }
+
   /** Tokens in a tenant's bucket now (negative while in debt). */
   public long available(String tenant, long nowNanos) {
     return tenant(tenant, nowNanos).tokens.available(nowNanos);

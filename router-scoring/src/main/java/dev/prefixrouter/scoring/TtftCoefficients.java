@@ -39,6 +39,28 @@ public record TtftCoefficients(
     check("waitingMs", waitingMs, 0, 100_000);
   }
 
+  /**
+   * Coefficients with each value held within its range (a value a speed factor scaled past a bound
+   * shows at the bound), for reports: never throws for finite input.
+   */
+  static TtftCoefficients clamped(
+      double alphaMs,
+      double betaMsPerToken,
+      double gammaMsPerToken2,
+      double decodeMsPerRunning,
+      double waitingMs) {
+    return new TtftCoefficients(
+        clamp(alphaMs, 0, 10_000),
+        clamp(betaMsPerToken, 1e-6, 10),
+        clamp(gammaMsPerToken2, 0, 1e-3),
+        clamp(decodeMsPerRunning, 0, 1000),
+        clamp(waitingMs, 0, 100_000));
+  }
+
+  private static double clamp(double v, double min, double max) {
+    return v >= min ? Math.min(v, max) : min; // NaN: the lower bound
+  }
+
   private static void check(String name, double v, double min, double max) {
     if (!(v >= min && v <= max)) {
       throw new IllegalArgumentException(name + " must be in [" + min + ", " + max + "], was " + v);

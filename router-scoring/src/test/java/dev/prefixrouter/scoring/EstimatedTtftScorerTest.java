@@ -623,6 +623,39 @@ class EstimatedTtftScorerTest {
     return s;
   }
 
+  /**
+   * A speed factor that scales a fit near a coefficient's hard bound past it: the scorer routes on
+   * the scaled value, and its report shows the bound (building the report's record threw, and so
+   * did every {@code inspect()}).
+   */
+  @Test
+  void aReportOfCoefficientsScaledPastTheirBoundDoesNotThrow() {
+    for (CalibrationScope scope :
+        new CalibrationScope[] {CalibrationScope.FLEET_SCALED, CalibrationScope.IDLE_SPEED}) {
+      TtftCoefficients slow = new TtftCoefficients(6, 9.5, 0, 0.5, 10);
+      EstimatedTtftScorer s =
+          EstimatedTtftScorer.builder()
+              .coefficients(slow)
+              .minObservations(20)
+              .calibrationScope(scope)
+              .build();
+      SplittableRandom rnd = new SplittableRandom(3);
+      for (int round = 0; round < 400; round++) {
+        for (int slot = 0; slot < 4; slot++) {
+          int prompt = 100 + rnd.nextInt(400);
+          double ms = (slot < 2 ? 1 : 3) * slow.prefillMs(prompt, 0);
+          s.onFirstToken(new FirstTokenObservation(slot, (long) (ms * 1e6), prompt, 0, 0, 0, 0));
+        }
+      }
+      for (int slot = 0; slot < 4; slot++) {
+        assertThat(s.coefficients(slot).betaMsPerToken())
+            .as("%s slot %d", scope, slot)
+            .isBetween(1e-6, 10.0);
+        assertThat(s.describe(slot)).containsKey("betaMsPerToken");
+      }
+    }
+  }
+
   @Test
   void fleetScaledScopeLearnsOneSpeedPerBackendOverTheFleetsShape() {
     TtftCoefficients p = TtftCoefficients.DEFAULTS;

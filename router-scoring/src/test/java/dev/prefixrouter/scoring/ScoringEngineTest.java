@@ -48,6 +48,30 @@ class ScoringEngineTest {
     return RouteRequest.builder("t", "m").prompt(Prompt.ofTokens(ids)).maxOutputTokens(16).build();
   }
 
+  /**
+   * A request the engine admitted and then rejected (no eligible backend) gives back its request
+   * permit as well as its tokens: under one request a minute, the retry after the backends came
+   * back was refused as over the request quota.
+   */
+  @Test
+  void aRejectionAfterAdmissionGivesTheRequestPermitBack() {
+    TenantTokenBuckets limiter =
+        TenantTokenBuckets.builder()
+            .defaultQuota(Quota.perMinute(100_000).withMaxRequests(1))
+            .ticker(clock::get)
+            .build();
+    RoutingEngine e = engine(clock, CircuitBreakers.defaults(), limiter, 2);
+    for (String id : new String[] {"a", "b", "c"}) {
+      e.backends().drain(id);
+    }
+    RouteDecision refused = e.route(req(1));
+    assertThat(refused).isInstanceOf(Rejected.class);
+    assertThat(((Rejected) refused).reason()).isEqualTo(RejectReason.NO_ELIGIBLE_BACKEND);
+    e.backends().undrain("a");
+    assertThat(e.route(req(1))).isInstanceOf(Routed.class);
+    assertThat(limiter.available("t", clock.get())).isEqualTo(100_000 - 1024 - 16);
+  }
+
   @Test
   void repeatedPrefixesStickToOneBackend() {
     RoutingEngine e =

@@ -23,6 +23,17 @@ public interface TenantLimiter {
    */
   void adjust(String tenant, long deltaTokens, long nowNanos);
 
+  /**
+   * Gives back a whole admission that was never used: the engine admitted the request and then
+   * rejected it (no eligible backend, shed by its SLO) or a scorer threw. Returns the {@code
+   * tokens} and anything else {@link #tryAcquire} took for it (a request permit), so that a client
+   * that retries is not refused for a request that never ran. The default refunds the tokens with
+   * {@link #adjust}; a limiter that counts more than tokens overrides it.
+   */
+  default void release(String tenant, long tokens, long nowNanos) {
+    adjust(tenant, -tokens, nowNanos);
+  }
+
   /** State of at most {@code maxTenants} tenants, for {@code inspect()}. */
   default List<TenantSnapshot> snapshot(int maxTenants, long nowNanos) {
     return List.of();
