@@ -53,9 +53,10 @@ import org.msgpack.value.ValueType;
  * then find nothing, harmlessly. The group index and the sliding window are read and type-checked;
  * events of a KV-cache group whose kind is not full attention ({@code full_attention}, {@code
  * mla_attention}, {@code sink_full_attention}) are skipped and counted, since sliding-window groups
- * do not hold the prefix. Unknown event types and unknown fields are skipped and counted; an event
- * with a field of the wrong type, or inconsistent lengths, is skipped and counted as malformed; the
- * rest of the batch is kept.
+ * do not hold the prefix; so is a {@code BlockRemoved} (which names its group but not its kind) of
+ * a group the endpoint's stores named as such ({@link #decode(byte[], Groups)}). Unknown event
+ * types and unknown fields are skipped and counted; an event with a field of the wrong type, or
+ * inconsistent lengths, is skipped and counted as malformed; the rest of the batch is kept.
  *
  * <p>Bounds: the payload (checked by the caller) bounds everything; every array, string and binary
  * header is checked against the bytes left before anything is allocated. Stateless and thread-safe;
@@ -149,8 +150,20 @@ public final class KvEventDecoder {
    *     problem and the byte offset, never the payload)
    */
   public static Batch decode(byte[] payload) throws DecodeException {
+    return decode(payload, new Groups());
+  }
+
+  /**
+   * Decodes one payload of an endpoint whose KV-cache groups {@code groups} has learnt so far (and
+   * learns from this one): a {@code BlockRemoved} of a group known not to be full attention is
+   * skipped and counted as {@code skippedGroups}. vLLM reports the same block hash in every group
+   * of a hybrid model (the group is not part of the hash) and frees a sliding-window group's blocks
+   * long before the full-attention group's; applied, such a removal would take the full-attention
+   * block out of the index while the engine still holds it.
+   */
+  static Batch decode(byte[] payload, Groups groups) throws DecodeException {
     try (MessageUnpacker u = MessagePack.newDefaultUnpacker(payload)) {
-      Counts counts = new Counts();
+      Counts counts = new Counts(groups);
       Batch b = batch(new In(u, payload.length), counts);
       if (u.hasNext()) {
         throw new DecodeException("trailing bytes after the batch", null);
@@ -161,7 +174,34 @@ public final class KvEventDecoder {
     }
   }
 
+  /**
+   * The KV-cache groups (by {@code group_idx}) an endpoint's stores said are not full attention; a
+   * group a later store says is full attention leaves the set. Bound: group indexes in {@code [0,
+   * 1024)} (an index outside is never recorded, so its removals are applied). Not thread-safe: one
+   * per endpoint, used by the thread that decodes its payloads.
+   */
+  static final class Groups {
+    static final int MAX_GROUP = 1024;
+    private final java.util.BitSet partial = new java.util.BitSet();
+
+    void learn(long group, boolean fullAttention) {
+      if (group >= 0 && group < MAX_GROUP) {
+        partial.set((int) group, !fullAttention);
+      }
+    }
+
+    boolean partial(long group) {
+      return group >= 0 && group < MAX_GROUP && partial.get((int) group);
+    }
+  }
+
   private static final class Counts {
+    final Groups groups;
+
+    Counts(Groups groups) {
+      this.groups = groups;
+    }
+
     int unknownTypes;
     int unknownFields;
     int malformed;
@@ -333,6 +373,7 @@ public final class KvEventDecoder {
     int blockSize;
     @Nullable String medium;
     @Nullable String groupKind;
+    long groupIdx = NOT_INT;
     boolean variant; // extra keys other than an adapter name and a salt, or an unnamed adapter
     boolean loraId; // lora_id set (an adapter; named only by lora_name)
     @Nullable String lora; // lora_name
@@ -349,6 +390,7 @@ public final class KvEventDecoder {
       blockSize = -1;
       medium = null;
       groupKind = null;
+      groupIdx = NOT_INT;
       variant = false;
       loraId = false;
       lora = null;
@@ -378,7 +420,8 @@ public final class KvEventDecoder {
               blockSize = v == NOT_INT ? -1 : (int) v;
               yield v != NOT_INT;
             }
-            case "group_idx", "kv_cache_spec_sliding_window" -> in.intValue() != NOT_INT;
+            case "group_idx" -> (groupIdx = in.intValue()) != NOT_INT;
+            case "kv_cache_spec_sliding_window" -> in.intValue() != NOT_INT;
             case "lora_id" -> {
               loraId = true; // nil returned above: a value names an adapter
               yield in.intValue() != NOT_INT;
@@ -532,8 +575,18 @@ public final class KvEventDecoder {
         counts.malformed++;
         return null;
       }
-      if (groupKind != null && !FULL_ATTENTION.contains(groupKind)) {
-        counts.skippedGroups++;
+      if (groupKind != null) {
+        boolean full = FULL_ATTENTION.contains(groupKind);
+        if (groupIdx != NOT_INT) {
+          counts.groups.learn(groupIdx, full);
+        }
+        if (!full) {
+          counts.skippedGroups++;
+          return null;
+        }
+      }
+      if (tag.equals(REMOVED) && groupIdx != NOT_INT && counts.groups.partial(groupIdx)) {
+        counts.skippedGroups++; // a sliding-window group's copy of the hash
         return null;
       }
       String salt = tag.equals(STORED) ? salt() : null;

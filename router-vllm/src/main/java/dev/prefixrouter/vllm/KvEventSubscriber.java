@@ -432,7 +432,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     e.last = seq;
     KvEventDecoder.Batch batch;
     try {
-      batch = KvEventDecoder.decode(payload);
+      batch = KvEventDecoder.decode(payload, e.groups);
     } catch (KvEventDecoder.DecodeException x) {
       stats.decodeErrors.increment();
       log.warn(
@@ -593,6 +593,8 @@ public final class KvEventSubscriber implements AutoCloseable {
     long last = Long.MIN_VALUE; // last seq accepted (live or replayed)
     long lastLive = Long.MIN_VALUE; // last seq seen on the live stream
     long lastHeard = System.nanoTime();
+    // the engine's KV-cache groups known not to be full attention (their removals are skipped)
+    final KvEventDecoder.Groups groups = new KvEventDecoder.Groups();
 
     Endpoint(String backendId, String endpoint, @Nullable String replayEndpoint) {
       this.backendId = backendId;

@@ -165,6 +165,50 @@ class KvEventDecoderTest {
     assertThat(b.events()).containsExactly(new BlockRemoved(new long[] {3}, "GPU"));
   }
 
+  private static void groupStore(MessageBufferPacker p, long hash, int group, String kind)
+      throws IOException {
+    p.packMapHeader(6).packString("type").packString("BlockStored");
+    p.packString("block_hashes").packArrayHeader(1).packLong(hash);
+    p.packString("token_ids").packArrayHeader(2).packInt(1).packInt(2);
+    p.packString("block_size").packInt(2);
+    p.packString("group_idx").packInt(group);
+    p.packString("kv_cache_spec_kind").packString(kind);
+  }
+
+  private static void groupRemoval(MessageBufferPacker p, long hash, int group) throws IOException {
+    p.packMapHeader(3).packString("type").packString("BlockRemoved");
+    p.packString("block_hashes").packArrayHeader(1).packLong(hash);
+    p.packString("group_idx").packInt(group);
+  }
+
+  /**
+   * A hybrid model reports the same block hash in its full-attention and its sliding-window group;
+   * the sliding-window copy goes long before the other. Its removal (which carries the group but
+   * not the kind) used to take the full-attention block out of the index.
+   */
+  @Test
+  void aRemovalInASlidingWindowGroupLearntFromItsStoresIsSkipped() throws Exception {
+    KvEventDecoder.Groups groups = new KvEventDecoder.Groups();
+    KvEventDecoder.Batch stores =
+        KvEventDecoder.decode(
+            Batches.batch(
+                0,
+                p -> groupStore(p, 7, 0, "full_attention"),
+                p -> groupStore(p, 7, 1, "sliding_window")),
+            groups);
+    assertThat(stores.events()).hasSize(1);
+    assertThat(stores.skippedGroups()).isEqualTo(1);
+    KvEventDecoder.Batch removals =
+        KvEventDecoder.decode(
+            Batches.batch(1, p -> groupRemoval(p, 7, 1), p -> groupRemoval(p, 7, 0)), groups);
+    assertThat(removals.skippedGroups()).isEqualTo(1);
+    assertThat(removals.events()).containsExactly(BlockRemoved.of(7));
+    // a group later reported as full attention (a new engine behind the endpoint) counts again
+    KvEventDecoder.decode(Batches.batch(2, p -> groupStore(p, 8, 1, "full_attention")), groups);
+    assertThat(KvEventDecoder.decode(Batches.batch(3, p -> groupRemoval(p, 8, 1)), groups).events())
+        .containsExactly(BlockRemoved.of(8));
+  }
+
   @Test
   void unnamedAdaptersAndExtraKeyBlocksAreSkippedNotConfirmedAsBaseBlocks() throws Exception {
     int[] tokens = Batches.tokens(0, 16);
