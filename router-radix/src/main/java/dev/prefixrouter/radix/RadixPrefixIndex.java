@@ -71,10 +71,12 @@ import org.jspecify.annotations.Nullable;
  * of the capacities again), the write that crossed it prunes the tree: every key no backend holds
  * goes, with the held blocks below it (counted as {@code prunedBlocks}); no match changes. So the
  * tree holds at most twice the sum of the capacities in keys, 8 bytes each, stored once, plus a few
- * tens of bytes per node and per entry; a prune walks the whole tree under the structure lock
- * (matches and held routes do not wait), at most once per budget's worth of unheld keys. The
- * published LRU age ({@link #signal} of {@link IndexSignal#LRU_AGE_NANOS}) is the age of the next
- * victim's stamp once the mirror is full.
+ * tens of bytes per node and per entry; a prune walks the whole tree under the structure lock, at
+ * most once per budget's worth of unheld keys: writes wait for it, and so do matches of a backend
+ * whose blocks it drops (their version is odd until the prune ends: they retry, then take the lock)
+ * and held routes of such a backend; other backends' matches and held routes do not. The published
+ * LRU age ({@link #signal} of {@link IndexSignal#LRU_AGE_NANOS}) is the age of the next victim's
+ * stamp once the mirror is full.
  *
  * <h2>Predicted and confirmed blocks</h2>
  *

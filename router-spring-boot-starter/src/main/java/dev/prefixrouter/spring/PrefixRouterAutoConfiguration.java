@@ -156,7 +156,7 @@ public class PrefixRouterAutoConfiguration {
   @ConditionalOnMissingBean
   public TenantLimiter prefixRouterLimiter(
       PrefixRouterProperties p, org.springframework.core.env.Environment env) {
-    TenantQuotaKeys.check(env);
+    MapKeys.check(env);
     PrefixRouterProperties.Limiter l = p.getLimiter();
     if (l.getTokensPerMinute() == 0 && l.getTenants().isEmpty()) {
       return TenantLimiter.unlimited();
@@ -201,7 +201,9 @@ public class PrefixRouterAutoConfiguration {
       TenantLimiter limiter,
       HealthPolicy health,
       ObjectProvider<RoutingEngineBuilderCustomizer> customizers,
-      ObjectProvider<RoutingListener> listeners) {
+      ObjectProvider<RoutingListener> listeners,
+      org.springframework.core.env.Environment env) {
+    MapKeys.check(env); // labels, aliases, splits
     RoutingEngineBuilder b = RoutingEngine.builder().prefixIsolation(p.isPrefixIsolation());
     guard("prefix-router.max-backends", () -> b.maxBackends(p.getMaxBackends()));
     guard("prefix-router.retry-budget", () -> b.retryBudget(p.getRetryBudget()));

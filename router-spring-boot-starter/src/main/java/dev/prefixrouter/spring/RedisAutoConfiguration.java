@@ -1,6 +1,7 @@
 package dev.prefixrouter.spring;
 
 import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.api.spi.SessionPins;
 import dev.prefixrouter.api.spi.TenantLimiter;
 import dev.prefixrouter.redis.FleetQuota;
 import dev.prefixrouter.redis.RedisMembershipSync;
@@ -115,7 +116,7 @@ public class RedisAutoConfiguration {
    * injection ({@code EstimatedTtftScorer.builder().sessionPins(pins)}).
    */
   @Bean(destroyMethod = "close")
-  @ConditionalOnMissingBean
+  @ConditionalOnMissingBean(SessionPins.class) // an application's own pins win (any SessionPins)
   @ConditionalOnProperty(
       prefix = PREFIX,
       name = "share-session-pins",
@@ -155,7 +156,7 @@ public class RedisAutoConfiguration {
   @ConditionalOnProperty(prefix = PREFIX, name = "share-quotas", havingValue = "true")
   public RedisTenantLimiter prefixRouterRedisTenantLimiter(
       RedisProperties r, PrefixRouterProperties p, org.springframework.core.env.Environment env) {
-    TenantQuotaKeys.check(env);
+    MapKeys.check(env);
     PrefixRouterProperties.Limiter l = p.getLimiter();
     if (l.getTokensPerMinute() == 0 && l.getTenants().isEmpty()) {
       throw new PrefixRouterPropertyException(

@@ -110,6 +110,48 @@ class PrefixRouterAutoConfigurationTest {
             });
   }
 
+  /**
+   * Labels, aliases and split keys Spring Boot would rewrite (a label {@code gpu_type} bound as
+   * {@code gputype}, so a request requiring {@code gpu_type} found no backend) fail startup naming
+   * the bracketed spelling; bracketed, they bind as written.
+   */
+  @Test
+  void labelAliasAndSplitKeysBindAsWrittenOrFailStartup() {
+    for (String[] bad :
+        new String[][] {
+          {"prefix-router.backends[0].labels.gpu_type=a100", "labels.[gpu_type]"},
+          {"prefix-router.model-aliases.Qwen/Qwen2.5-7B=m", "model-aliases.[Qwen/Qwen2.5-7B]"},
+          {"prefix-router.model-splits.chat.Qwen_B=10", "model-splits.[MODEL].[TARGET]"},
+          {"prefix-router.model-splits.[chat].Qwen_B=10", "model-splits.[chat].[Qwen_B]"}
+        }) {
+      runner
+          .withPropertyValues(
+              "prefix-router.backends[0].id=b0", "prefix-router.backends[0].models=m", bad[0])
+          .run(ctx -> assertThat(ctx).getFailure().hasStackTraceContaining(bad[1]));
+    }
+    runner
+        .withPropertyValues(
+            "prefix-router.backends[0].id=b0",
+            "prefix-router.backends[0].models=m,qwen2.5-7b",
+            "prefix-router.backends[0].labels.[gpu_type]=a100",
+            "prefix-router.backends[0].labels.zone=eu",
+            "prefix-router.model-aliases.[Qwen/Qwen2.5-7B]=m",
+            "prefix-router.model-splits.chat.m=90",
+            "prefix-router.model-splits.chat.qwen2.5-7b=10",
+            "prefix-router.model-splits.[Llama-3.1].m=1")
+        .run(
+            ctx -> {
+              assertThat(ctx).hasNotFailed();
+              PrefixRouterProperties p = ctx.getBean(PrefixRouterProperties.class);
+              assertThat(p.getBackends().get(0).getLabels())
+                  .containsEntry("gpu_type", "a100")
+                  .containsEntry("zone", "eu");
+              assertThat(p.getModelAliases()).containsEntry("Qwen/Qwen2.5-7B", "m");
+              assertThat(p.getModelSplits().get("chat")).containsEntry("qwen2.5-7b", 10);
+              assertThat(p.getModelSplits()).containsKey("Llama-3.1");
+            });
+  }
+
   @Test
   void anchorPolicyByName() {
     runner

@@ -9,11 +9,13 @@ import dev.prefixrouter.api.RouteRequest;
 import dev.prefixrouter.api.Routed;
 import dev.prefixrouter.api.RoutingEngine;
 import dev.prefixrouter.api.Usage;
+import dev.prefixrouter.api.spi.SessionPins;
 import dev.prefixrouter.api.spi.TenantLimiter;
 import dev.prefixrouter.redis.RedisMembershipSync;
 import dev.prefixrouter.redis.RedisPredictionSharing;
 import dev.prefixrouter.redis.RedisSessionPins;
 import dev.prefixrouter.redis.RedisTenantLimiter;
+import dev.prefixrouter.scoring.InProcessSessionPins;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -66,6 +68,23 @@ class RedisAutoConfigurationTest {
           assertThat(ctx).doesNotHaveBean(RedisPredictionSharing.class);
           assertThat(ctx).doesNotHaveBean(RedisMembershipSync.class);
         });
+  }
+
+  /**
+   * An application's own {@code SessionPins} bean replaces the shared pins: the Redis pins were
+   * made beside it, and with two candidates the scorer took neither.
+   */
+  @Test
+  void anApplicationsOwnSessionPinsReplaceTheSharedOnes() {
+    shared()
+        .withBean(
+            SessionPins.class,
+            () -> InProcessSessionPins.create(java.time.Duration.ofMinutes(5), 1_000))
+        .run(
+            ctx -> {
+              assertThat(ctx).doesNotHaveBean(RedisSessionPins.class);
+              assertThat(ctx).hasSingleBean(SessionPins.class);
+            });
   }
 
   @Test
