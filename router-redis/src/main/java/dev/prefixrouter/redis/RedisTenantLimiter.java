@@ -248,7 +248,9 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
       long after = b - tokens;
       if (after < 0 && (t.starved || after < -t.chunk)) {
         long asked = t.awaitingSince;
-        if (asked != 0 && nowNanos - asked > leaseWaitNanos) {
+        // not for a starved tenant: the fleet had nothing for it (a lease that failed in an outage
+        // leaves the mark set, and its local share would admit it uncharged until its next lease)
+        if (asked != 0 && nowNanos - asked > leaseWaitNanos && !t.starved) {
           // Redis slow: a lease is overdue. Ask again (a no-op while one is queued): a lease
           // dropped in an outage left the mark set, and without a new one the tenant would stay on
           // its local share after Redis is back

@@ -251,6 +251,43 @@ class RedisTenantLimiterTest {
     }
   }
 
+  /**
+   * A starved tenant whose lease failed in an outage: once Redis is back it is denied as over its
+   * fleet quota. The failed lease's mark stayed set, so it looked overdue and the tenant was
+   * admitted from its local share, uncharged to the fleet, until its next lease was due.
+   */
+  @Test
+  void aStarvedTenantIsNotAdmittedFromItsLocalShareAfterAnOutage() throws Exception {
+    try (PrivateRedisServer server = new PrivateRedisServer()) {
+      RedisTenantLimiter l = limiter(server.uri(), FleetQuota.perMinute(1_000), 2);
+      l.runPending();
+      for (int i = 0; i < 20; i++) { // lease until the fleet has nothing left for the tenant
+        l.tryAcquire("t", 400, clock.get());
+        l.runPending();
+        clock.addAndGet(MS);
+      }
+      clock.addAndGet(60 * SECOND); // its next lease is due: a denial queues one
+      assertThat(l.tryAcquire("t", 400, clock.get()).granted()).isFalse();
+      server.kill();
+      l.runPending(); // the lease fails
+      assertThat(l.redisUp()).isFalse();
+      server.restart();
+      long deadline = System.nanoTime() + 15 * SECOND;
+      while (!l.redisUp() && System.nanoTime() - deadline < 0) {
+        clock.addAndGet(100 * MS);
+        l.runPending(); // probes
+        java.util.concurrent.locks.LockSupport.parkNanos(20 * MS);
+      }
+      assertThat(l.redisUp()).isTrue();
+      long fallbacks = l.fallbackAdmissions();
+      long held = l.localBalance("t");
+      assertThat(l.tryAcquire("t", Math.max(0, held) + 100, clock.get() + 5 * SECOND).granted())
+          .as("over its fleet quota: denied, not admitted from the local share")
+          .isFalse();
+      assertThat(l.fallbackAdmissions()).isEqualTo(fallbacks);
+    }
+  }
+
   @Test
   void unreachableRedisFallsBackToTheLocalShareWithoutThrowing() throws IOException {
     int port;
