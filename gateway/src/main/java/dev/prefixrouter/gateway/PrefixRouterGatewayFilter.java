@@ -112,6 +112,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
   private final int maxBodyBytes;
   private final Duration idleTimeout;
   private final Duration responseTimeout;
+  private final Duration bodyTimeout;
   private final boolean includeUsage;
   private final boolean tenantCacheSalt;
 
@@ -178,6 +179,11 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
           "prefix-router.gateway.response-timeout must be positive, was " + p.getResponseTimeout());
     }
     this.responseTimeout = p.getResponseTimeout();
+    if (p.getBodyTimeout().isNegative() || p.getBodyTimeout().isZero()) {
+      throw new IllegalArgumentException(
+          "prefix-router.gateway.body-timeout must be positive, was " + p.getBodyTimeout());
+    }
+    this.bodyTimeout = p.getBodyTimeout();
     this.tenantHeader = p.getTenantHeader().strip();
     this.tenantFromUser = p.isTenantFromUser();
     this.defaultTenant = p.getDefaultTenant();
@@ -237,6 +243,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
             })
         .defaultIfEmpty(new byte[0])
         .map(Body::new)
+        .timeout(bodyTimeout, Mono.just(Body.TOO_SLOW))
         .onErrorResume(DataBufferLimitException.class, e -> Mono.just(Body.TOO_LARGE))
         .flatMap(body -> route(call, chain, body, tenant))
         .doOnCancel(call::cancelled);
@@ -244,11 +251,22 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
 
   private record Body(byte @Nullable [] bytes) {
     static final Body TOO_LARGE = new Body(null);
+    static final Body TOO_SLOW = new Body(null);
   }
 
   private Mono<Void> route(
       Call call, GatewayFilterChain chain, Body body, @Nullable String tenant) {
     ServerHttpResponse response = call.exchange.getResponse();
+    if (body == Body.TOO_SLOW) {
+      metrics.refused("body_timeout");
+      return OpenAiErrors.write(
+          response,
+          408,
+          "invalid_request_error",
+          "body_timeout",
+          null,
+          "the request body did not arrive within " + bodyTimeout);
+    }
     if (body.bytes() == null) {
       metrics.refused("too_large");
       return OpenAiErrors.write(

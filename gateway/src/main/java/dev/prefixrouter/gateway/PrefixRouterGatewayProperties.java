@@ -53,6 +53,13 @@ public class PrefixRouterGatewayProperties {
   private Duration responseTimeout = Duration.ofMinutes(5);
 
   /**
+   * Longest time a client may take to send its whole request body, positive; a slower one gets 408
+   * and its connection's body is not read further (a client trickling bytes would otherwise hold a
+   * connection and up to {@code max-body-size} of buffer for as long as it likes).
+   */
+  private Duration bodyTimeout = Duration.ofSeconds(30);
+
+  /**
    * Ask the engine for a final usage chunk on streamed chat and completions requests ({@code
    * stream_options.include_usage}) when the client did not, so the tenant is charged real counts.
    */
@@ -152,6 +159,14 @@ public class PrefixRouterGatewayProperties {
 
   public Duration getResponseTimeout() {
     return responseTimeout;
+  }
+
+  public Duration getBodyTimeout() {
+    return bodyTimeout;
+  }
+
+  public void setBodyTimeout(Duration bodyTimeout) {
+    this.bodyTimeout = bodyTimeout;
   }
 
   public void setResponseTimeout(Duration responseTimeout) {
