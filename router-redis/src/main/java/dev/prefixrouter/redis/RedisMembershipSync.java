@@ -25,6 +25,8 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.BiConsumer;
+import java.util.function.Function;
 import java.util.function.LongSupplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -109,6 +111,8 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
   private final long retryIntervalNanos;
   private final long tombstoneTtlMillis;
   private final LongSupplier wallMillis;
+  private final Function<String, @Nullable String> urlOf;
+  private final BiConsumer<String, @Nullable String> urlSink;
   private final LinkState state;
   private final Set<String> pending = new LinkedHashSet<>(); // guarded by itself
 
@@ -132,6 +136,8 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
     this.retryIntervalNanos = b.retryInterval.toNanos();
     this.tombstoneTtlMillis = b.tombstoneTtl.toMillis();
     this.wallMillis = b.wallMillis;
+    this.urlOf = b.urlOf;
+    this.urlSink = b.urlSink;
     this.state =
         new LinkState(
             log,
@@ -300,7 +306,8 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
                 id,
                 b.orElse(null),
                 b.isPresent() && draining.getOrDefault(id, false),
-                wallMillis.getAsLong());
+                wallMillis.getAsLong(),
+                b.isPresent() ? urlOf.apply(id) : null);
         byte[] idBytes = id.getBytes(StandardCharsets.UTF_8);
         c.eval(
             PUBLISH,
@@ -366,7 +373,12 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
       Backend b,
       Map<String, Boolean> draining) {
     BackendState s =
-        new BackendState(b.id(), b, draining.getOrDefault(b.id(), false), wallMillis.getAsLong());
+        new BackendState(
+            b.id(),
+            b,
+            draining.getOrDefault(b.id(), false),
+            wallMillis.getAsLong(),
+            urlOf.apply(b.id()));
     byte[] idBytes = b.id().getBytes(StandardCharsets.UTF_8);
     Long written =
         c.eval(
@@ -416,15 +428,31 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
     return s;
   }
 
-  /** Whether anything changed locally. */
-  private static boolean applyState(
-      RoutingEngine target, BackendState s, Map<String, Boolean> draining) {
+  /**
+   * Whether anything changed locally. A state naming another URL than this replica's takes the
+   * backend out and back in (after the new URL is set: the add's listeners, the KV-event subscriber
+   * and the metrics poller, look it up); a tombstone clears the URL.
+   */
+  private boolean applyState(RoutingEngine target, BackendState s, Map<String, Boolean> draining) {
     Optional<Backend> local = target.backends().get(s.id());
     Backend wanted = s.backend();
     if (wanted == null) {
-      return local.isPresent() && target.backends().remove(s.id());
+      boolean removed = local.isPresent() && target.backends().remove(s.id());
+      if (removed) {
+        urlSink.accept(s.id(), null);
+      }
+      return removed;
     }
     boolean changed = false;
+    String url = s.url();
+    if (url != null && !url.equals(urlOf.apply(s.id()))) {
+      if (local.isPresent()) {
+        target.backends().remove(s.id()); // another server behind the id: nothing it held stays
+        local = Optional.empty();
+      }
+      urlSink.accept(s.id(), url);
+      changed = true;
+    }
     if (local.isEmpty() || !local.get().equals(wanted)) {
       target.backends().add(wanted);
       changed = true;
@@ -499,6 +527,8 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
   public static final class Builder extends RedisPartBuilder<Builder> {
     private Duration tombstoneTtl = Duration.ofDays(1);
     private LongSupplier wallMillis = System::currentTimeMillis;
+    private Function<String, @Nullable String> urlOf = id -> null;
+    private BiConsumer<String, @Nullable String> urlSink = (id, url) -> {};
 
     private Builder(String uri) {
       super(uri);
@@ -514,6 +544,20 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
       this.tombstoneTtl =
           Settings.within(
               ttl, "tombstoneTtl", Duration.ofMinutes(1), Duration.ofDays(30), "1 min, 30 days");
+      return this;
+    }
+
+    /**
+     * Shares backends' base URLs with the membership: {@code lookup} gives this replica's URL of a
+     * backend id (or null) for what it publishes, and {@code apply} takes the URL another replica
+     * published (null: the backend was removed) before the backend is added here, so a backend
+     * added at runtime with a URL on one replica is polled and subscribed to at that URL on all.
+     * Default: URLs are not shared.
+     */
+    public Builder urls(
+        Function<String, @Nullable String> lookup, BiConsumer<String, @Nullable String> apply) {
+      this.urlOf = Objects.requireNonNull(lookup, "lookup");
+      this.urlSink = Objects.requireNonNull(apply, "apply");
       return this;
     }
 

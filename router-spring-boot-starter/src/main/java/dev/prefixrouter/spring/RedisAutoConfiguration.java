@@ -103,9 +103,18 @@ public class RedisAutoConfiguration {
       name = "share-membership",
       havingValue = "true",
       matchIfMissing = true)
-  public RedisMembershipSync prefixRouterRedisMembershipSync(RedisProperties r) {
+  public RedisMembershipSync prefixRouterRedisMembershipSync(RedisProperties r, BackendUrls urls) {
     RedisMembershipSync.Builder b = RedisMembershipSync.builder(uri(r));
     common(r, b);
+    b.urls(
+        urls::get,
+        (id, url) -> {
+          if (url == null) {
+            urls.remove(id);
+          } else {
+            urls.put(id, url);
+          }
+        });
     return b.build();
   }
 

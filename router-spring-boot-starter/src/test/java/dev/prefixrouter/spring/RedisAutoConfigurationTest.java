@@ -391,6 +391,50 @@ class RedisAutoConfigurationTest {
                 }));
   }
 
+  /**
+   * A backend added at runtime with a URL on one replica gets that URL on the others, and a change
+   * of URL (removed, then added again with another) moves them too: each replica's URL map used to
+   * keep what it had (none, or the old host), so the others never polled or subscribed to the new
+   * one, or kept the old host's events on the backend's slot.
+   */
+  @Test
+  void twoReplicasShareBackendUrls() {
+    ApplicationContextRunner replica =
+        runner.withPropertyValues(
+            "prefix-router.redis.enabled=true",
+            "prefix-router.redis.uri=redis://127.0.0.1:6379",
+            "prefix-router.redis.key-prefix=" + prefix,
+            "prefix-router.redis.retry-interval=20ms",
+            "prefix-router.redis.command-timeout=2s");
+    replica.run(
+        a ->
+            replica.run(
+                b -> {
+                  RedisMembershipSync ma = a.getBean(RedisMembershipSync.class);
+                  RedisMembershipSync mb = b.getBean(RedisMembershipSync.class);
+                  await(() -> ma.redisUp() && mb.redisUp());
+                  RoutingEngine ea = a.getBean(RoutingEngine.class);
+                  RoutingEngine eb = b.getBean(RoutingEngine.class);
+                  BackendUrls ua = a.getBean(BackendUrls.class);
+                  BackendUrls ub = b.getBean(BackendUrls.class);
+
+                  ua.put("b2", "http://10.0.0.7:8000"); // as the actuator's add does: URL first
+                  ea.backends().add(dev.prefixrouter.api.Backend.of("b2", "m"));
+                  await(() -> eb.backends().get("b2").isPresent());
+                  assertThat(ub.get("b2")).isEqualTo("http://10.0.0.7:8000");
+
+                  ea.backends().remove("b2");
+                  ua.remove("b2");
+                  ua.put("b2", "http://10.0.0.8:8000");
+                  ea.backends().add(dev.prefixrouter.api.Backend.of("b2", "m"));
+                  await(() -> "http://10.0.0.8:8000".equals(ub.get("b2")));
+                  assertThat(eb.backends().get("b2")).isPresent();
+
+                  ea.backends().remove("b2");
+                  await(() -> eb.backends().get("b2").isEmpty() && ub.get("b2") == null);
+                }));
+  }
+
   private static boolean draining(RoutingEngine e, String id) {
     return e.inspect().backends().stream()
         .filter(x -> x.backend().id().equals(id))
