@@ -312,7 +312,7 @@ final class RoutePipeline {
     if (steering != null) {
       steering.steer(c);
     }
-    Rejected shed = sloAdmission(request, c, order[0]);
+    Rejected shed = sloAdmission(request, c, order);
     if (shed != null) {
       return shed;
     }
@@ -413,22 +413,39 @@ final class RoutePipeline {
 
   /**
    * SLO admission: a sheddable request with a TTFT budget is shed ({@link RejectReason#OVERLOADED},
-   * retry after the excess) when the scorer's estimate for its best candidate exceeds the budget.
-   * Without a budget, or when the scorer gives no estimate, it is admitted.
+   * retry after the excess of the lowest estimate) when the scorer's estimate exceeds the budget on
+   * every candidate. When the first ranked is over it (a rank rule, such as session or prefix
+   * affinity, may rank a holder first at a cost somewhat above the lowest) but another is within
+   * it, the best ranked one within it moves to the front. Without a budget, or when the scorer
+   * gives no estimate, it is admitted as ranked.
    */
-  private @Nullable Rejected sloAdmission(RouteRequest request, Candidates c, int best) {
+  private @Nullable Rejected sloAdmission(RouteRequest request, Candidates c, int[] order) {
     Duration budget = request.ttftBudget();
     if (budget == null || !request.sheddable()) {
       return null;
     }
-    OptionalLong estimate = scorer.estimatedTtftNanos(c, best);
-    if (estimate.isEmpty()) {
+    long budgetNanos = Bounds.saturatedNanos(budget);
+    long bestNanos = Long.MAX_VALUE;
+    if (c.size == 0) {
       return null;
     }
-    long bestNanos = estimate.getAsLong();
-    long budgetNanos = Bounds.saturatedNanos(budget);
-    if (bestNanos <= budgetNanos) {
-      return null;
+    for (int rank = 0; rank < c.size; rank++) {
+      OptionalLong estimate = scorer.estimatedTtftNanos(c, order[rank]);
+      if (estimate.isEmpty()) {
+        return null; // the scorer does not estimate
+      }
+      long nanos = estimate.getAsLong();
+      if (nanos <= budgetNanos) {
+        if (rank > 0) {
+          // a rule ranked first a candidate over the budget (a session's or a prefix's holder):
+          // the best ranked one within it serves the request, the others keep their order
+          int chosen = order[rank];
+          System.arraycopy(order, 0, order, 1, rank);
+          order[0] = chosen;
+        }
+        return null;
+      }
+      bestNanos = Math.min(bestNanos, nanos);
     }
     return new Rejected(
         request,

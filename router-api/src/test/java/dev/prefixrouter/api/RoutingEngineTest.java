@@ -638,6 +638,60 @@ class RoutingEngineTest {
             tight.toBuilder().sheddable(true).ttftBudget(Duration.ofNanos(1)).build()));
   }
 
+  /**
+   * A rule that ranks a holder first at a cost over the budget (session or prefix affinity) must
+   * not shed a request another backend can serve within it: the check read the first ranked only.
+   */
+  @Test
+  void sloAdmissionServesFromTheBestRankedCandidateWithinTheBudget() {
+    Scorer promoting =
+        new Scorer() {
+          @Override
+          public String name() {
+            return "promoting";
+          }
+
+          @Override
+          public void score(ScoringContext ctx) {
+            for (int i = 0; i < ctx.size(); i++) {
+              ctx.setCost(i, ctx.backend(i).id().equals("holder") ? 500.0 : 100.0);
+            }
+            ctx.sortByCost(0);
+            int[] order = ctx.order(); // the holder moves first, as an affinity rule moves it
+            for (int r = 0; r < ctx.size(); r++) {
+              if (ctx.backend(order[r]).id().equals("holder")) {
+                int h = order[r];
+                System.arraycopy(order, 0, order, 1, r);
+                order[0] = h;
+                break;
+              }
+            }
+          }
+
+          @Override
+          public OptionalLong estimatedTtftNanos(ScoringContext ctx, int candidate) {
+            return OptionalLong.of((long) (ctx.cost(candidate) * 1e6));
+          }
+        };
+    RoutingEngine engine =
+        builder()
+            .scorer(promoting)
+            .backend(Backend.of("holder", "m"))
+            .backend(Backend.of("other", "m"))
+            .build();
+    RouteRequest tight =
+        req("m").toBuilder().sheddable(true).ttftBudget(Duration.ofMillis(200)).build();
+    Routed r = routed(engine.route(tight));
+    assertThat(r.backendId()).isEqualTo("other");
+    assertThat(r.fallbacks()).containsExactly("holder");
+    RouteRequest loose = tight.toBuilder().ttftBudget(Duration.ofMillis(600)).build();
+    assertThat(routed(engine.route(loose)).backendId()).as("within: as ranked").isEqualTo("holder");
+    Rejected shed =
+        rejected(engine.route(tight.toBuilder().ttftBudget(Duration.ofMillis(50)).build()));
+    assertThat(shed.message())
+        .isEqualTo("best estimated TTFT 100.0 ms exceeds the budget of 50.0 ms");
+  }
+
   @Test
   void scorerThatBreaksTheOrderIsAProgrammingError() {
     Scorer broken =
