@@ -169,21 +169,9 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
           "prefix-router.gateway.max-body-size must be 1KB..1GB, was " + p.getMaxBodySize());
     }
     this.maxBodyBytes = (int) max;
-    if (p.getIdleTimeout().isNegative() || p.getIdleTimeout().isZero()) {
-      throw new IllegalArgumentException(
-          "prefix-router.gateway.idle-timeout must be positive, was " + p.getIdleTimeout());
-    }
-    this.idleTimeout = p.getIdleTimeout();
-    if (p.getResponseTimeout().isNegative() || p.getResponseTimeout().isZero()) {
-      throw new IllegalArgumentException(
-          "prefix-router.gateway.response-timeout must be positive, was " + p.getResponseTimeout());
-    }
-    this.responseTimeout = p.getResponseTimeout();
-    if (p.getBodyTimeout().isNegative() || p.getBodyTimeout().isZero()) {
-      throw new IllegalArgumentException(
-          "prefix-router.gateway.body-timeout must be positive, was " + p.getBodyTimeout());
-    }
-    this.bodyTimeout = p.getBodyTimeout();
+    this.idleTimeout = positive(p.getIdleTimeout(), "idle-timeout");
+    this.responseTimeout = positive(p.getResponseTimeout(), "response-timeout");
+    this.bodyTimeout = positive(p.getBodyTimeout(), "body-timeout");
     this.tenantHeader = p.getTenantHeader().strip();
     this.tenantFromUser = p.isTenantFromUser();
     this.defaultTenant = p.getDefaultTenant();
@@ -247,6 +235,14 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
         .onErrorResume(DataBufferLimitException.class, e -> Mono.just(Body.TOO_LARGE))
         .flatMap(body -> route(call, chain, body, tenant))
         .doOnCancel(call::cancelled);
+  }
+
+  private static Duration positive(Duration d, String property) {
+    if (d.isNegative() || d.isZero()) {
+      throw new IllegalArgumentException(
+          "prefix-router.gateway." + property + " must be positive, was " + d);
+    }
+    return d;
   }
 
   private record Body(byte @Nullable [] bytes) {
