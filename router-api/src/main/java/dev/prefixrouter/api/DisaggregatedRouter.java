@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -156,8 +157,10 @@ public final class DisaggregatedRouter {
    * The conditional-disaggregation rule of one route, over the engine's ranking of every eligible
    * backend (prefill-capable and decode-only): the best-ranked decode-only backend whose uncached
    * prompt tokens (prompt minus its matched prefix) are at most the threshold moves to the front;
-   * when there is none, every decode-only backend moves behind every prefill-capable one (order
-   * kept within each part), so the prefill leg goes to a prefill backend while one can take it.
+   * when there is none, every decode-only backend moves behind every prefill-capable one, and a
+   * backend with no role capability behind both (order kept within each part): the prefill leg goes
+   * to a prefill backend while one can take it, as without the rule (where it requires {@link
+   * Role#PREFILL_CAPABILITY}), and to a backend of neither role only when nothing else is left.
    * O(candidates), one small array.
    */
   static final class LocalPrefill implements Steering {
@@ -182,18 +185,26 @@ public final class DisaggregatedRouter {
           return;
         }
       }
-      int[] decodeOnly = new int[n];
+      int[] later = new int[n]; // decode-only ones, then (from the end) those of no role
       int d = 0;
+      int none = n;
       int w = 0;
       for (int r = 0; r < n; r++) {
         int cand = order[r];
+        Set<String> caps = c.backend(cand).capabilities();
         if (decodeOnly(c.backend(cand))) {
-          decodeOnly[d++] = cand;
+          later[d++] = cand;
+        } else if (!caps.contains(Role.PREFILL_CAPABILITY)
+            && !caps.contains(Role.DECODE_CAPABILITY)) {
+          later[--none] = cand;
         } else {
           order[w++] = cand;
         }
       }
-      System.arraycopy(decodeOnly, 0, order, w, d);
+      System.arraycopy(later, 0, order, w, d);
+      for (int i = n - 1, at = w + d; i >= none; i--) {
+        order[at++] = later[i]; // in rank order
+      }
     }
   }
 

@@ -40,6 +40,21 @@ class DisaggregatedLocalPrefillTest {
     return (PairRouted) d;
   }
 
+  /**
+   * A backend of no role (it serves whole requests) is not a prefill backend of a pair: under the
+   * rule it stayed in the ranking with the prefill-capable ones and took the prefill leg once the
+   * prefill backend was busier (without the rule the leg requires {@code pd.prefill}).
+   */
+  @Test
+  void aBackendOfNoRoleTakesNoPrefillLegWhileAPrefillBackendCan() {
+    RoutingEngine e = engine(p("p0"), d("d0"), Backend.of("plain", "m").withCapacityBlocks(10_000));
+    DisaggregatedRouter pd = DisaggregatedRouter.builder(e).localPrefillTokens(8).build();
+    for (int i = 0; i < 6; i++) { // leases kept open: p0 is the busiest
+      PairRouted r = pair(pd.route(req(Fakes.tokens(64, 100 * i))));
+      assertThat(r.prefillBackend().id()).as("route %d", i).isEqualTo("p0");
+    }
+  }
+
   @Test
   void offByDefaultEveryRequestIsDisaggregated() {
     DisaggregatedRouter pd = DisaggregatedRouter.builder(engine(p("p0"), d("d0"))).build();
