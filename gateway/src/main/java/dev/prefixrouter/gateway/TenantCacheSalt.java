@@ -6,7 +6,6 @@ import tools.jackson.core.JacksonException;
 import tools.jackson.core.JsonParser;
 import tools.jackson.core.JsonToken;
 import tools.jackson.databind.json.JsonMapper;
-import tools.jackson.databind.node.ObjectNode;
 
 /**
  * Binds a request's vLLM {@code cache_salt} to its tenant, under prefix isolation: vLLM isolates
@@ -14,11 +13,12 @@ import tools.jackson.databind.node.ObjectNode;
  * salt its tenant owns. The salt forwarded is {@code <tenant length>:<tenant>}, followed by {@code
  * |<client salt>} when the client sent one (a tenant may still partition its own cache). The
  * encoding is injective over (tenant, client salt), so no client salt names another tenant's
- * namespace. Stateless.
+ * namespace, and the engine reads the tenant back from it for KV events of requests this replica
+ * has not routed ({@code RoutingEngineBuilder.prefixIsolation}). Stateless.
  *
  * <p>Cost: one streaming pass over the body's top-level members (nested values skipped) and one
- * copy of the body with the member spliced in after the opening brace; a body that has a {@code
- * cache_salt} member (once or more) is parsed into a tree and written again.
+ * copy of the body, with the member spliced in after the opening brace or its value replaced (the
+ * reader refuses a body that names a field twice, so there is one).
  */
 final class TenantCacheSalt {
   private static final JsonMapper JSON = JsonMapper.builder().build();
@@ -38,7 +38,8 @@ final class TenantCacheSalt {
   static byte[] withSalt(byte[] body, String salt) {
     long open = -1;
     boolean empty = true;
-    boolean present = false;
+    long from = -1; // the byte range of the body's cache_salt value, if it has one
+    long to = -1;
     try (JsonParser p = JSON.createParser(body)) {
       if (p.nextToken() != JsonToken.START_OBJECT) {
         throw new IllegalArgumentException("not a JSON object");
@@ -46,20 +47,27 @@ final class TenantCacheSalt {
       open = p.currentTokenLocation().getByteOffset();
       while (p.nextToken() == JsonToken.PROPERTY_NAME) {
         empty = false;
-        if ("cache_salt".equals(p.currentName())) {
-          present = true;
-          break;
-        }
+        boolean salt0 = "cache_salt".equals(p.currentName());
         p.nextToken();
+        if (salt0) {
+          from = p.currentTokenLocation().getByteOffset();
+          p.skipChildren();
+          p.finishToken();
+          to = p.currentLocation().getByteOffset();
+          break; // the reader refused a body that names a field twice
+        }
         p.skipChildren();
       }
     } catch (JacksonException e) {
       throw new IllegalArgumentException("not a JSON object: " + e.getOriginalMessage(), e);
     }
-    if (present) {
-      ObjectNode tree = (ObjectNode) JSON.readTree(body); // duplicates: the last one, replaced
-      tree.put("cache_salt", salt);
-      return JSON.writeValueAsBytes(tree);
+    if (from >= 0) {
+      byte[] value = JSON.writeValueAsString(salt).getBytes(StandardCharsets.UTF_8);
+      byte[] out = new byte[(int) (body.length - (to - from) + value.length)];
+      System.arraycopy(body, 0, out, 0, (int) from);
+      System.arraycopy(value, 0, out, (int) from, value.length);
+      System.arraycopy(body, (int) to, out, (int) from + value.length, body.length - (int) to);
+      return out;
     }
     byte[] member =
         ("\"cache_salt\":" + JSON.writeValueAsString(salt) + (empty ? "" : ","))

@@ -31,8 +31,10 @@ class TenantCacheSaltTest {
   }
 
   @Test
-  void everySaltMemberIsReplaced() {
-    assertThat(salted("{\"cache_salt\":\"x\",\"m\":1,\"cache_salt\":null}", "1:a"))
-        .isEqualTo("{\"cache_salt\":\"1:a\",\"m\":1}");
+  void theClientsSaltIsReplacedInPlace() {
+    assertThat(salted("{\"cache_salt\":\"x\\\"y\", \"m\":1}", "1:a|x\"y"))
+        .isEqualTo("{\"cache_salt\":\"1:a|x\\\"y\", \"m\":1}");
+    assertThat(salted("{\"m\":[1,{\"cache_salt\":2}],\"cache_salt\":null }", "1:a"))
+        .isEqualTo("{\"m\":[1,{\"cache_salt\":2}],\"cache_salt\":\"1:a\" }");
   }
 }

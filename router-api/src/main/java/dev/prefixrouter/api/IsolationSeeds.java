@@ -18,10 +18,12 @@ import org.jspecify.annotations.Nullable;
  * alone names the namespace. Under prefix isolation the seed of the last routed request with that
  * salt is used, learned here (at most {@value #LEARNED_SALTS} salts; past that the table is emptied
  * and learnt again), else the seed of the salt as its own tenant (the setup {@code
- * RoutingEngineBuilder.prefixIsolation} recommends: the tenant passed as {@code cache_salt}). A
- * salt shared by several tenants keys events as the last of them; their engine blocks are shared
- * too, as vLLM isolates by salt alone. An event's {@code lora_name} is the adapter part: vLLM
- * hashes it into every block of the adapter's requests. Thread-safe.
+ * RoutingEngineBuilder.prefixIsolation} recommends: the tenant passed as {@code cache_salt}), or,
+ * for a tenant-bound salt {@code <length>:<tenant>[|<client salt>]} as the gateway forwards them,
+ * the seed of that tenant with that salt ({@link #saltTenant}). A salt shared by several tenants
+ * keys events as the last of them; their engine blocks are shared too, as vLLM isolates by salt
+ * alone. An event's {@code lora_name} is the adapter part: vLLM hashes it into every block of the
+ * adapter's requests. Thread-safe.
  */
 final class IsolationSeeds {
   /** Salts whose isolated seed is remembered for KV events. */
@@ -95,7 +97,32 @@ final class IsolationSeeds {
       return hasher.seed(namespace(null, salt, lora));
     }
     Long known = learned.get(namespace(null, salt, lora));
-    return known != null ? known : hasher.seed(namespace(salt, salt, lora));
+    return known != null ? known : hasher.seed(namespace(saltTenant(salt), salt, lora));
+  }
+
+  /**
+   * The tenant an unlearnt salt names: for a tenant-bound salt {@code <length>:<tenant>}, followed
+   * by nothing or by {@code |<client salt>} (what the gateway forwards under prefix isolation),
+   * that tenant; otherwise the salt itself (the tenant passed as its own salt).
+   */
+  static String saltTenant(String salt) {
+    int colon = salt.indexOf(':');
+    if (colon < 1 || colon > 9) {
+      return salt;
+    }
+    int length = 0;
+    for (int i = 0; i < colon; i++) {
+      char ch = salt.charAt(i);
+      if (ch < '0' || ch > '9') {
+        return salt;
+      }
+      length = 10 * length + (ch - '0');
+    }
+    int end = colon + 1 + length;
+    if (end > salt.length() || (end < salt.length() && salt.charAt(end) != '|')) {
+      return salt;
+    }
+    return salt.substring(colon + 1, end);
   }
 
   /** The namespace of a (tenant, salt) pair; injective over pairs, nulls included. */

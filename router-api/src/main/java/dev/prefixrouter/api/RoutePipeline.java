@@ -197,18 +197,28 @@ final class RoutePipeline {
     try {
       d = place(request, model, promptTokens, excluded, attemptNo, now, steering);
     } catch (Throwable t) {
-      refund(request, promptTokens, now);
+      refund(request, promptTokens, attemptNo, now);
       throw t;
     }
     if (d instanceof Rejected r) {
-      refund(request, promptTokens, now);
+      refund(request, promptTokens, attemptNo, now);
       return reject(r);
     }
     return d; // counted by the entry it was placed on (countPlacement)
   }
 
-  private void refund(RouteRequest request, int promptTokens, long now) {
-    limiter.release(request.tenant(), reservedTokens(request, promptTokens), now);
+  /**
+   * Gives an unused attempt's charge back: the first attempt's whole admission ({@link
+   * TenantLimiter#release}: its tokens and any request permit), a failover's tokens only (it took
+   * no permit: its re-charge is tokens only).
+   */
+  private void refund(RouteRequest request, int promptTokens, int attemptNo, long now) {
+    long tokens = reservedTokens(request, promptTokens);
+    if (attemptNo == 0) {
+      limiter.release(request.tenant(), tokens, now);
+    } else {
+      limiter.adjust(request.tenant(), -tokens, now);
+    }
   }
 
   /** Counts, logs and announces a rejection. */
@@ -419,6 +429,9 @@ final class RoutePipeline {
    * it, the best ranked one within it moves to the front. Without a budget, or when the scorer
    * gives no estimate, it is admitted as ranked.
    */
+  /** The reason of a decision SLO admission re-ranked. */
+  static final String SLO_REASON = "slo: the best ranked candidate within the TTFT budget";
+
   private @Nullable Rejected sloAdmission(RouteRequest request, Candidates c, int[] order) {
     Duration budget = request.ttftBudget();
     if (budget == null || !request.sheddable()) {
@@ -442,6 +455,7 @@ final class RoutePipeline {
           int chosen = order[rank];
           System.arraycopy(order, 0, order, 1, rank);
           order[0] = chosen;
+          c.reason = SLO_REASON; // not the rule's: it did not choose this one
         }
         return null;
       }

@@ -148,12 +148,13 @@ public final class RoutingEngineBuilder {
   }
 
   /**
-   * When on, block keys are seeded per tenant so tenants never share cached prefixes (pass the
-   * tenant as vLLM's {@code cache_salt} too, so engine-side caches are isolated as well). With KV
-   * events, a salted store is keyed with the seed of the last routed request carrying its salt
-   * (else the salt taken as the tenant), so it confirms the tenant's own keys; an unsalted store
-   * names no tenant and confirms only unisolated keys, so an isolated tenant that sends no salt
-   * keeps its predictions only until the prediction TTL.
+   * When on, block keys are seeded per tenant so tenants never share cached prefixes (pass a salt
+   * bound to the tenant as vLLM's {@code cache_salt} too, so engine-side caches are isolated as
+   * well: the tenant itself, or {@code <length>:<tenant>[|<client salt>]} as the gateway forwards
+   * it). With KV events, a salted store is keyed with the seed of the last routed request carrying
+   * its salt (else the tenant the salt names, or the salt taken as the tenant), so it confirms the
+   * tenant's own keys; an unsalted store names no tenant and confirms only unisolated keys, so an
+   * isolated tenant that sends no salt keeps its predictions only until the prediction TTL.
    */
   public RoutingEngineBuilder prefixIsolation(boolean prefixIsolation) {
     this.prefixIsolation = prefixIsolation;

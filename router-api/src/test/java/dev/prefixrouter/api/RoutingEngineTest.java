@@ -684,6 +684,7 @@ class RoutingEngineTest {
     Routed r = routed(engine.route(tight));
     assertThat(r.backendId()).isEqualTo("other");
     assertThat(r.fallbacks()).containsExactly("holder");
+    assertThat(r.reason()).startsWith("slo:");
     RouteRequest loose = tight.toBuilder().ttftBudget(Duration.ofMillis(600)).build();
     assertThat(routed(engine.route(loose)).backendId()).as("within: as ranked").isEqualTo("holder");
     Rejected shed =

@@ -69,14 +69,15 @@ import org.jspecify.annotations.Nullable;
  * confirmed blocks) and at the end of a run whose tail was evicted. Such held blocks are out of
  * every match's reach. When the tree's keys exceed the sum of the capacities by a budget (the sum
  * of the capacities again), the write that crossed it prunes the tree: every key no backend holds
- * goes, with the held blocks below it (counted as {@code prunedBlocks}); no match changes. So the
- * tree holds at most twice the sum of the capacities in keys, 8 bytes each, stored once, plus a few
- * tens of bytes per node and per entry; a prune walks the whole tree under the structure lock, at
- * most once per budget's worth of unheld keys: writes wait for it, and so do matches of a backend
- * whose blocks it drops (their version is odd until the prune ends: they retry, then take the lock)
- * and held routes of such a backend; other backends' matches and held routes do not. The published
- * LRU age ({@link #signal} of {@link IndexSignal#LRU_AGE_NANOS}) is the age of the next victim's
- * stamp once the mirror is full.
+ * goes, with the held blocks below it (counted as {@code prunedBlocks}); no match changes then (a
+ * later store of the missing head no longer reconnects to the dropped tail, which the engine still
+ * holds until it evicts it). So the tree holds at most twice the sum of the capacities in keys, 8
+ * bytes each, stored once, plus a few tens of bytes per node and per entry; a prune walks the whole
+ * tree under the structure lock, at most once per budget's worth of unheld keys: writes wait for
+ * it, and so do matches of a backend whose blocks it drops (their version is odd until the prune
+ * ends: they retry, then take the lock) and held routes of such a backend; other backends' matches
+ * and held routes do not. The published LRU age ({@link #signal} of {@link
+ * IndexSignal#LRU_AGE_NANOS}) is the age of the next victim's stamp once the mirror is full.
  *
  * <h2>Predicted and confirmed blocks</h2>
  *

@@ -111,6 +111,21 @@ class SaltedKvEventsTest {
     assertThat(route(engine, "other", "other")).isZero();
   }
 
+  /**
+   * A tenant-bound salt (as the gateway forwards under prefix isolation) names its tenant before
+   * any of its requests was routed here (another replica's traffic, a replay after a restart): the
+   * fallback took the whole salt as the tenant, and such events confirmed keys nobody used.
+   */
+  @Test
+  void aTenantBoundSaltNamesItsTenantBeforeAnyRouteIsLearnt() {
+    RoutingEngine engine = engine(true);
+    assertThat(engine.applyKvEvents("b0", List.of(stored("4:acme")))).isTrue();
+    assertThat(route(engine, "acme", "4:acme")).isEqualTo(1024);
+    assertThat(engine.applyKvEvents("b0", List.of(stored("4:acme|c7")))).isTrue();
+    assertThat(route(engine, "acme", "4:acme|c7")).isEqualTo(1024);
+    assertThat(route(engine, "other", "4:acme")).as("another tenant with that salt").isZero();
+  }
+
   @Test
   void anUnsaltedEventDoesNotConfirmASaltedTenantsKeys() {
     // the failure before the fix: events keyed from the unsalted seed, the predictions expire

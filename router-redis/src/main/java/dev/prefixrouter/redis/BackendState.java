@@ -14,30 +14,17 @@ import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The fleet's state of one backend id as the membership hash holds it: present (the descriptor,
- * whether it drains and, when the replica that wrote it knew one, its base URL) or removed (a
- * tombstone, so that a replica that joins later removes it too), with the Redis time of the change
- * in milliseconds. Encoded as version 1 without a URL and version 2 with one (a replica of an
- * earlier release counts a version-2 state as undecodable and leaves that change alone).
+ * The fleet's state of one backend id as the membership hash holds it: present (the descriptor and
+ * whether it drains) or removed (a tombstone, so that a replica that joins later removes it too),
+ * with the Redis time of the change in milliseconds.
  *
  * @param id the backend id
  * @param backend the descriptor, or null for a tombstone
  * @param draining whether the fleet drains it (false for a tombstone)
  * @param changedAtMillis Redis time of the change
- * @param url the backend's base URL, or null (unknown to the writer, or a tombstone)
  */
-record BackendState(
-    String id,
-    @Nullable Backend backend,
-    boolean draining,
-    long changedAtMillis,
-    @Nullable String url) {
-  BackendState(String id, @Nullable Backend backend, boolean draining, long changedAtMillis) {
-    this(id, backend, draining, changedAtMillis, null);
-  }
-
+record BackendState(String id, @Nullable Backend backend, boolean draining, long changedAtMillis) {
   private static final byte VERSION = 1;
-  private static final byte VERSION_WITH_URL = 2;
 
   /** Most models, capabilities or labels one encoded descriptor may list. */
   static final int MAX_ENTRIES = 4096;
@@ -49,8 +36,7 @@ record BackendState(
   byte[] encode() {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream(128);
     try (DataOutputStream out = new DataOutputStream(bytes)) {
-      boolean withUrl = backend != null && url != null;
-      out.writeByte(withUrl ? VERSION_WITH_URL : VERSION);
+      out.writeByte(VERSION);
       out.writeLong(changedAtMillis);
       out.writeUTF(id);
       Backend b = backend;
@@ -66,9 +52,6 @@ record BackendState(
         }
         out.writeLong(b.capacityBlocks());
         out.writeDouble(b.weight());
-        if (withUrl) {
-          out.writeUTF(url);
-        }
       }
     } catch (IOException e) {
       throw new UncheckedIOException(e); // a byte array does not fail
@@ -92,8 +75,8 @@ record BackendState(
   static BackendState decode(byte[] value) {
     try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(value))) {
       byte v = in.readByte();
-      if (v != VERSION && v != VERSION_WITH_URL) {
-        throw new IllegalArgumentException("backend state of version " + v + ", expected 1 or 2");
+      if (v != VERSION) {
+        throw new IllegalArgumentException("backend state of version " + v + ", expected 1");
       }
       long at = in.readLong();
       String id = in.readUTF();
@@ -111,10 +94,9 @@ record BackendState(
       }
       long capacity = in.readLong();
       double weight = in.readDouble();
-      String url = v == VERSION_WITH_URL ? in.readUTF() : null;
       end(in);
       return new BackendState(
-          id, new Backend(id, models, capabilities, l, capacity, weight), draining, at, url);
+          id, new Backend(id, models, capabilities, l, capacity, weight), draining, at);
     } catch (IOException e) {
       throw new IllegalArgumentException("malformed backend state: " + e, e);
     }

@@ -105,6 +105,7 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
   private final RedisLink link;
   private final byte[] hashKey;
   private final byte[] streamKey;
+  private final byte[] urlsKey; // backend id -> base URL, beside the states (which stay version 1)
   private final String replicaId;
   private final byte[] replicaIdBytes;
   private final Duration commandTimeout;
@@ -130,6 +131,7 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
     this.link = new RedisLink(b.uri, b.retryInterval);
     this.hashKey = (b.keyPrefix + "backends").getBytes(StandardCharsets.UTF_8);
     this.streamKey = (b.keyPrefix + "backends:changes").getBytes(StandardCharsets.UTF_8);
+    this.urlsKey = (b.keyPrefix + "backends:urls").getBytes(StandardCharsets.UTF_8);
     this.replicaId = b.replicaId;
     this.replicaIdBytes = b.replicaId.getBytes(StandardCharsets.UTF_8);
     this.commandTimeout = b.commandTimeout;
@@ -244,7 +246,7 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
             }
             byte[] value = c.hget(hashKey, id);
             if (value != null) {
-              apply(target, value, draining);
+              apply(target, value, draining, c.hget(urlsKey, id));
             }
           }
         }
@@ -306,9 +308,9 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
                 id,
                 b.orElse(null),
                 b.isPresent() && draining.getOrDefault(id, false),
-                wallMillis.getAsLong(),
-                b.isPresent() ? urlOf.apply(id) : null);
+                wallMillis.getAsLong());
         byte[] idBytes = id.getBytes(StandardCharsets.UTF_8);
+        shareUrl(c, idBytes, b.isPresent() ? urlOf.apply(id) : null, b.isPresent());
         c.eval(
             PUBLISH,
             ScriptOutputType.VALUE,
@@ -342,11 +344,18 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
   /** Makes the engine match the whole hash; publishes local backends the fleet does not know. */
   private void resync(RedisCommands<byte[], byte[]> c, RoutingEngine target) {
     Map<byte[], byte[]> all = c.hgetall(hashKey);
+    Map<String, byte[]> urls = new HashMap<>();
+    c.hgetall(urlsKey).forEach((k, v) -> urls.put(new String(k, StandardCharsets.UTF_8), v));
     Map<String, Boolean> draining = drainingById(target);
     Set<String> known = new java.util.HashSet<>();
     long now = wallMillis.getAsLong();
     for (Map.Entry<byte[], byte[]> e : all.entrySet()) {
-      BackendState s = apply(target, e.getValue(), draining);
+      BackendState s =
+          apply(
+              target,
+              e.getValue(),
+              draining,
+              urls.get(new String(e.getKey(), StandardCharsets.UTF_8)));
       if (s == null) {
         continue;
       }
@@ -373,12 +382,7 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
       Backend b,
       Map<String, Boolean> draining) {
     BackendState s =
-        new BackendState(
-            b.id(),
-            b,
-            draining.getOrDefault(b.id(), false),
-            wallMillis.getAsLong(),
-            urlOf.apply(b.id()));
+        new BackendState(b.id(), b, draining.getOrDefault(b.id(), false), wallMillis.getAsLong());
     byte[] idBytes = b.id().getBytes(StandardCharsets.UTF_8);
     Long written =
         c.eval(
@@ -389,18 +393,36 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
             s.encode(),
             replicaIdBytes);
     if (written != null && written == 1) {
+      shareUrl(c, idBytes, urlOf.apply(b.id()), true);
       published.increment();
       return;
     }
     byte[] value = c.hget(hashKey, idBytes);
     if (value != null) {
-      apply(target, value, draining);
+      apply(target, value, draining, c.hget(urlsKey, idBytes));
     }
   }
 
-  /** Applies one hash value; returns it decoded, or null if it is malformed (counted). */
+  /**
+   * Writes this replica's URL of a backend to the URL hash (before its state, so a replica that
+   * reads the state finds the URL), or deletes it for a removed backend; a present backend whose
+   * URL this replica does not know leaves the hash alone.
+   */
+  private void shareUrl(
+      RedisCommands<byte[], byte[]> c, byte[] idBytes, @Nullable String url, boolean present) {
+    if (!present) {
+      c.hdel(urlsKey, idBytes);
+    } else if (url != null) {
+      c.hset(urlsKey, idBytes, url.getBytes(StandardCharsets.UTF_8));
+    }
+  }
+
+  /**
+   * Applies one hash value with the fleet's URL of the backend ({@code url}, or null); returns it
+   * decoded, or null if it is malformed (counted).
+   */
   private @Nullable BackendState apply(
-      RoutingEngine target, byte[] value, Map<String, Boolean> draining) {
+      RoutingEngine target, byte[] value, Map<String, Boolean> draining, byte @Nullable [] url) {
     BackendState s;
     try {
       s = BackendState.decode(value);
@@ -414,7 +436,8 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
       }
     }
     try {
-      if (applyState(target, s, draining)) {
+      if (applyState(
+          target, s, draining, url == null ? null : new String(url, StandardCharsets.UTF_8))) {
         applied.increment();
       }
     } catch (RuntimeException e) { // the engine refused it: full, or a part rejects the descriptor
@@ -433,7 +456,8 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
    * backend out and back in (after the new URL is set: the add's listeners, the KV-event subscriber
    * and the metrics poller, look it up); a tombstone clears the URL.
    */
-  private boolean applyState(RoutingEngine target, BackendState s, Map<String, Boolean> draining) {
+  private boolean applyState(
+      RoutingEngine target, BackendState s, Map<String, Boolean> draining, @Nullable String url) {
     Optional<Backend> local = target.backends().get(s.id());
     Backend wanted = s.backend();
     if (wanted == null) {
@@ -444,7 +468,6 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
       return removed;
     }
     boolean changed = false;
-    String url = s.url();
     if (url != null && !url.equals(urlOf.apply(s.id()))) {
       if (local.isPresent()) {
         target.backends().remove(s.id()); // another server behind the id: nothing it held stays

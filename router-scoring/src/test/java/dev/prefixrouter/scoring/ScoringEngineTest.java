@@ -72,6 +72,26 @@ class ScoringEngineTest {
     assertThat(limiter.available("t", clock.get())).isEqualTo(100_000 - 1024 - 16);
   }
 
+  /** A failover takes no request permit, so a rejected one gives none back. */
+  @Test
+  void aRejectedFailoverGivesBackNoRequestPermit() {
+    TenantTokenBuckets limiter =
+        TenantTokenBuckets.builder()
+            .defaultQuota(Quota.perMinute(100_000).withMaxRequests(1))
+            .ticker(clock::get)
+            .build();
+    RoutingEngine e = engine(clock, CircuitBreakers.defaults(), limiter, 2);
+    e.backends().drain("b");
+    e.backends().drain("c");
+    Routed r = (Routed) e.route(req(1));
+    r.lease().fail(Failure.of(Failure.Kind.CONNECT));
+    assertThat(r.lease().failover()).isInstanceOf(Rejected.class); // a excluded, b and c drained
+    e.backends().undrain("b");
+    RouteDecision next = e.route(req(2));
+    assertThat(next).isInstanceOf(Rejected.class);
+    assertThat(((Rejected) next).reason()).isEqualTo(RejectReason.RATE_LIMITED);
+  }
+
   @Test
   void repeatedPrefixesStickToOneBackend() {
     RoutingEngine e =

@@ -103,18 +103,22 @@ public class RedisAutoConfiguration {
       name = "share-membership",
       havingValue = "true",
       matchIfMissing = true)
-  public RedisMembershipSync prefixRouterRedisMembershipSync(RedisProperties r, BackendUrls urls) {
+  public RedisMembershipSync prefixRouterRedisMembershipSync(
+      RedisProperties r, ObjectProvider<BackendUrls> backendUrls) {
     RedisMembershipSync.Builder b = RedisMembershipSync.builder(uri(r));
     common(r, b);
-    b.urls(
-        urls::get,
-        (id, url) -> {
-          if (url == null) {
-            urls.remove(id);
-          } else {
-            urls.put(id, url);
-          }
-        });
+    BackendUrls urls = backendUrls.getIfAvailable(); // none with an application's own engine
+    if (urls != null) {
+      b.urls(
+          urls::get,
+          (id, url) -> {
+            if (url == null) {
+              urls.remove(id);
+            } else {
+              urls.put(id, url);
+            }
+          });
+    }
     return b.build();
   }
 
