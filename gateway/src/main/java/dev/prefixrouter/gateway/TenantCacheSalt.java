@@ -61,22 +61,27 @@ final class TenantCacheSalt {
     } catch (JacksonException e) {
       throw new IllegalArgumentException("not a JSON object: " + e.getOriginalMessage(), e);
     }
+    byte[] value = JSON.writeValueAsString(salt).getBytes(StandardCharsets.UTF_8);
     if (from >= 0) {
-      byte[] value = JSON.writeValueAsString(salt).getBytes(StandardCharsets.UTF_8);
-      byte[] out = new byte[(int) (body.length - (to - from) + value.length)];
-      System.arraycopy(body, 0, out, 0, (int) from);
-      System.arraycopy(value, 0, out, (int) from, value.length);
-      System.arraycopy(body, (int) to, out, (int) from + value.length, body.length - (int) to);
-      return out;
+      return replace(body, (int) from, (int) to, value);
     }
-    byte[] member =
-        ("\"cache_salt\":" + JSON.writeValueAsString(salt) + (empty ? "" : ","))
-            .getBytes(StandardCharsets.UTF_8);
+    byte[] name = "\"cache_salt\":".getBytes(StandardCharsets.US_ASCII);
+    byte[] member = new byte[name.length + value.length + (empty ? 0 : 1)];
+    System.arraycopy(name, 0, member, 0, name.length);
+    System.arraycopy(value, 0, member, name.length, value.length);
+    if (!empty) {
+      member[member.length - 1] = ',';
+    }
     int at = (int) open + 1;
-    byte[] out = new byte[body.length + member.length];
-    System.arraycopy(body, 0, out, 0, at);
-    System.arraycopy(member, 0, out, at, member.length);
-    System.arraycopy(body, at, out, at + member.length, body.length - at);
+    return replace(body, at, at, member);
+  }
+
+  /** {@code body} with bytes {@code [from, to)} replaced by {@code with}. */
+  private static byte[] replace(byte[] body, int from, int to, byte[] with) {
+    byte[] out = new byte[body.length - (to - from) + with.length];
+    System.arraycopy(body, 0, out, 0, from);
+    System.arraycopy(with, 0, out, from, with.length);
+    System.arraycopy(body, to, out, from + with.length, body.length - to);
     return out;
   }
 }

@@ -48,6 +48,14 @@ class ScoringEngineTest {
     return RouteRequest.builder("t", "m").prompt(Prompt.ofTokens(ids)).maxOutputTokens(16).build();
   }
 
+  /** 100,000 tokens and one request a minute per tenant, on the test's clock. */
+  private TenantTokenBuckets oneRequestAMinute() {
+    return TenantTokenBuckets.builder()
+        .defaultQuota(Quota.perMinute(100_000).withMaxRequests(1))
+        .ticker(clock::get)
+        .build();
+  }
+
   /**
    * A request the engine admitted and then rejected (no eligible backend) gives back its request
    * permit as well as its tokens: under one request a minute, the retry after the backends came
@@ -55,11 +63,7 @@ class ScoringEngineTest {
    */
   @Test
   void aRejectionAfterAdmissionGivesTheRequestPermitBack() {
-    TenantTokenBuckets limiter =
-        TenantTokenBuckets.builder()
-            .defaultQuota(Quota.perMinute(100_000).withMaxRequests(1))
-            .ticker(clock::get)
-            .build();
+    TenantTokenBuckets limiter = oneRequestAMinute();
     RoutingEngine e = engine(clock, CircuitBreakers.defaults(), limiter, 2);
     for (String id : new String[] {"a", "b", "c"}) {
       e.backends().drain(id);
@@ -75,11 +79,7 @@ class ScoringEngineTest {
   /** A failover takes no request permit, so a rejected one gives none back. */
   @Test
   void aRejectedFailoverGivesBackNoRequestPermit() {
-    TenantTokenBuckets limiter =
-        TenantTokenBuckets.builder()
-            .defaultQuota(Quota.perMinute(100_000).withMaxRequests(1))
-            .ticker(clock::get)
-            .build();
+    TenantTokenBuckets limiter = oneRequestAMinute();
     RoutingEngine e = engine(clock, CircuitBreakers.defaults(), limiter, 2);
     e.backends().drain("b");
     e.backends().drain("c");

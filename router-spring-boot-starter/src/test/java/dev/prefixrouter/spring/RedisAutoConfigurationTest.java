@@ -333,7 +333,7 @@ class RedisAutoConfigurationTest {
 
   @Test
   void twoReplicasShareDrainsAndPredictions() {
-    ApplicationContextRunner replica = replica();
+    ApplicationContextRunner replica = shared();
     replica.run(
         a ->
             replica.run(
@@ -393,7 +393,7 @@ class RedisAutoConfigurationTest {
    */
   @Test
   void twoReplicasShareBackendUrls() {
-    ApplicationContextRunner replica = replica();
+    ApplicationContextRunner replica = shared();
     replica.run(
         a ->
             replica.run(
@@ -421,16 +421,6 @@ class RedisAutoConfigurationTest {
                   ea.backends().remove("b2");
                   await(() -> eb.backends().get("b2").isEmpty() && ub.get("b2") == null);
                 }));
-  }
-
-  /** One replica of a fleet sharing this test's keys in the shared Redis. */
-  private ApplicationContextRunner replica() {
-    return runner.withPropertyValues(
-        "prefix-router.redis.enabled=true",
-        "prefix-router.redis.uri=redis://127.0.0.1:6379",
-        "prefix-router.redis.key-prefix=" + prefix,
-        "prefix-router.redis.retry-interval=20ms",
-        "prefix-router.redis.command-timeout=2s"); // a loaded CI host may stall 250 ms
   }
 
   private static boolean draining(RoutingEngine e, String id) {
