@@ -488,6 +488,8 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     boolean usageInjected;
     volatile @Nullable Routed current;
     volatile @Nullable Attempt attempt;
+    final java.util.concurrent.atomic.AtomicBoolean cancelSeen =
+        new java.util.concurrent.atomic.AtomicBoolean();
 
     /** {@link LatencyProbe} timestamps, null when the probe is off. */
     final long @Nullable [] probe = LatencyProbe.start();
@@ -506,7 +508,9 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
 
     void cancelled() {
       Routed r = current;
-      if (r != null && !r.lease().isEnded()) {
+      // both the exchange's cancel and the response's end without its body call this, at times
+      // at once: the request is counted and its lease ended once
+      if (r != null && !r.lease().isEnded() && cancelSeen.compareAndSet(false, true)) {
         Attempt a = attempt;
         ResponseTap t = a != null && a.routed == r ? a.tap : null;
         if (t != null && !t.isStream() && t.bytesSeen()) {
