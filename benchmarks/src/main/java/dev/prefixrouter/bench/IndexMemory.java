@@ -17,7 +17,8 @@ import java.util.SplittableRandom;
  * Bytes per (block, backend) entry of {@link RadixPrefixIndex} at 1M entries, measured as the
  * retained heap (used heap after full GCs, before and after filling) and as the index's own
  * estimate. Two layouts: every block held by one backend (no sharing), and every block held by two
- * backends (each node shared). Then the keys a hostile run of head-first removals leaves.
+ * backends (each node shared). Then the keys a hostile run of head-first removals leaves, and what
+ * removing one run head first a block per event keeps and costs.
  *
  * <pre>java -Xmx4g -jar benchmarks/target/benchmarks.jar memory</pre>
  */
@@ -32,6 +33,36 @@ final class IndexMemory {
       measure(out, "2 holders per block", maxBackends, 2);
     }
     headFirstRemovals(out, 8_000);
+    perBlockHeadFirstRemovals(out, 8_000);
+  }
+
+  /**
+   * One run of {@code run} blocks stored, then removed head first one {@code BlockRemoved} per
+   * block but the last: the retained heap (the split chain the event mappings keep reachable) and
+   * the time for the removals.
+   */
+  private static void perBlockHeadFirstRemovals(PrintStream out, int run) {
+    RadixPrefixIndex index = RadixPrefixIndex.builder().maxBackends(4).build();
+    index.addBackend(0, 2L * run);
+    BlockHasher hasher = BlockHashers.tokens(2);
+    int[] tokens = new int[2 * run];
+    long[] hashes = new long[run];
+    for (int i = 0; i < run; i++) {
+      tokens[2 * i] = tokens[2 * i + 1] = i + 1;
+      hashes[i] = i + 1;
+    }
+    long before = usedAfterGc();
+    index.apply(0, new BlockStored(hashes, null, tokens, 2, null), hasher, 0);
+    long t0 = System.nanoTime();
+    for (int i = 0; i < run - 1; i++) {
+      index.apply(0, BlockRemoved.of(hashes[i]), hasher, 1 + i);
+    }
+    long t1 = System.nanoTime();
+    long retained = usedAfterGc() - before;
+    out.printf(
+        "per-block head-first removals of a %d-block run: %.1f ms (%.1f us per event),"
+            + " retained %.1f MB, %d held%n",
+        run, (t1 - t0) / 1e6, (t1 - t0) / 1e3 / (run - 1), retained / 1e6, index.heldBlocks(0));
   }
 
   /**

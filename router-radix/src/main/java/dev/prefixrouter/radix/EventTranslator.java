@@ -208,6 +208,16 @@ final class EventTranslator {
     freeHead = m;
   }
 
+  /** Calls {@code action} with the node of every mapping that names one (for diagnostics). */
+  void forEachNode(java.util.function.Consumer<Node> action) {
+    for (int m = 0; m < allocated; m++) {
+      Node n = node[m];
+      if (n != null) {
+        action.accept(n);
+      }
+    }
+  }
+
   long approximateBytes() {
     return 64L
         + hash.length * (8L + 8 + 4 + 4 + 4 + 4)

@@ -6,9 +6,9 @@ import java.util.Arrays;
 import org.jspecify.annotations.Nullable;
 
 /**
- * One node of the radix tree: a <em>run</em> of consecutive chained block keys (its own exact
- * {@code long[]}, never changed after construction), the backends holding a prefix of that run, and
- * the children, found by the first key of their run.
+ * One node of the radix tree: a <em>run</em> of consecutive chained block keys (a range of a {@code
+ * long[]}, never changed after construction), the backends holding a prefix of that run, and the
+ * children, found by the first key of their run.
  *
  * <p><b>Holders.</b> {@link #holders} is a flat {@code int[]} of records {@code [slot, held,
  * entry]}: backend {@code slot} holds the first {@code held} blocks of the run ({@code 1 <= held <=
@@ -40,19 +40,27 @@ final class Node {
   /** Child cells are read with acquire and written with release: a child is complete when seen. */
   private static final VarHandle CELL = MethodHandles.arrayElementVarHandle(Node[].class);
 
-  /** The run of block keys; never empty except for the root, never changed. */
+  /**
+   * The array holding the run of block keys, {@code keys[from, from + length)}; never changed. A
+   * split shares it with the parts that are at least half its length ({@link
+   * RadixPrefixIndex#split}), so an array is never longer than twice the run of a node using it.
+   */
   final long[] keys;
 
+  /** Where the run starts in {@link #keys}. */
+  final int from;
+
   /**
-   * {@code keys[0]} (0 for the root), kept in the node so that a child-table probe compares it
+   * The run's first key (0 for the root), kept in the node so that a child-table probe compares it
    * without loading the run: a probe that passes a sibling reads one object, not two.
    */
   final long first;
 
   /**
-   * {@code keys.length}, kept in the node so that checking an entry against its node ({@link
-   * LruMirror#holdsWhole}, applied from a held route's log long after the route's walk) does not
-   * load the run's header, a second miss; the field fills the object's alignment gap.
+   * The run's length (never 0 except for the root), kept in the node so that checking an entry
+   * against its node ({@link LruMirror#holdsWhole}, applied from a held route's log long after the
+   * route's walk) does not load the run's header, a second miss; the field fills the object's
+   * alignment gap.
    */
   final int length;
 
@@ -86,10 +94,21 @@ final class Node {
   private int childCells; // writer only: live children + tombstones
 
   Node(long[] keys, @Nullable Node parent) {
+    this(keys, 0, keys.length, parent);
+  }
+
+  /** A node whose run is {@code keys[from, from + length)}, which it never changes. */
+  Node(long[] keys, int from, int length, @Nullable Node parent) {
     this.keys = keys;
-    this.first = keys.length == 0 ? 0 : keys[0];
-    this.length = keys.length;
+    this.from = from;
+    this.first = length == 0 ? 0 : keys[from];
+    this.length = length;
     this.parent = parent;
+  }
+
+  /** Block key {@code i} of the run ({@code 0 <= i < length}). */
+  long key(int i) {
+    return keys[from + i];
   }
 
   int length() {
@@ -238,7 +257,7 @@ final class Node {
     int[] h = holders;
     for (int r = 0; r + 2 < h.length; r += 3) {
       if (h[r] == slot) {
-        return h[r + 1] == keys.length ? h[r + 2] : -1;
+        return h[r + 1] == length ? h[r + 2] : -1;
       }
     }
     return -1;
@@ -341,15 +360,13 @@ final class Node {
     return max;
   }
 
-  /** Approximate heap bytes of this node alone (header, run, holder and child arrays). */
+  /**
+   * Approximate heap bytes of this node alone (header, run, holder and child arrays); the run is
+   * counted at its own length, also where it shares a longer array with the other part of a split.
+   */
   long approximateBytes() {
     Node[] t = children;
-    return 64L
-        + 16
-        + 8L * keys.length
-        + 16
-        + 4L * holders.length
-        + (t == null ? 0 : 16 + 4L * t.length);
+    return 64L + 16 + 8L * length + 16 + 4L * holders.length + (t == null ? 0 : 16 + 4L * t.length);
   }
 
   @FunctionalInterface

@@ -471,6 +471,42 @@ public final class RadixPrefixIndex implements PrefixIndex {
     return lock;
   }
 
+  /**
+   * Block keys in the distinct arrays that a backend's KV-event mappings keep reachable, through
+   * the nodes they name and the split chains from those ({@link #follow}), tree included (for tests
+   * and the memory probe: the keys of nodes no longer in the tree are in no other count).
+   * O(mappings + chain nodes).
+   */
+  long keysKeptByMappings(int slot) {
+    synchronized (lock) {
+      EventTranslator t = inRange(slot) ? translators[slot] : null;
+      if (t == null) {
+        return 0;
+      }
+      java.util.Set<Object> seen =
+          java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+      java.util.ArrayDeque<Node> todo = new java.util.ArrayDeque<>();
+      t.forEachNode(todo::add);
+      long keys = 0;
+      while (!todo.isEmpty()) {
+        Node x = todo.pop();
+        if (!seen.add(x)) {
+          continue;
+        }
+        if (seen.add(x.keys)) {
+          keys += x.keys.length;
+        }
+        if (x.splitHead != null) {
+          todo.push(x.splitHead);
+        }
+        if (x.splitTail != null) {
+          todo.push(x.splitTail);
+        }
+      }
+      return keys;
+    }
+  }
+
   /** Whether a backend's mirror is well formed (for tests; true for an unused slot). */
   boolean listsConsistent(int slot) {
     synchronized (lock) {
@@ -585,10 +621,9 @@ public final class RadixPrefixIndex implements PrefixIndex {
         if (x == null) {
           return -count;
         }
-        long[] run = x.keys;
-        int len = run.length;
+        int len = x.length;
         // the whole run matches when its last key does (chained keys, see commonPrefix)
-        if (len > n - d || run[len - 1] != keys[d + len - 1]) {
+        if (len > n - d || x.keys[x.from + len - 1] != keys[d + len - 1]) {
           return -count;
         }
         int e = x.wholeEntryRacy(slot);
@@ -659,9 +694,8 @@ public final class RadixPrefixIndex implements PrefixIndex {
       if (x == null) {
         return;
       }
-      long[] run = x.keys;
-      int len = run.length;
-      int common = commonPrefix(run, keys, depth, n);
+      int len = x.length;
+      int common = commonPrefix(x, keys, depth, n);
       int[] holders = x.holders;
       if (holders == null) {
         return;
@@ -961,7 +995,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       if (x == null) {
         break;
       }
-      int common = commonPrefix(x.keys, keys, d, hold);
+      int common = commonPrefix(x, keys, d, hold);
       if (common < x.length()) {
         x = split(x, common);
       }
@@ -1016,7 +1050,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
       if (x == null) {
         x = newNode(at, Arrays.copyOfRange(keys, d, end));
       } else {
-        int common = commonPrefix(x.keys, keys, d, end);
+        int common = commonPrefix(x, keys, d, end);
         if (common < x.length()) {
           x = split(x, common);
         }
@@ -1102,14 +1136,24 @@ public final class RadixPrefixIndex implements PrefixIndex {
    * Arrays#mismatch} finds where they part, several keys per instruction.
    */
   static int commonPrefix(long[] run, long[] keys, int from, int to) {
-    int limit = Math.min(run.length, to - from);
+    return commonPrefix(run, 0, run.length, keys, from, to);
+  }
+
+  /** {@link #commonPrefix(long[], long[], int, int)} of node {@code x}'s run. */
+  private static int commonPrefix(Node x, long[] keys, int from, int to) {
+    return commonPrefix(x.keys, x.from, x.length, keys, from, to);
+  }
+
+  /** The common prefix of the run {@code run[at, at + length)} and {@code keys[from, to)}. */
+  private static int commonPrefix(long[] run, int at, int length, long[] keys, int from, int to) {
+    int limit = Math.min(length, to - from);
     if (limit <= 1) {
       return 1;
     }
-    if (run[limit - 1] == keys[from + limit - 1]) {
+    if (run[at + limit - 1] == keys[from + limit - 1]) {
       return limit;
     }
-    int m = Arrays.mismatch(run, 1, limit - 1, keys, from + 1, from + limit - 1);
+    int m = Arrays.mismatch(run, at + 1, at + limit - 1, keys, from + 1, from + limit - 1);
     return m < 0 ? limit - 1 : m + 1;
   }
 
@@ -1129,8 +1173,8 @@ public final class RadixPrefixIndex implements PrefixIndex {
    * Moves no block between backends, so no version changes. Returns the head. Lock held.
    */
   private Node split(Node x, int at) {
-    Node head = new Node(Arrays.copyOfRange(x.keys, 0, at), x.parent);
-    Node tail = new Node(Arrays.copyOfRange(x.keys, at, x.length()), head);
+    Node head = part(x, 0, at, x.parent);
+    Node tail = part(x, at, x.length() - at, head);
     head.linked = true;
     tail.linked = true;
     x.moveChildrenTo(tail);
@@ -1286,7 +1330,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     offset = resolvedOffset;
     if (!x.linked) {
       Node parent = liveEnd(x.parent);
-      x = insertStructure(parent, x.keys, offset + 1);
+      x = insertStructure(parent, x.keys, x.from, x.from + offset + 1);
       offset = x.length() - 1;
     }
     resolvedNode = x;
@@ -1325,17 +1369,32 @@ public final class RadixPrefixIndex implements PrefixIndex {
   }
 
   /**
-   * Ensures the path {@code keys[0, to)} exists below {@code parent} (held by no one where new) and
-   * returns the node ending at block {@code to - 1}. Lock held.
+   * A node for {@code x}'s run {@code [at, at + length)}: a view of the same array while the part
+   * is at least half of it (a split costs O(1), and a run split a block at a time, as per-block
+   * head-first removals do, costs O(length) in all instead of O(length²) copied and kept alive by
+   * the split chain {@link #follow} walks), else a copy (an array is never kept alive by a run
+   * shorter than half of it). Lock held.
    */
-  private Node insertStructure(Node parent, long[] keys, int to) {
+  private static Node part(Node x, int at, int length, @Nullable Node parent) {
+    if (2 * length >= x.keys.length) {
+      return new Node(x.keys, x.from + at, length, parent);
+    }
+    int start = x.from + at;
+    return new Node(Arrays.copyOfRange(x.keys, start, start + length), parent);
+  }
+
+  /**
+   * Ensures the path {@code keys[from, to)} exists below {@code parent} (held by no one where new)
+   * and returns the node ending at block {@code to - 1}. Lock held.
+   */
+  private Node insertStructure(Node parent, long[] keys, int from, int to) {
     Node at = parent;
-    for (int d = 0; d < to; ) {
+    for (int d = from; d < to; ) {
       Node x = at.child(keys[d]);
       if (x == null) {
         return newNode(at, Arrays.copyOfRange(keys, d, to));
       }
-      int common = commonPrefix(x.keys, keys, d, to);
+      int common = commonPrefix(x, keys, d, to);
       if (common < x.length()) {
         x = split(x, common);
       }

@@ -616,6 +616,38 @@ class RadixPrefixIndexTest {
   }
 
   @Test
+  void perBlockHeadFirstRemovalsKeepKeysLinearInTheRun() {
+    int run = 512;
+    RadixPrefixIndex index = index(4 * run);
+    int[] tokens = new int[2 * run];
+    long[] hashes = new long[run];
+    for (int i = 0; i < run; i++) {
+      tokens[2 * i] = tokens[2 * i + 1] = i + 1;
+      hashes[i] = 1_000 + i;
+    }
+    index.apply(0, new BlockStored(hashes, null, tokens, 2, null), H, 1);
+    for (int i = 0; i < run - 1; i++) { // one event per block, head first: a split per block
+      index.apply(0, BlockRemoved.of(hashes[i]), H, 2 + i);
+    }
+    // each split once copied the rest of the run, and the mappings kept the copies reachable
+    // through the split chain: about run² / 2 keys (131,328 here)
+    assertThat(index.keysKeptByMappings(0)).isLessThanOrEqualTo(4L * run);
+    assertThat(index.heldBlocks(0)).isEqualTo(1);
+    assertThat(index.listsConsistent(0)).isTrue();
+    long[] all = keys(tokens);
+    assertThat(match(index, all, 0)).containsExactly(0); // the gap hides the last block
+    // stored again, the head reconnects to the block held after it (the engine's gap semantics)
+    index.apply(
+        0,
+        new BlockStored(
+            Arrays.copyOf(hashes, run - 1), null, Arrays.copyOf(tokens, 2 * run - 2), 2, null),
+        H,
+        10_000);
+    assertThat(match(index, all, 0)).containsExactly(run);
+    assertThat(index.listsConsistent(0)).isTrue();
+  }
+
+  @Test
   void aRemovalFindsItsBlockAfterTheNodeWasEvictedAndMadeAgain() {
     RadixPrefixIndex index = index(2);
     index.apply(0, new BlockStored(new long[] {10}, null, new int[] {1, 1}, 2, null), H, 1);
