@@ -82,6 +82,13 @@ final class Node {
   /** Writer only: whether the node is reachable from the root. */
   boolean linked;
 
+  /**
+   * Writer only: the index's link version at which this unlinked node's path was found missing from
+   * its first block on ({@link RadixPrefixIndex}'s {@code locate}); valid while the version is
+   * unchanged (no node linked since). -1: not known.
+   */
+  long missingAt = -1;
+
   /** Holder records {@code [slot, held, entry]*}; read by match without a lock. */
   volatile int[] holders = NO_HOLDERS;
 

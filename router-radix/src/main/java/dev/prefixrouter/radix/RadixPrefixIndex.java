@@ -94,7 +94,9 @@ import org.jspecify.annotations.Nullable;
  * <h2>Bad input</h2>
  *
  * Never an exception on the routing path, always a counter in {@link #stats}: a slot out of range
- * or not in use ({@code unknownSlot}; match answers 0, writes do nothing), a store whose parent is
+ * ({@code unknownSlot}, once per call; match answers 0, writes do nothing) or not in use (counted
+ * by writes; match answers 0 uncounted: a backend removed while a route is in flight is routine), a
+ * slot given twice to one match (each position gets the slot's answer), a store whose parent is
  * unknown ({@code kv.unknownParent}), removal of an unknown hash ({@code kv.unknownRemoval}), a
  * hash stored again ({@code kv.duplicate}: one more copy, needing one more removal), a hash stored
  * again whose tokens key differently (another seed: {@code kv.keyConflict}; the store stops before
@@ -216,6 +218,16 @@ public final class RadixPrefixIndex implements PrefixIndex {
   // resolve()'s answer (lock held)
   private Node resolvedNode;
   private int resolvedOffset;
+
+  // climb()'s answer: the unlinked nodes above a block, the block each ends at on the path, and the
+  // first linked ancestor (lock held)
+  private Node[] deadChain = new Node[16];
+  private int[] deadEnd = new int[16];
+  private Node climbNode;
+  private int climbOffset;
+
+  // nodes linked by newNode so far: a path found missing stays missing until it changes (lock held)
+  private long linkVersion;
 
   private final LongAdder evictions = new LongAdder();
   private final LongAdder expired = new LongAdder();
@@ -528,6 +540,11 @@ public final class RadixPrefixIndex implements PrefixIndex {
   @Override
   public void match(long[] keys, int keyCount, int[] slots, int count, int[] matchedOut) {
     PrefixIndex.checkKeyCount(keys, keyCount);
+    for (int c = 0; c < count; c++) {
+      if (!inRange(slots[c])) {
+        unknownSlot.increment(); // once per call, however many walks it takes
+      }
+    }
     Scratch s = SCRATCH.get();
     long[] seen = s.versions(count);
     for (int attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
@@ -535,6 +552,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
         walk(keys, keyCount, slots, count, matchedOut, s);
         VarHandle.acquireFence(); // the walk's reads happen before the versions are read again
         if (unchanged(slots, count, seen)) {
+          copyDuplicates(slots, count, matchedOut, s);
           return;
         }
       } else {
@@ -545,6 +563,20 @@ public final class RadixPrefixIndex implements PrefixIndex {
     lockedMatches.increment();
     synchronized (lock) {
       walk(keys, keyCount, slots, count, matchedOut, s);
+    }
+    copyDuplicates(slots, count, matchedOut, s);
+  }
+
+  /** A slot given more than once gets its first position's answer at every position. */
+  private void copyDuplicates(int[] slots, int count, int[] out, Scratch s) {
+    if (!s.duplicates) {
+      return;
+    }
+    for (int c = 0; c < count; c++) {
+      int slot = slots[c];
+      if (inRange(slot) && s.candidateOf[slot] != c) {
+        out[c] = out[s.candidateOf[slot]];
+      }
     }
   }
 
@@ -604,6 +636,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     int[] candidateWalk = new int[0]; // which walk candidateOf[slot] was written by
     int[] aliveAt = new int[16]; // node step at which the candidate was last seen holding all
     int walk;
+    boolean duplicates; // the last walk met a slot twice
     Node[] touchNodes = new Node[16]; // a held route's path (cleared after use)
     int[] touchEntries = new int[16]; // and the entries it read for them
 
@@ -674,17 +707,20 @@ public final class RadixPrefixIndex implements PrefixIndex {
     int[] candidateWalk = s.candidateWalk;
     int[] aliveAt = s.aliveAt;
     int alive = 0;
+    s.duplicates = false;
     for (int c = 0; c < count; c++) {
       out[c] = 0;
       int slot = slots[c];
-      if (inRange(slot)) {
+      if (!inRange(slot)) {
+        aliveAt[c] = -1; // counted once per match, by the caller
+      } else if (candidateWalk[slot] == walkId) {
+        aliveAt[c] = -1; // the slot again: answered from its first position afterwards
+        s.duplicates = true;
+      } else {
         candidateOf[slot] = c;
         candidateWalk[slot] = walkId;
         aliveAt[c] = 0;
         alive++;
-      } else {
-        aliveAt[c] = -1;
-        unknownSlot.increment();
       }
     }
     Node at = root;
@@ -808,6 +844,13 @@ public final class RadixPrefixIndex implements PrefixIndex {
     }
     Scratch s = SCRATCH.get();
     long epoch = m.epoch();
+    if (mirrors.get(slot) != m) {
+      // the backend was removed (and the slot perhaps reused) after the first read: holder
+      // records are keyed by slot, so the walk could find the new backend's entries and log
+      // them to the retired mirror, whose log nobody applies. Retirement takes the mirror's
+      // lock, so a removal after the epoch read moves the epoch and the record settles instead
+      return false;
+    }
     int count = s.heldPath(root, keys, keyCount, slot);
     try {
       if (count <= 0) {
@@ -1161,6 +1204,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     Node x = new Node(run, parent);
     x.linked = true;
     parent.addChild(x);
+    linkVersion++;
     nodeCount++;
     treeKeys += run.length;
     return x;
@@ -1321,20 +1365,125 @@ public final class RadixPrefixIndex implements PrefixIndex {
 
   /**
    * Where block {@code offset} of node {@code x} is now: follows splits into {@link #resolvedNode}
-   * and {@link #resolvedOffset}; if that node was unlinked, finds its path again below its parent,
-   * making what is missing (held by no one: callers attach below it or clean it up). Lock held.
+   * and {@link #resolvedOffset}; if that node was unlinked, finds its path again below its first
+   * linked ancestor, making what is missing (held by no one: callers attach below it or clean it
+   * up). Iterative: an evicted chain of decode-time stores can be thousands of nodes deep. O(the
+   * unlinked nodes above the block + the keys made). Lock held.
    */
   private void resolve(Node x, int offset) {
     follow(x, offset);
     x = resolvedNode;
     offset = resolvedOffset;
     if (!x.linked) {
-      Node parent = liveEnd(x.parent);
-      x = insertStructure(parent, x.keys, x.from, x.from + offset + 1);
+      int count = climb(x, offset, false);
+      Node at = climbNode == root ? root : endAt(climbNode, climbOffset);
+      for (int i = count - 1; i >= 0; i--) {
+        Node d = deadChain[i];
+        at = insertStructure(at, d.keys, d.from, d.from + deadEnd[i] + 1);
+      }
+      x = at;
       offset = x.length() - 1;
     }
     resolvedNode = x;
     resolvedOffset = offset;
+  }
+
+  /**
+   * Where block {@code offset} of node {@code x} is now, as {@link #resolve}, but never making a
+   * path: false if the block's path is not in the tree (so no backend holds the block). A path
+   * found missing is remembered on the unlinked nodes below where it parts ({@link Node#missingAt})
+   * until the tree links a new node, so the removals of an evicted chain, tail first as the engine
+   * frees it, cost O(1) each after the first instead of a walk up and down the chain each. Lock
+   * held.
+   */
+  private boolean locate(Node x, int offset) {
+    follow(x, offset);
+    x = resolvedNode;
+    offset = resolvedOffset;
+    if (x.linked) {
+      return true;
+    }
+    int count = climb(x, offset, true);
+    if (count < 0) {
+      return false;
+    }
+    Node at = climbNode;
+    int pos = climbNode == root ? -1 : climbOffset;
+    for (int i = count - 1; i >= 0; i--) {
+      Node d = deadChain[i];
+      for (int j = 0; j <= deadEnd[i]; j++) {
+        long key = d.key(j);
+        if (pos + 1 < at.length()) {
+          if (at.key(pos + 1) != key) {
+            missingBelow(i, j);
+            return false;
+          }
+          pos++;
+        } else {
+          Node c = at.child(key);
+          if (c == null) {
+            missingBelow(i, j);
+            return false;
+          }
+          at = c;
+          pos = 0;
+        }
+      }
+    }
+    resolvedNode = at;
+    resolvedOffset = pos;
+    return true;
+  }
+
+  /**
+   * Climbs from the unlinked node {@code x} (block {@code offset}) to its first linked ancestor:
+   * records the unlinked nodes ({@code x} first) and the block of each the path goes through last
+   * in {@link #deadChain} / {@link #deadEnd}, the ancestor and its block in {@link #climbNode} /
+   * {@link #climbOffset} (the root: offset -1), and returns the count; with {@code memo}, -1 as
+   * soon as a node's path is known missing. Lock held.
+   */
+  private int climb(Node x, int offset, boolean memo) {
+    int count = 0;
+    Node d = x;
+    int end = offset;
+    while (true) {
+      if (memo && d.missingAt == linkVersion) {
+        return -1;
+      }
+      if (count == deadChain.length) {
+        deadChain = Arrays.copyOf(deadChain, 2 * count);
+        deadEnd = Arrays.copyOf(deadEnd, 2 * count);
+      }
+      deadChain[count] = d;
+      deadEnd[count++] = end;
+      Node p = d.parent;
+      if (p == null || p == root) {
+        climbNode = root;
+        climbOffset = -1;
+        return count;
+      }
+      follow(p, p.length() - 1);
+      if (resolvedNode.linked) {
+        climbNode = resolvedNode;
+        climbOffset = resolvedOffset;
+        return count;
+      }
+      d = resolvedNode;
+      end = resolvedOffset;
+    }
+  }
+
+  /**
+   * {@link #locate}'s walk parted at block {@code j} of {@code deadChain[i]}: no offset of the
+   * nodes below it is in the tree, nor of that node if it parted at its first block.
+   */
+  private void missingBelow(int i, int j) {
+    for (int q = 0; q < i; q++) {
+      deadChain[q].missingAt = linkVersion;
+    }
+    if (j == 0) {
+      deadChain[i].missingAt = linkVersion;
+    }
   }
 
   /**
@@ -1620,12 +1769,13 @@ public final class RadixPrefixIndex implements PrefixIndex {
       if (!last || x == null) {
         continue;
       }
-      resolve(x, offset); // the block's node may have been unlinked and made again since
+      if (!locate(x, offset)) { // the block's node may have been unlinked (and made again) since
+        continue; // not in the tree: nobody holds it
+      }
       x = resolvedNode;
       offset = resolvedOffset;
       int held = x.held(m.slot);
       if (held <= offset) {
-        cleanup(x); // a node made only to look
         continue;
       }
       // the event's next blocks that are this node's next held blocks, each its key's last copy,

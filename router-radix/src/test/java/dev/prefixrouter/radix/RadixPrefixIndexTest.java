@@ -497,6 +497,15 @@ class RadixPrefixIndexTest {
   }
 
   @Test
+  void aSlotGivenTwiceGetsItsAnswerAtBothPositions() {
+    RadixPrefixIndex index = index(100, 100);
+    recordAll(index, keys(1, 2, 3, 4), 0, 1);
+    recordAll(index, keys(1, 2), 1, 1);
+    assertThat(match(index, keys(1, 2, 3, 4), 0, 1, 0, -1, 1)).containsExactly(2, 1, 2, 0, 1);
+    assertThat(index.stats().counters().get("unknownSlot")).isEqualTo(1);
+  }
+
+  @Test
   void badSlotsAreCountedNeverThrown() {
     RadixPrefixIndex index = index(100);
     recordAll(index, keys(1, 2), 0, 1);
@@ -645,6 +654,51 @@ class RadixPrefixIndexTest {
         10_000);
     assertThat(match(index, all, 0)).containsExactly(run);
     assertThat(index.listsConsistent(0)).isTrue();
+  }
+
+  @Test
+  void anEvictedChainOfDecodeStoresIsFoundAgainWithoutRecursion() {
+    int depth = 20_000; // decode-time stores: one block each, below the previous one
+    BlockHasher h1 = BlockHashers.tokens(1);
+    RadixPrefixIndex index = index(depth + 10);
+    index.apply(0, new BlockStored(new long[] {0}, null, new int[] {0}, 1, null), h1, 0);
+    for (int i = 1; i < depth; i++) {
+      index.apply(
+          0, new BlockStored(new long[] {i}, (long) (i - 1), new int[] {i}, 1, null), h1, i);
+    }
+    long[] other = new long[depth + 10];
+    for (int i = 0; i < other.length; i++) {
+      other[i] = 0x9E3779B97F4A7C15L * (i + 7);
+    }
+    index.recordRouted(
+        other, other.length, 0, depth); // evicts the whole chain: every node unlinked
+    assertThat(index.heldBlocks(0)).isEqualTo(depth + 10);
+    // a store below the chain's last block finds its path again (each level re-made once; it
+    // recursed a level per node and overflowed the stack)
+    index.apply(
+        0,
+        new BlockStored(new long[] {depth}, (long) (depth - 1), new int[] {depth}, 1, null),
+        h1,
+        depth + 1);
+    int[] tokens = new int[depth + 1];
+    for (int i = 0; i <= depth; i++) {
+      tokens[i] = i;
+    }
+    long[] chain = BlockHasher.keysOf(h1, Prompt.ofTokens(tokens), 0);
+    assertThat(match(index, chain, 0)).containsExactly(0); // held below blocks nobody holds
+    // the engine frees the chain tail first: every removal finds its block's path or its absence
+    for (int i = depth; i >= 0; i--) {
+      index.apply(0, BlockRemoved.of(i), h1, depth + 2 + (depth - i));
+    }
+    Map<String, Long> counters = index.stats().counters();
+    assertThat(counters.get("kv.removed")).isEqualTo(depth + 1);
+    assertThat(counters.get("kv.unknownRemoval")).isZero();
+    assertThat(index.heldBlocks(0)).isEqualTo(depth + 9); // the store evicted one routed block
+    assertThat(index.listsConsistent(0)).isTrue();
+    // stored again from the head, the chain is held whole
+    index.apply(
+        0, new BlockStored(new long[] {0, 1}, null, new int[] {0, 1}, 1, null), h1, 1L << 40);
+    assertThat(match(index, chain, 0)).containsExactly(2);
   }
 
   @Test
