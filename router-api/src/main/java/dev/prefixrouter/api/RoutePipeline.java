@@ -103,7 +103,7 @@ final class RoutePipeline {
     validate(request);
     long now = ticker.getAsLong();
     String model = models.resolve(request);
-    int promptTokens = request.prompt().estimatedTokens();
+    int promptTokens = request.promptTokens(); // every prompt the backend prefills
     long reserved = reservedTokens(request, promptTokens);
     Rejected denied = admit(request, reserved, now);
     if (denied != null) {

@@ -35,6 +35,13 @@ import org.jspecify.annotations.Nullable;
  *     digests router-vllm's reader renders into the prompt; a scorer may prefer backends that
  *     processed the same media recently (their encoder cache). At most {@link #MAX_MEDIA}, each
  *     1..{@link #MAX_MEDIA_DIGEST_LENGTH} characters; empty for none
+ * @param additionalPromptTokens estimated tokens of the request's other prompts, which the backend
+ *     prefills too but the request is not routed on (a {@code /v1/completions} body with a list of
+ *     prompts: router-vllm's reader routes on the first and counts the rest here). They count as
+ *     prompt tokens everywhere else: the reservation against the tenant's bucket and its {@link
+ *     RejectReason#REQUEST_TOO_LARGE} check, {@link Routed#promptTokens()}, the charges of a failed
+ *     or cancelled request, and the cost the scorers estimate. In [0, {@link
+ *     #MAX_ADDITIONAL_PROMPT_TOKENS}]; 0 for a single prompt
  */
 public record RouteRequest(
     String tenant,
@@ -48,7 +55,8 @@ public record RouteRequest(
     @Nullable Duration ttftBudget,
     @Nullable String requestId,
     @Nullable String cacheSalt,
-    Set<String> media) {
+    Set<String> media,
+    int additionalPromptTokens) {
 
   /** Most media digests one request carries. */
   public static final int MAX_MEDIA = 64;
@@ -58,6 +66,9 @@ public record RouteRequest(
 
   /** Largest accepted {@code maxOutputTokens}: 16 Mi tokens. */
   public static final int MAX_OUTPUT_TOKENS_LIMIT = 1 << 24;
+
+  /** Largest accepted {@code additionalPromptTokens}: 256 Mi tokens. */
+  public static final int MAX_ADDITIONAL_PROMPT_TOKENS = 1 << 28;
 
   public RouteRequest {
     Objects.requireNonNull(tenant, "tenant");
@@ -75,6 +86,13 @@ public record RouteRequest(
               + MAX_OUTPUT_TOKENS_LIMIT
               + "], was "
               + maxOutputTokens);
+    }
+    if (additionalPromptTokens < 0 || additionalPromptTokens > MAX_ADDITIONAL_PROMPT_TOKENS) {
+      throw new IllegalArgumentException(
+          "additionalPromptTokens must be in [0, "
+              + MAX_ADDITIONAL_PROMPT_TOKENS
+              + "], was "
+              + additionalPromptTokens);
     }
     // the empty case is the common one: Set.of()/Map.of() are shared, copyOf would allocate
     requiredCapabilities =
@@ -102,6 +120,36 @@ public record RouteRequest(
     }
   }
 
+  /** A request with one prompt (no {@code additionalPromptTokens}). */
+  public RouteRequest(
+      String tenant,
+      String model,
+      Prompt prompt,
+      @Nullable String sessionId,
+      int maxOutputTokens,
+      boolean sheddable,
+      Set<String> requiredCapabilities,
+      Map<String, String> requiredLabels,
+      @Nullable Duration ttftBudget,
+      @Nullable String requestId,
+      @Nullable String cacheSalt,
+      Set<String> media) {
+    this(
+        tenant,
+        model,
+        prompt,
+        sessionId,
+        maxOutputTokens,
+        sheddable,
+        requiredCapabilities,
+        requiredLabels,
+        ttftBudget,
+        requestId,
+        cacheSalt,
+        media,
+        0);
+  }
+
   /** A request as before media digests were carried (none). */
   public RouteRequest(
       String tenant,
@@ -127,7 +175,17 @@ public record RouteRequest(
         ttftBudget,
         requestId,
         cacheSalt,
-        Set.of());
+        Set.of(),
+        0);
+  }
+
+  /**
+   * The request's estimated prompt tokens: the routed prompt's estimate plus {@link
+   * #additionalPromptTokens}, at most {@link Integer#MAX_VALUE}.
+   */
+  public int promptTokens() {
+    return (int)
+        Math.min(Integer.MAX_VALUE, (long) prompt.estimatedTokens() + additionalPromptTokens);
   }
 
   public static Builder builder(String tenant, String model) {
@@ -153,6 +211,7 @@ public record RouteRequest(
     if (!media.isEmpty()) {
       b.media().addAll(media);
     }
+    b.additionalPromptTokens = additionalPromptTokens;
     return b;
   }
 
@@ -172,6 +231,7 @@ public record RouteRequest(
     private @Nullable String requestId;
     private @Nullable String cacheSalt;
     private @Nullable Set<String> media;
+    private int additionalPromptTokens;
 
     private Builder(String tenant, String model) {
       this.tenant = Objects.requireNonNull(tenant, "tenant");
@@ -253,6 +313,12 @@ public record RouteRequest(
       return this;
     }
 
+    /** See {@link RouteRequest#additionalPromptTokens()}; validated by {@link #build()}. */
+    public Builder additionalPromptTokens(int tokens) {
+      this.additionalPromptTokens = tokens;
+      return this;
+    }
+
     public RouteRequest build() {
       return new RouteRequest(
           tenant,
@@ -266,7 +332,8 @@ public record RouteRequest(
           ttftBudget,
           requestId,
           cacheSalt,
-          media == null ? Set.of() : media);
+          media == null ? Set.of() : media,
+          additionalPromptTokens);
     }
   }
 }

@@ -11,7 +11,8 @@ import java.util.Objects;
  * @param backend the chosen backend
  * @param resolvedModel the model after alias resolution and A/B split
  * @param fallbacks the next best candidates in rank order (at most the engine's configured count)
- * @param promptTokens prompt tokens (exact for token prompts, estimated otherwise)
+ * @param promptTokens prompt tokens ({@link RouteRequest#promptTokens()}: exact for token prompts,
+ *     estimated otherwise; a request's other prompts included)
  * @param matchedTokens prompt tokens believed cached on the chosen backend
  * @param cost the scorer's cost of the chosen backend (unit depends on the scorer; for the est-TTFT
  *     scorer it is milliseconds)

@@ -439,6 +439,25 @@ class RoutingEngineTest {
   }
 
   @Test
+  void aRequestsOtherPromptsAreReservedAndChargedLikeItsPrompt() {
+    Fakes.CountingLimiter limiter = new Fakes.CountingLimiter(1000);
+    RoutingEngine engine = builder().limiter(limiter).backend(Backend.of("a", "m")).build();
+    // a completions body with many prompts, routed on its first: the rest is prefilled too
+    RouteRequest batch = req("m").toBuilder().additionalPromptTokens(2000).build();
+    assertThat(batch.promptTokens()).isEqualTo(2016);
+    assertThat(rejected(engine.route(batch)).reason()).isEqualTo(RejectReason.REQUEST_TOO_LARGE);
+    Routed r = routed(engine.route(req("m").toBuilder().additionalPromptTokens(500).build()));
+    assertThat(r.promptTokens()).isEqualTo(516);
+    assertThat(limiter.balance("t")).isEqualTo(1000 - 516 - 8);
+    r.lease().firstToken();
+    r.lease().fail(Failure.of(Failure.Kind.CANCELLED)); // no usage known: the prompts are charged
+    assertThat(limiter.balance("t")).isEqualTo(1000 - 516);
+    assertThatThrownBy(() -> req("m").toBuilder().additionalPromptTokens(-1).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("additionalPromptTokens");
+  }
+
+  @Test
   void limiterIsRefundedWhenNoBackendIsEligibleAndTrueUpOnCompletion() {
     Fakes.CountingLimiter limiter = new Fakes.CountingLimiter(1000);
     RoutingEngine engine = builder().limiter(limiter).backend(Backend.of("a", "m")).build();

@@ -27,6 +27,7 @@ final class BodyParser {
   @Nullable String instructions;
   @Nullable Prompt prompt; // completions
   int promptCount;
+  long otherPromptTokens; // completions: the estimated tokens of the prompts after the first
   @Nullable Integer maxTokens;
   @Nullable Integer maxCompletionTokens;
   @Nullable Integer maxOutputTokens;
@@ -357,11 +358,14 @@ final class BodyParser {
     }
     Prompt first = null;
     int count = 0;
+    long others = 0;
     while (t != JsonToken.END_ARRAY) {
       String path = "prompt[" + count + "]";
       Prompt one;
       if (t == JsonToken.VALUE_STRING) {
-        one = first == null ? Prompt.ofText(p.getString()) : null;
+        Prompt text = Prompt.ofText(p.getString());
+        one = first == null ? text : null;
+        others += first == null ? 0 : text.estimatedTokens();
       } else if (t == JsonToken.START_ARRAY) {
         JsonToken inner = p.nextToken();
         if (inner == JsonToken.END_ARRAY) {
@@ -369,6 +373,7 @@ final class BodyParser {
         }
         int[] ids = tokenIds(inner, path);
         one = first == null ? Prompt.ofTokens(ids) : null;
+        others += first == null ? 0 : ids.length;
       } else {
         throw wrongType(path, "a string or an array of token ids", t);
       }
@@ -380,6 +385,7 @@ final class BodyParser {
     }
     prompt = first;
     promptCount = count;
+    otherPromptTokens = others;
   }
 
   /** Reads token ids starting at the current token {@code t} through the closing bracket. */

@@ -30,10 +30,11 @@ import tools.jackson.core.json.JsonFactory;
  * as a SHA-256 digest of its URL or inline data, so different tools or different images never give
  * equal block keys. Routing and every failover then hash that text without rendering again, and the
  * lease keeps one string (at most two chars per body byte) instead of a message list. Completions'
- * {@code prompt} is a string, an array of token ids, or an array of either (routed on the first).
- * An image part makes the request require the {@link #VISION_CAPABILITY}. The hex SHA-256 digest of
- * every non-text part (the same digest the prompt carries, over the part's fields but its type)
- * goes into {@link RouteRequest#media()} for media affinity; the first {@link
+ * {@code prompt} is a string, an array of token ids, or an array of either (routed on the first;
+ * the others' estimated tokens are {@link RouteRequest#additionalPromptTokens()}, reserved and
+ * charged). An image part makes the request require the {@link #VISION_CAPABILITY}. The hex SHA-256
+ * digest of every non-text part (the same digest the prompt carries, over the part's fields but its
+ * type) goes into {@link RouteRequest#media()} for media affinity; the first {@link
  * RouteRequest#MAX_MEDIA} distinct ones, more parts are rendered but not listed.
  *
  * <p><b>Reservation.</b> Output tokens reserved = {@code min(asked, maxReservedOutputTokens)} per
@@ -215,9 +216,19 @@ public final class OpenAiRequestReader {
         hostTenant != null
             ? hostTenant
             : (b.user != null && !b.user.isBlank() ? b.user : defaultTenant);
+    if (b.otherPromptTokens > RouteRequest.MAX_ADDITIONAL_PROMPT_TOKENS) {
+      throw new OpenAiRequestException(
+          Problem.INVALID_VALUE,
+          "prompt",
+          "the prompts after the first must total at most "
+              + RouteRequest.MAX_ADDITIONAL_PROMPT_TOKENS
+              + " tokens (estimated), had "
+              + b.otherPromptTokens);
+    }
     RouteRequest.Builder rb =
         RouteRequest.builder(effectiveTenant, model)
             .prompt(prompt)
+            .additionalPromptTokens((int) b.otherPromptTokens) // reserved and charged, not routed
             .maxOutputTokens((int) reserve)
             .cacheSalt(b.cacheSalt);
     if (b.vision) {

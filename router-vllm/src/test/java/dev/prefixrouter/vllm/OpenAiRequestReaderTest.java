@@ -189,6 +189,20 @@ class OpenAiRequestReaderTest {
   }
 
   @Test
+  void countsTheCompletionsPromptsAfterTheFirstAsPromptTokens() {
+    String longText = "x".repeat(4000);
+    OpenAiRequest r =
+        read("{\"model\":\"m\",\"prompt\":[\"hi there\",\"" + longText + "\",\"ab\"]}");
+    assertThat(r.routeRequest().prompt()).isEqualTo(Prompt.ofText("hi there"));
+    assertThat(r.routeRequest().additionalPromptTokens()).isEqualTo(1000 + 1);
+    assertThat(r.routeRequest().promptTokens()).isEqualTo(2 + 1001);
+    OpenAiRequest ids = read("{\"model\":\"m\",\"prompt\":[[5,6],[7,8,9],[1]]}");
+    assertThat(ids.routeRequest().additionalPromptTokens()).isEqualTo(4);
+    assertThat(read("{\"model\":\"m\",\"prompt\":\"one\"}").routeRequest().additionalPromptTokens())
+        .isZero();
+  }
+
+  @Test
   void reservesTheDefaultWhenNoMaxTokensAndCapsLargeAsks() {
     assertThat(read("{\"model\":\"m\",\"prompt\":\"x\"}").routeRequest().maxOutputTokens())
         .isEqualTo(256);
