@@ -140,6 +140,19 @@ public final class OpenAiRequestReader {
       throw new OpenAiRequestException(
           Problem.MALFORMED_JSON, null, "invalid UTF-8 at byte offset " + invalid);
     }
+    // JSON on the wire is UTF-8 (RFC 8259), and a NUL byte is never valid in it; the JSON parser
+    // would take one among the first four bytes as UTF-16 or UTF-32 and parse characters, not
+    // bytes,
+    // so the byte offsets the gateway splices a cache salt at would be wrong. NUL bytes further on
+    // fail the parse itself.
+    for (int i = 0; i < Math.min(4, body.length); i++) {
+      if (body[i] == 0) {
+        throw new OpenAiRequestException(
+            Problem.MALFORMED_JSON,
+            null,
+            "a NUL byte at byte offset " + i + ": the body must be UTF-8 JSON");
+      }
+    }
     BodyParser parsed;
     try (JsonParser p = factory.createParser(ObjectReadContext.empty(), body)) {
       parsed = new BodyParser(p, factory);

@@ -166,6 +166,26 @@ class OpenAiRequestReaderHardeningTest {
   }
 
   @Test
+  void aUtf16BodyIsRejectedNotParsedAsCharacters() {
+    // ASCII-range UTF-16 is valid UTF-8 byte by byte (NUL bytes), and the JSON parser would detect
+    // UTF-16 and parse it: the gateway's byte offsets for the salt splice would then be wrong
+    String json = "{\"model\":\"m\",\"prompt\":\"x\"}";
+    for (java.nio.charset.Charset cs :
+        new java.nio.charset.Charset[] {
+          StandardCharsets.UTF_16BE,
+          StandardCharsets.UTF_16LE,
+          java.nio.charset.Charset.forName("UTF-32LE")
+        }) {
+      OpenAiRequestException e =
+          catchThrowableOfType(
+              OpenAiRequestException.class, () -> reader.read(json.getBytes(cs), null));
+      assertThat(e).as(cs.name()).isNotNull();
+      assertThat(e.problem()).isEqualTo(Problem.MALFORMED_JSON);
+      assertThat(e.getMessage()).contains("NUL byte");
+    }
+  }
+
+  @Test
   void strictUtf8RejectsSurrogatesOutOfRangeAndTruncatedSequences() {
     assertThat(Utf8.firstInvalid(new byte[] {'a', (byte) 0xED, (byte) 0xA0, (byte) 0x80}))
         .isEqualTo(1);
