@@ -464,7 +464,9 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
   /**
    * What the backend produced for {@code routed}, as the response tap saw it: the engine's usage;
    * without one, the prompt as routed and one token per streamed event; the reserved output when a
-   * JSON body was too long to read its usage (so that a large answer is never charged as none).
+   * JSON body was longer than the tap keeps and no usage could be read from its last {@value
+   * ResponseTap#JSON_TAIL_BYTES} bytes (so that a large answer is never charged as none; the
+   * request's log line then says {@code usage_lost}).
    */
   static Usage used(Routed routed, @Nullable ResponseTap tap) {
     Usage u = tap == null ? null : tap.usage();
@@ -558,6 +560,11 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
       }
       if (failure != null) {
         e = e.addKeyValue("failure", failure.kind().name()).addKeyValue("detail", failure.detail());
+      }
+      Attempt a = attempt;
+      ResponseTap t = a == null ? null : a.tap;
+      if (t != null && t.usageLost()) {
+        e = e.addKeyValue("usage_lost", true); // charged the reservation, not the engine's count
       }
       e.log();
     }

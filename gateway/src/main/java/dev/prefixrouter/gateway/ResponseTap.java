@@ -18,6 +18,12 @@ import tools.jackson.databind.json.JsonMapper;
  * usage}, Responses {@code response.completed}'s {@code response.usage}); for a JSON body it keeps
  * a copy and reads its {@code usage} at the end.
  *
+ * <p>A JSON body longer than the configured cap is not copied whole: the tap keeps only its last
+ * {@value #JSON_TAIL_BYTES} bytes and, at the end, reads the last {@code "usage"} member there
+ * (vLLM and OpenAI write {@code usage} after {@code choices}, followed at most by a few short
+ * members). If that member is not within those bytes, or its value is not an object that parses as
+ * counts, the usage is lost ({@link #usageLost()}) and the caller charges the reservation.
+ *
  * <p>With {@code stripUsage} (the gateway asked for the usage chunk, the client did not), the
  * stream is also rewritten so that the client sees what it would have seen without the gateway: the
  * final usage chunk (a {@code data:} event with empty {@code choices} and a {@code usage} object)
@@ -26,17 +32,26 @@ import tools.jackson.databind.json.JsonMapper;
  * event's line: engines flush whole events), and a line longer than {@value #MAX_LINE_BYTES} bytes
  * passes through unread as it comes.
  *
- * <p>Bounds: a stream line longer than {@value #MAX_LINE_BYTES} bytes and a JSON body longer than
- * the configured cap are passed through unread (no usage from them). Lines are parsed as JSON only
- * until the first content is seen, and afterwards only when they mention {@code usage}; cost is
- * linear in the bytes seen. One instance per attempt, called from one thread at a time (Reactor
- * serializes {@code onNext}).
+ * <p>Bounds: a stream line longer than {@value #MAX_LINE_BYTES} bytes is passed through unread (no
+ * usage from it); a JSON body holds at most the configured cap in memory, and once longer, {@value
+ * #JSON_TAIL_BYTES} bytes. Lines are parsed as JSON only until the first content is seen, and
+ * afterwards only when they mention {@code usage}; cost is linear in the bytes seen. One instance
+ * per attempt, called from one thread at a time (Reactor serializes {@code onNext}).
  */
 final class ResponseTap {
   /** Longest SSE line read for usage or content (longer ones pass through unread). */
   static final int MAX_LINE_BYTES = 1 << 20;
 
+  /** Last bytes of a JSON body longer than the cap kept to read its {@code usage} from. */
+  static final int JSON_TAIL_BYTES = 64 * 1024;
+
   private static final JsonMapper JSON = JsonMapper.builder().build();
+
+  /** Reads the first JSON value of its input and ignores the rest. */
+  private static final tools.jackson.databind.ObjectReader FIRST_VALUE =
+      JSON.readerFor(JsonNode.class)
+          .without(tools.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+
   private static final byte[] USAGE = "\"usage\"".getBytes(java.nio.charset.StandardCharsets.UTF_8);
 
   private final boolean stream;
@@ -55,8 +70,14 @@ final class ResponseTap {
   private int dataEvents;
   private boolean bytesSeen;
   private @Nullable Usage usage;
-  private final @Nullable ByteArrayOutputStream json;
+  private @Nullable Bytes json;
   private boolean jsonTooLong;
+
+  /** The last bytes of a JSON body once it is too long: a ring, {@code tailAt} its next write. */
+  private byte @Nullable [] tail;
+
+  private int tailAt;
+  private long tailSeen;
 
   /**
    * @param stream whether the body is an event stream (else JSON)
@@ -69,7 +90,7 @@ final class ResponseTap {
     this.stripUsage = stream && stripUsage;
     this.maxJsonBytes = maxJsonBytes;
     this.onFirstContent = onFirstContent;
-    this.json = stream ? null : new ByteArrayOutputStream(1024);
+    this.json = stream ? null : new Bytes();
   }
 
   /**
@@ -174,17 +195,23 @@ final class ResponseTap {
     }
     int start = buffer.readPosition();
     if (!stream) {
-      if (jsonTooLong || json == null) {
-        return;
-      }
-      if (json.size() + n > maxJsonBytes) {
+      Bytes j = json;
+      if (!jsonTooLong && j != null && j.size() + n > maxJsonBytes) {
+        // too long to keep whole: from now on only its last bytes, for the usage at its end
         jsonTooLong = true;
-        json.reset();
+        tail = new byte[JSON_TAIL_BYTES];
+        toTail(j.bytes(), 0, j.size());
+        json = null;
+      }
+      if (jsonTooLong) {
+        toTail(buffer, start, n);
         return;
       }
-      byte[] copy = new byte[n];
-      buffer.toByteBuffer(start, java.nio.ByteBuffer.wrap(copy), 0, n);
-      json.write(copy, 0, n);
+      if (j != null) {
+        byte[] copy = new byte[n];
+        buffer.toByteBuffer(start, java.nio.ByteBuffer.wrap(copy), 0, n);
+        j.write(copy, 0, n);
+      }
       return;
     }
     for (int i = 0; i < n; i++) {
@@ -195,6 +222,93 @@ final class ResponseTap {
         append(b);
       }
     }
+  }
+
+  private void toTail(byte[] b, int from, int n) {
+    byte[] t = java.util.Objects.requireNonNull(tail);
+    int skip = Math.max(0, n - t.length);
+    for (int i = from + skip, end = from + n; i < end; ) {
+      int k = Math.min(end - i, t.length - tailAt);
+      System.arraycopy(b, i, t, tailAt, k);
+      i += k;
+      tailAt = (tailAt + k) % t.length;
+    }
+    tailSeen += n;
+  }
+
+  private void toTail(DataBuffer buffer, int start, int n) {
+    byte[] t = java.util.Objects.requireNonNull(tail);
+    int skip = Math.max(0, n - t.length);
+    for (int i = start + skip, end = start + n; i < end; ) {
+      int k = Math.min(end - i, t.length - tailAt);
+      buffer.toByteBuffer(i, java.nio.ByteBuffer.wrap(t), tailAt, k);
+      i += k;
+      tailAt = (tailAt + k) % t.length;
+    }
+    tailSeen += n;
+  }
+
+  /** The tail's bytes in order (fewer than its capacity while it has not been filled). */
+  private byte[] tailBytes() {
+    byte[] t = java.util.Objects.requireNonNull(tail);
+    if (tailSeen < t.length) {
+      return java.util.Arrays.copyOf(t, tailAt);
+    }
+    byte[] out = new byte[t.length];
+    System.arraycopy(t, tailAt, out, 0, t.length - tailAt);
+    System.arraycopy(t, 0, out, t.length - tailAt, tailAt);
+    return out;
+  }
+
+  /**
+   * The usage of the last {@code "usage"} member in {@code b} (the end of a JSON body): null if
+   * there is none, or its value is not an object, is cut off or is not valid counts. A {@code
+   * "usage"} inside a string is not a member: its quotes are escaped there, and a {@code "usage"}
+   * token value is not followed by a colon.
+   */
+  static @Nullable Usage lastUsageMember(byte[] b) {
+    for (int i = lastIndexOf(b, b.length, USAGE); i >= 0; i = lastIndexOf(b, i, USAGE)) {
+      if (i > 0 && b[i - 1] == '\\') {
+        continue;
+      }
+      int j = skipSpace(b, i + USAGE.length);
+      if (j >= b.length || b[j] != ':') {
+        continue;
+      }
+      j = skipSpace(b, j + 1);
+      if (j >= b.length || b[j] != '{') {
+        return null; // the last usage member is not an object (null, say): no usage
+      }
+      try {
+        // the object alone: what follows it (the body's last members, its end) is not read
+        JsonNode u = FIRST_VALUE.readValue(b, j, b.length - j);
+        return u == null || !u.isObject() ? null : countsOf(u);
+      } catch (JacksonException e) {
+        return null; // cut off, or not JSON
+      }
+    }
+    return null;
+  }
+
+  private static int skipSpace(byte[] b, int i) {
+    while (i < b.length && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t')) {
+      i++;
+    }
+    return i;
+  }
+
+  /** The last index before {@code to} where {@code needle} starts in {@code b}, or -1. */
+  private static int lastIndexOf(byte[] b, int to, byte[] needle) {
+    outer:
+    for (int i = Math.min(to - 1, b.length - needle.length); i >= 0; i--) {
+      for (int j = 0; j < needle.length; j++) {
+        if (b[i + j] != needle[j]) {
+          continue outer;
+        }
+      }
+      return i;
+    }
+    return -1;
   }
 
   private void append(byte b) {
@@ -223,8 +337,11 @@ final class ResponseTap {
         outLen = 0;
         return rest;
       }
-    } else if (json != null && !jsonTooLong && json.size() > 0) {
-      JsonNode node = parse(json.toByteArray(), 0, json.size());
+    } else if (jsonTooLong) {
+      usage = lastUsageMember(tailBytes());
+      tail = null;
+    } else if (json != null && json.size() > 0) {
+      JsonNode node = parse(json.bytes(), 0, json.size());
       if (node != null) {
         Usage u = usageOf(node);
         if (u != null) {
@@ -236,11 +353,12 @@ final class ResponseTap {
   }
 
   /**
-   * Whether the engine's usage cannot be known: a JSON body longer than the tap reads (its usage,
-   * if any, was not parsed). The caller then charges the reservation, not zero output.
+   * Whether the engine's usage cannot be known: a JSON body longer than the tap keeps whose last
+   * {@value #JSON_TAIL_BYTES} bytes held no readable {@code usage} object (or whose end has not
+   * been read yet). The caller then charges the reservation, not zero output.
    */
   boolean usageLost() {
-    return !stream && jsonTooLong;
+    return !stream && jsonTooLong && usage == null;
   }
 
   /** Whether the body is an event stream. */
@@ -436,6 +554,11 @@ final class ResponseTap {
     if (u == null || !u.isObject()) {
       return null;
     }
+    return countsOf(u);
+  }
+
+  /** {@link #usageOf} of the usage object itself. */
+  private static @Nullable Usage countsOf(JsonNode u) {
     long prompt = count(u, "prompt_tokens", "input_tokens");
     long completion = count(u, "completion_tokens", "output_tokens");
     if (prompt < 0
@@ -469,6 +592,17 @@ final class ResponseTap {
       return 0;
     }
     return v.isIntegralNumber() && v.canConvertToLong() ? v.asLong() : -1;
+  }
+
+  /** A growing byte array whose bytes are read in place (no copy of a body up to the cap). */
+  private static final class Bytes extends ByteArrayOutputStream {
+    Bytes() {
+      super(1024);
+    }
+
+    byte[] bytes() {
+      return buf;
+    }
   }
 
   private static boolean nonEmptyText(@Nullable JsonNode n) {

@@ -15,6 +15,9 @@ import tools.jackson.databind.json.JsonMapper;
 class ResponseTapTest {
   private static final DefaultDataBufferFactory F = DefaultDataBufferFactory.sharedInstance;
 
+  /** The last bytes of a too-long JSON body that the tap keeps ({@code ResponseTap}'s bound). */
+  private static final int JSON_TAIL = 64 * 1024;
+
   private static final String WITH_USAGE =
       "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}],\"usage\":null}\n\n"
           + "data: {\"choices\":[{\"delta\":{\"content\":\"a \\\"usage\\\":null\"}}], \"usage\": null}\r\n\r\n"
@@ -137,12 +140,13 @@ class ResponseTapTest {
     feed(events, WITHOUT_USAGE.getBytes(StandardCharsets.UTF_8), new ByteArrayOutputStream());
     assertThat(PrefixRouterGatewayFilter.used(routed, events)).isEqualTo(Usage.of(prompt, 3));
 
+    // the usage is not within the last JSON_TAIL bytes of a body longer than the tap keeps
     ResponseTap tooLong = new ResponseTap(false, 64, false, () -> {});
     byte[] body =
-        ("{\"choices\":[{\"message\":{\"content\":\""
-                + "x".repeat(100)
-                + "\"}}],"
-                + "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":7000}}")
+        ("{\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":7000},"
+                + "\"choices\":[{\"message\":{\"content\":\""
+                + "x".repeat(JSON_TAIL)
+                + "\"}}]}")
             .getBytes(StandardCharsets.UTF_8);
     feed(tooLong, body, new ByteArrayOutputStream());
     tooLong.onEnd();
@@ -155,6 +159,64 @@ class ResponseTapTest {
     small.onEnd();
     assertThat(small.usageLost()).isFalse();
     assertThat(PrefixRouterGatewayFilter.used(routed, small)).isEqualTo(Usage.of(5, 7000));
+  }
+
+  /**
+   * A JSON body longer than the tap keeps (a long answer with {@code logprobs} passes 8 MB at a few
+   * thousand tokens) is charged the usage the engine wrote at its end, read from the body's last
+   * bytes however the body is cut into chunks; an answer's own {@code "usage"} tokens and strings
+   * before it are not taken for it.
+   */
+  @Test
+  void aJsonBodyLongerThanTheTapKeepsIsChargedTheUsageAtItsEnd() {
+    StringBuilder logprobs = new StringBuilder();
+    for (int i = 0; i < 3_000; i++) {
+      logprobs
+          .append(i == 0 ? "" : ",")
+          .append("{\"token\":\"usage\",\"logprob\":-0.1,\"top_logprobs\":[")
+          .append("{\"token\":\"\\\"usage\\\":{\",\"logprob\":-1.5}]}");
+    }
+    String usage =
+        "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":7000,\"total_tokens\":7005,"
+            + "\"prompt_tokens_details\":{\"cached_tokens\":2}}";
+    byte[] body =
+        ("{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,"
+                + "\"message\":{\"role\":\"assistant\",\"content\":\"a \\\"usage\\\": {}\"},"
+                + "\"logprobs\":{\"content\":["
+                + logprobs
+                + "]},\"finish_reason\":\"length\"}],"
+                + usage
+                + ",\"prompt_logprobs\":null,\"kv_transfer_params\":null}")
+            .getBytes(StandardCharsets.UTF_8);
+    assertThat(body.length).isGreaterThan(2 * JSON_TAIL);
+    for (int chunk : new int[] {1, 7, 4096, JSON_TAIL + 3, body.length}) {
+      ResponseTap tap = new ResponseTap(false, 100_000, false, () -> {});
+      for (int from = 0; from < body.length; from += chunk) {
+        feed(tap, body, from, Math.min(body.length, from + chunk), new ByteArrayOutputStream());
+      }
+      assertThat(tap.onEnd()).isNull();
+      assertThat(tap.usage()).as("chunks of " + chunk).isEqualTo(new Usage(5, 7000, 2));
+      assertThat(tap.usageLost()).isFalse();
+    }
+  }
+
+  /** A body whose last {@code "usage"} member is cut or not counts is charged its reservation. */
+  @Test
+  void aJsonBodyTooLongWithAnUnreadableUsageAtItsEndLosesIt() {
+    String head = "{\"choices\":[{\"text\":\"" + "x".repeat(200) + "\"}],";
+    for (String end :
+        new String[] {
+          "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":70", // cut off
+          "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":\"many\"}}",
+          "\"usage\":null}",
+          "\"id\":\"x\"}"
+        }) {
+      ResponseTap tap = new ResponseTap(false, 64, false, () -> {});
+      feed(tap, (head + end).getBytes(StandardCharsets.UTF_8), new ByteArrayOutputStream());
+      tap.onEnd();
+      assertThat(tap.usage()).as(end).isNull();
+      assertThat(tap.usageLost()).as(end).isTrue();
+    }
   }
 
   private static void feed(ResponseTap tap, byte[] in, ByteArrayOutputStream out) {
