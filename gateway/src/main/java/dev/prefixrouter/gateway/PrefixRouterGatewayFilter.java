@@ -474,9 +474,26 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
       return u;
     }
     if (tap != null && tap.usageLost()) {
-      return Usage.of(routed.promptTokens(), routed.request().maxOutputTokens());
+      return reserved(routed);
     }
     return Usage.of(routed.promptTokens(), tap == null ? 0 : Math.max(0, tap.dataEvents()));
+  }
+
+  /**
+   * What a JSON answer that the client left after its first byte is charged: the engine's usage
+   * when the tap has read it, else the reserved output. An engine sends a non-streamed answer only
+   * once it has generated all of it, and its usage comes at the body's end, which the gateway does
+   * not read once the client is gone; the events counted for a stream are none here, so {@link
+   * #used} would charge no output at all.
+   */
+  static Usage usedByLeftJson(Routed routed, ResponseTap tap) {
+    Usage u = tap.usage();
+    return u != null ? u : reserved(routed);
+  }
+
+  /** The prompt as routed and the output reserved for the request. */
+  private static Usage reserved(Routed routed) {
+    return Usage.of(routed.promptTokens(), routed.request().maxOutputTokens());
   }
 
   /** One client request across its attempts. */
@@ -492,6 +509,9 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     volatile @Nullable Attempt attempt;
     final java.util.concurrent.atomic.AtomicBoolean cancelSeen =
         new java.util.concurrent.atomic.AtomicBoolean();
+
+    /** Whether the lease was charged its reservation for want of the engine's usage. */
+    boolean reservationCharged;
 
     /** {@link LatencyProbe} timestamps, null when the probe is off. */
     final long @Nullable [] probe = LatencyProbe.start();
@@ -517,8 +537,11 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
         ResponseTap t = a != null && a.routed == r ? a.tap : null;
         if (t != null && !t.isStream() && t.bytesSeen()) {
           // a JSON answer starts only once it is generated: the backend's work is done, so the
-          // lease completes and is charged (a stream's lease is charged what was streamed below)
-          r.lease().complete(used(r, t));
+          // lease completes and is charged the answer, its usage if read, else its reservation (a
+          // stream's lease is charged what was streamed below)
+          Usage u = usedByLeftJson(r, t);
+          reservationCharged = t.usage() == null;
+          r.lease().complete(u);
         } else {
           r.lease().fail(Failure.of(Failure.Kind.CANCELLED), used(r, t));
         }
@@ -563,7 +586,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
       }
       Attempt a = attempt;
       ResponseTap t = a == null ? null : a.tap;
-      if (t != null && t.usageLost()) {
+      if (reservationCharged || (t != null && t.usageLost())) {
         e = e.addKeyValue("usage_lost", true); // charged the reservation, not the engine's count
       }
       e.log();

@@ -33,9 +33,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  * until {@link #gate} opens (at most 5 s); {@link Mode#FAIL_500} answers 500; {@link Mode#SILENT}
  * sends headers and then nothing for 3 s; {@link Mode#HOLD} sends one content chunk and then keeps
  * writing a comment every 50 ms for at most 5 s, recording when the reader is gone; {@link
- * Mode#DIE} sends two chunks and then drops the connection without ending the body; {@link
- * Mode#HANG} reads the request and never answers (at most 5 s). Like OpenAI, a stream asked for
- * usage carries {@code "usage":null} in every chunk before the usage chunk.
+ * Mode#HOLD_JSON} answers a non-streamed request with the start of a JSON body (chunked, no usage
+ * yet) and then keeps writing a space every 50 ms for at most 5 s, as a body still on its way,
+ * recording when the reader is gone; {@link Mode#DIE} sends two chunks and then drops the
+ * connection without ending the body; {@link Mode#HANG} reads the request and never answers (at
+ * most 5 s). Like OpenAI, a stream asked for usage carries {@code "usage":null} in every chunk
+ * before the usage chunk.
  */
 final class FakeEngine implements AutoCloseable {
   /**
@@ -76,6 +79,7 @@ final class FakeEngine implements AutoCloseable {
     FAIL_500,
     SILENT,
     HOLD,
+    HOLD_JSON,
     DIE,
     HANG
   }
@@ -225,6 +229,23 @@ final class FakeEngine implements AutoCloseable {
       boolean stream = body.replace(" ", "").contains("\"stream\":true");
       boolean usage = body.replace(" ", "").contains("\"include_usage\":true");
       Api api = Api.of(ex.getRequestURI().getPath());
+      if (!stream && m == Mode.HOLD_JSON) {
+        ex.getResponseHeaders().set("Content-Type", "application/json");
+        ex.sendResponseHeaders(200, 0);
+        OutputStream out = ex.getResponseBody();
+        write(out, "{\"id\":\"x\",\"object\":\"chat.completion\",\"model\":\"m\",\"choices\":[");
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        try {
+          while (System.nanoTime() < end) {
+            sleep(50);
+            write(out, " ");
+          }
+          write(out, "]}");
+        } catch (IOException gone) {
+          readerGone.countDown();
+        }
+        return;
+      }
       if (!stream) {
         sleep(timing.ttftMillis() + (timing.tokens() - 1) * timing.itlMillis());
         byte[] b = api.body("hi from " + name, completionTokens).getBytes(StandardCharsets.UTF_8);
