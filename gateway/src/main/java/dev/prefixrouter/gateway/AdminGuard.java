@@ -20,22 +20,60 @@ import reactor.core.publisher.Mono;
  * which changes the fleet): any request under the actuator base path other than GET, HEAD or
  * OPTIONS needs {@code Authorization: Bearer <admin key>} whose SHA-256 is {@code
  * prefix-router.gateway.admin-key-sha256}; without that property every such request is refused
- * (403). Applies to the application's own port and to a separate {@code management.server.port}
- * alike (the management context's web handler takes its web filters from the application context
- * too; {@code ManagementPortAdminGuardTest} holds it to that). Stateless; the hash comparison is
- * constant-time.
+ * (403).
+ *
+ * <p>With {@code guardReads} (the auto-configuration sets it when any API key or the admin key is
+ * configured), GET and HEAD of the {@code prefixrouter} endpoint ({@code /actuator/prefixrouter}
+ * and everything under it: the fleet snapshot, with every tenant's name, remaining tokens and
+ * rejections, and every backend) need the admin key too: 401 without it or with another key (a
+ * tenant's API key is not enough), 403 when no admin key is configured. A gateway that asks its
+ * clients for keys does not show them its tenants. Other reads ({@code health}, {@code prometheus},
+ * the actuator's index) and OPTIONS stay open; without any key configured reads stay open as well.
+ *
+ * <p>Applies to the application's own port and to a separate {@code management.server.port} alike
+ * (the management context's web handler takes its web filters from the application context too;
+ * {@code ManagementPortAdminGuardTest} holds it to that). Paths are compared as the handler
+ * mappings see them (decoded, without {@code ;parameters} or empty segments, regardless of case).
+ * Stateless; the hash comparison is constant-time.
  */
 public final class AdminGuard implements WebFilter, Ordered {
+  /** The {@code prefixrouter} endpoint's path under the base path unless it is path-mapped. */
+  public static final String ENDPOINT_PATH = "prefixrouter";
+
   private final List<String> baseSegments;
+  private final List<String> endpointSegments;
+  private final boolean guardReads;
   private final byte @Nullable [] adminSha256;
 
   /**
-   * @param basePath the actuator's base path (e.g. {@code /actuator})
-   * @param adminKeySha256 64 hex digits, or null to refuse every write
-   * @throws IllegalArgumentException if the hash is not 64 hex digits
+   * As {@link #AdminGuard(String, String, String, boolean)} with the endpoint at {@value
+   * #ENDPOINT_PATH}, its reads guarded when an admin key is given.
    */
   public AdminGuard(String basePath, @Nullable String adminKeySha256) {
+    this(basePath, ENDPOINT_PATH, adminKeySha256, adminKeySha256 != null);
+  }
+
+  /**
+   * @param basePath the actuator's base path (e.g. {@code /actuator})
+   * @param endpointPath the {@code prefixrouter} endpoint's path under the base path ({@value
+   *     #ENDPOINT_PATH} unless {@code management.endpoints.web.path-mapping.prefixrouter} says
+   *     otherwise)
+   * @param adminKeySha256 64 hex digits, or null to refuse every write (and, with {@code
+   *     guardReads}, every read of the endpoint)
+   * @param guardReads whether reads of the endpoint need the admin key too
+   * @throws IllegalArgumentException if the hash is not 64 hex digits, or the endpoint path is
+   *     blank
+   */
+  public AdminGuard(
+      String basePath, String endpointPath, @Nullable String adminKeySha256, boolean guardReads) {
     this.baseSegments = segments(basePath);
+    List<String> endpoint = new ArrayList<>(baseSegments);
+    endpoint.addAll(segments(endpointPath));
+    if (endpoint.size() == baseSegments.size()) {
+      throw new IllegalArgumentException("the prefixrouter endpoint's path must not be blank");
+    }
+    this.endpointSegments = List.copyOf(endpoint);
+    this.guardReads = guardReads;
     if (adminKeySha256 != null && !ApiKeys.isSha256Hex(adminKeySha256)) {
       throw new IllegalArgumentException(
           "prefix-router.gateway.admin-key-sha256 must be 64 hex digits (a SHA-256)");
@@ -49,10 +87,11 @@ public final class AdminGuard implements WebFilter, Ordered {
   @Override
   public Mono<Void> filter(ServerWebExchange exchange, WebFilterChain chain) {
     HttpMethod m = exchange.getRequest().getMethod();
-    if (m == HttpMethod.GET
-        || m == HttpMethod.HEAD
-        || m == HttpMethod.OPTIONS
-        || !underBasePath(exchange.getRequest().getPath().pathWithinApplication())) {
+    PathContainer path = exchange.getRequest().getPath().pathWithinApplication();
+    boolean read = m == HttpMethod.GET || m == HttpMethod.HEAD;
+    if (m == HttpMethod.OPTIONS
+        || (read && (!guardReads || !under(path, endpointSegments)))
+        || (!read && !under(path, baseSegments))) {
       return chain.filter(exchange);
     }
     String key =
@@ -69,19 +108,24 @@ public final class AdminGuard implements WebFilter, Ordered {
         "invalid_request_error",
         "admin_key_required",
         null,
-        adminSha256 == null
-            ? "actuator writes are disabled (set prefix-router.gateway.admin-key-sha256)"
-            : "actuator writes need Authorization: Bearer <admin key>");
+        read
+            ? adminSha256 == null
+                ? "the prefixrouter endpoint is not readable while API keys are configured and"
+                    + " no admin key is (set prefix-router.gateway.admin-key-sha256)"
+                : "the prefixrouter endpoint needs Authorization: Bearer <admin key>"
+            : adminSha256 == null
+                ? "actuator writes are disabled (set prefix-router.gateway.admin-key-sha256)"
+                : "actuator writes need Authorization: Bearer <admin key>");
   }
 
   /**
-   * Whether the path is under the actuator's base path as the handler mappings see it: segments
-   * percent-decoded, their {@code ;parameters} dropped, empty segments skipped, compared without
-   * regard to case (a guard that compared the raw path let {@code /%61ctuator/...} and {@code
-   * /actuator;x/...} through to the endpoint).
+   * Whether the path is at or under {@code prefix} (the actuator's base path or the endpoint's
+   * path) as the handler mappings see it: segments percent-decoded, their {@code ;parameters}
+   * dropped, empty segments skipped, compared without regard to case (a guard that compared the raw
+   * path let {@code /%61ctuator/...} and {@code /actuator;x/...} through to the endpoint).
    */
-  private boolean underBasePath(PathContainer path) {
-    int matched = 0; // base segments matched so far
+  private static boolean under(PathContainer path, List<String> prefix) {
+    int matched = 0; // prefix segments matched so far
     for (PathContainer.Element e : path.elements()) {
       if (!(e instanceof PathContainer.PathSegment s)) {
         continue;
@@ -96,16 +140,16 @@ public final class AdminGuard implements WebFilter, Ordered {
         if (to == from) {
           continue;
         }
-        if (matched == baseSegments.size()) {
+        if (matched == prefix.size()) {
           return true;
         }
-        String base = baseSegments.get(matched++);
+        String base = prefix.get(matched++);
         if (to - from != base.length() || !v.regionMatches(true, from, base, 0, base.length())) {
           return false;
         }
       }
     }
-    return matched == baseSegments.size();
+    return matched == prefix.size();
   }
 
   /** The non-empty parts of {@code path} split at {@code /}. */

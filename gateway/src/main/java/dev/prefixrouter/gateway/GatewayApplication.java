@@ -13,9 +13,9 @@ import org.springframework.boot.autoconfigure.SpringBootApplication;
  * in Elastic Common Schema on the console ({@code logging.structured.format.console=ecs}; each
  * request's line carries {@code request_id} and {@code trace_id}), and the actuator endpoints
  * {@code health}, {@code prometheus} and {@code prefixrouter} exposed over HTTP (the latter
- * read-only unless its access is raised, and then writes need the admin key, see {@link
- * AdminGuard}), and Netty's buffer leak detector off. An application embedding the library gets
- * none of these defaults.
+ * read-only unless its access is raised, and then writes need the admin key; once API keys or an
+ * admin key are configured its reads need the admin key too, see {@link AdminGuard}), and Netty's
+ * buffer leak detector off. An application embedding the library gets none of these defaults.
  */
 @SpringBootApplication
 public class GatewayApplication {

@@ -82,9 +82,15 @@ public class PrefixRouterGatewayAutoConfiguration {
 
   @Bean
   @ConditionalOnMissingBean
-  public AdminGuard prefixRouterAdminGuard(PrefixRouterGatewayProperties p, Environment env) {
+  public AdminGuard prefixRouterAdminGuard(
+      PrefixRouterGatewayProperties p, ApiKeys keys, Environment env) {
+    // with keys configured, the fleet snapshot (tenants, their tokens, backends) is the admin's
     return new AdminGuard(
-        env.getProperty("management.endpoints.web.base-path", "/actuator"), p.getAdminKeySha256());
+        env.getProperty("management.endpoints.web.base-path", "/actuator"),
+        env.getProperty(
+            "management.endpoints.web.path-mapping.prefixrouter", AdminGuard.ENDPOINT_PATH),
+        p.getAdminKeySha256(),
+        keys.enabled() || p.getAdminKeySha256() != null);
   }
 
   @Bean

@@ -74,13 +74,20 @@ public class PrefixRouterGatewayProperties {
 
   /**
    * API keys, each as the SHA-256 of the key (64 hex digits) and its tenant. When any is set, every
-   * request needs {@code Authorization: Bearer <key>} with one of them (else 401).
+   * request needs {@code Authorization: Bearer <key>} with one of them (else 401), and reading the
+   * actuator's {@code prefixrouter} endpoint needs the admin key ({@code admin-key-sha256}; no API
+   * key will do, and without an admin key those reads are refused).
    */
   private List<ApiKey> apiKeys = new ArrayList<>();
 
   /**
    * SHA-256 (64 hex digits) of the key that may use writing actuator operations ({@code
-   * Authorization: Bearer <key>}); unset = every non-read actuator request is refused (403).
+   * Authorization: Bearer <key>}); unset = every non-read actuator request is refused (403). When
+   * this or any API key is set, reads of the actuator's {@code prefixrouter} endpoint (the fleet
+   * snapshot: tenants, their remaining tokens, backends) need this key too: 401 without it, 403
+   * when API keys are set and this is not. With no key configured at all, those reads are open (the
+   * endpoint is read-only unless its access is raised). {@code health} and {@code prometheus} stay
+   * open either way. See {@link AdminGuard}.
    */
   private @Nullable String adminKeySha256;
 

@@ -532,13 +532,38 @@ class GatewayEndToEndTest {
             ofString());
     assertThat(res.statusCode()).isEqualTo(403);
     assertThat(engine.backends().get("new")).isEmpty();
-    HttpResponse<String> read =
+  }
+
+  /**
+   * With API keys on, the fleet snapshot (every tenant's name and remaining tokens, the backends)
+   * is not for anyone who can reach the port, nor for a tenant's key: without an admin key
+   * configured, reads of the endpoint are refused too, on every path that reaches it.
+   */
+  @Test
+  void theFleetSnapshotIsNotReadableWithoutTheAdminKeyWhenApiKeysAreOn() throws Exception {
+    client.send(post("/v1/chat/completions", chat("chat", false), TINY_KEY), ofString());
+    for (String path :
+        new String[] {
+          "/actuator/prefixrouter", "/actuator/prefixrouter/ok1", "/%61ctuator/PrefixRouter"
+        }) {
+      for (String key : new String[] {null, MAIN_KEY}) {
+        HttpRequest.Builder b =
+            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path));
+        if (key != null) {
+          b.header("Authorization", "Bearer " + key);
+        }
+        HttpResponse<String> read = client.send(b.build(), ofString());
+        assertThat(read.statusCode()).as(path + " key " + key).isEqualTo(403);
+        assertThat(read.body()).doesNotContain("tiny").contains("admin_key_required");
+      }
+    }
+    // health stays open for probes (UP or DOWN as the fleet is)
+    HttpResponse<String> health =
         client.send(
-            HttpRequest.newBuilder(
-                    URI.create("http://127.0.0.1:" + port + "/actuator/prefixrouter"))
+            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/actuator/health"))
                 .build(),
             ofString());
-    assertThat(read.statusCode()).isEqualTo(200);
+    assertThat(health.statusCode()).isIn(200, 503);
   }
 
   @Test

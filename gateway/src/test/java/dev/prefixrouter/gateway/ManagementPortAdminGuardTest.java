@@ -14,8 +14,9 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalManagementPort;
 
 /**
- * With the actuator on its own port ({@code management.server.port}), its writing operations are
- * still refused without the admin key, and allowed with it.
+ * With the actuator on its own port ({@code management.server.port}), its writing operations, and
+ * reads of the {@code prefixrouter} endpoint once an admin key is configured, are still refused
+ * without the admin key, and allowed with it.
  */
 @SpringBootTest(
     classes = GatewayApplication.class,
@@ -57,14 +58,29 @@ class ManagementPortAdminGuardTest {
         client.send(add("new1", "admin-secret"), HttpResponse.BodyHandlers.ofString());
     assertThat(admin.statusCode()).as(admin.body()).isBetween(200, 299);
     assertThat(engine.backends().get("new1")).isPresent();
+  }
 
-    HttpResponse<String> read =
-        client.send(
-            HttpRequest.newBuilder(
-                    URI.create("http://127.0.0.1:" + managementPort + "/actuator/prefixrouter"))
-                .build(),
-            HttpResponse.BodyHandlers.ofString());
-    assertThat(read.statusCode()).isEqualTo(200);
+  /** With an admin key configured, reading the fleet snapshot needs it too. */
+  @Test
+  void readsOnTheManagementPortNeedTheAdminKey() throws Exception {
+    assertThat(client.send(read(null), HttpResponse.BodyHandlers.ofString()).statusCode())
+        .isEqualTo(401);
+    assertThat(client.send(read("not-the-key"), HttpResponse.BodyHandlers.ofString()).statusCode())
+        .isEqualTo(401);
+    HttpResponse<String> admin =
+        client.send(read("admin-secret"), HttpResponse.BodyHandlers.ofString());
+    assertThat(admin.statusCode()).as(admin.body()).isEqualTo(200);
+    assertThat(admin.body()).contains("b1");
+  }
+
+  private HttpRequest read(String key) {
+    HttpRequest.Builder b =
+        HttpRequest.newBuilder(
+            URI.create("http://127.0.0.1:" + managementPort + "/actuator/prefixrouter"));
+    if (key != null) {
+      b.header("Authorization", "Bearer " + key);
+    }
+    return b.build();
   }
 
   private HttpRequest add(String id, String key) {
