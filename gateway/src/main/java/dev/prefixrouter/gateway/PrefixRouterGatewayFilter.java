@@ -464,9 +464,8 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
   /**
    * What the backend produced for {@code routed}, as the response tap saw it: the engine's usage;
    * without one, the prompt as routed and one token per streamed event; the reserved output when a
-   * JSON body was longer than the tap keeps and no usage could be read from its last {@value
-   * ResponseTap#JSON_TAIL_BYTES} bytes (so that a large answer is never charged as none; the
-   * request's log line then says {@code usage_lost}).
+   * JSON body was longer than the tap keeps and had no readable top-level usage object (so that a
+   * large answer is never charged as none; the request's log line then says {@code usage_lost}).
    */
   static Usage used(Routed routed, @Nullable ResponseTap tap) {
     Usage u = tap == null ? null : tap.usage();

@@ -18,11 +18,11 @@ import tools.jackson.databind.json.JsonMapper;
  * usage}, Responses {@code response.completed}'s {@code response.usage}); for a JSON body it keeps
  * a copy and reads its {@code usage} at the end.
  *
- * <p>A JSON body longer than the configured cap is not copied whole: the tap keeps only its last
- * {@value #JSON_TAIL_BYTES} bytes and, at the end, reads the last {@code "usage"} member there
- * (vLLM and OpenAI write {@code usage} after {@code choices}, followed at most by a few short
- * members). If that member is not within those bytes, or its value is not an object that parses as
- * counts, the usage is lost ({@link #usageLost()}) and the caller charges the reservation.
+ * <p>A JSON body longer than the configured cap is not copied whole: from the cap on, the tap scans
+ * it byte by byte for its top-level {@code usage} member ({@link UsageScanner}: strings and nesting
+ * tracked, the member captured wherever it sits, at most {@value UsageScanner#MAX_USAGE_BYTES}
+ * bytes of it). If the body has no readable usage object there, the usage is lost ({@link
+ * #usageLost()}) and the caller charges the reservation.
  *
  * <p>With {@code stripUsage} (the gateway asked for the usage chunk, the client did not), the
  * stream is also rewritten so that the client sees what it would have seen without the gateway: the
@@ -34,24 +34,15 @@ import tools.jackson.databind.json.JsonMapper;
  *
  * <p>Bounds: a stream line longer than {@value #MAX_LINE_BYTES} bytes is passed through unread (no
  * usage from it); a JSON body holds at most the configured cap in memory, and once longer, {@value
- * #JSON_TAIL_BYTES} bytes. Lines are parsed as JSON only until the first content is seen, and
- * afterwards only when they mention {@code usage}; cost is linear in the bytes seen. One instance
- * per attempt, called from one thread at a time (Reactor serializes {@code onNext}).
+ * UsageScanner#MAX_USAGE_BYTES} bytes. Lines are parsed as JSON only until the first content is
+ * seen, and afterwards only when they mention {@code usage}; cost is linear in the bytes seen. One
+ * instance per attempt, called from one thread at a time (Reactor serializes {@code onNext}).
  */
 final class ResponseTap {
   /** Longest SSE line read for usage or content (longer ones pass through unread). */
   static final int MAX_LINE_BYTES = 1 << 20;
 
-  /** Last bytes of a JSON body longer than the cap kept to read its {@code usage} from. */
-  static final int JSON_TAIL_BYTES = 64 * 1024;
-
   private static final JsonMapper JSON = JsonMapper.builder().build();
-
-  /** Reads the first JSON value of its input and ignores the rest. */
-  private static final tools.jackson.databind.ObjectReader FIRST_VALUE =
-      JSON.readerFor(JsonNode.class)
-          .without(tools.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
-
   private static final byte[] USAGE = "\"usage\"".getBytes(java.nio.charset.StandardCharsets.UTF_8);
 
   private final boolean stream;
@@ -73,11 +64,8 @@ final class ResponseTap {
   private @Nullable Bytes json;
   private boolean jsonTooLong;
 
-  /** The last bytes of a JSON body once it is too long: a ring, {@code tailAt} its next write. */
-  private byte @Nullable [] tail;
-
-  private int tailAt;
-  private long tailSeen;
+  /** A JSON body's usage scan once it is too long to keep. */
+  private @Nullable UsageScanner<Usage> scanner;
 
   /**
    * @param stream whether the body is an event stream (else JSON)
@@ -197,14 +185,17 @@ final class ResponseTap {
     if (!stream) {
       Bytes j = json;
       if (!jsonTooLong && j != null && j.size() + n > maxJsonBytes) {
-        // too long to keep whole: from now on only its last bytes, for the usage at its end
+        // too long to keep whole: from now on scanned for its usage member as it passes
         jsonTooLong = true;
-        tail = new byte[JSON_TAIL_BYTES];
-        toTail(j.bytes(), 0, j.size());
+        scanner = new UsageScanner<>(ResponseTap::usageObject);
+        scanner.feed(j.bytes(), 0, j.size());
         json = null;
       }
-      if (jsonTooLong) {
-        toTail(buffer, start, n);
+      UsageScanner<Usage> sc = scanner;
+      if (sc != null) {
+        for (int i = 0; i < n; i++) {
+          sc.feed(buffer.getByte(start + i));
+        }
         return;
       }
       if (j != null) {
@@ -224,91 +215,10 @@ final class ResponseTap {
     }
   }
 
-  private void toTail(byte[] b, int from, int n) {
-    byte[] t = java.util.Objects.requireNonNull(tail);
-    int skip = Math.max(0, n - t.length);
-    for (int i = from + skip, end = from + n; i < end; ) {
-      int k = Math.min(end - i, t.length - tailAt);
-      System.arraycopy(b, i, t, tailAt, k);
-      i += k;
-      tailAt = (tailAt + k) % t.length;
-    }
-    tailSeen += n;
-  }
-
-  private void toTail(DataBuffer buffer, int start, int n) {
-    byte[] t = java.util.Objects.requireNonNull(tail);
-    int skip = Math.max(0, n - t.length);
-    for (int i = start + skip, end = start + n; i < end; ) {
-      int k = Math.min(end - i, t.length - tailAt);
-      buffer.toByteBuffer(i, java.nio.ByteBuffer.wrap(t), tailAt, k);
-      i += k;
-      tailAt = (tailAt + k) % t.length;
-    }
-    tailSeen += n;
-  }
-
-  /** The tail's bytes in order (fewer than its capacity while it has not been filled). */
-  private byte[] tailBytes() {
-    byte[] t = java.util.Objects.requireNonNull(tail);
-    if (tailSeen < t.length) {
-      return java.util.Arrays.copyOf(t, tailAt);
-    }
-    byte[] out = new byte[t.length];
-    System.arraycopy(t, tailAt, out, 0, t.length - tailAt);
-    System.arraycopy(t, 0, out, t.length - tailAt, tailAt);
-    return out;
-  }
-
-  /**
-   * The usage of the last {@code "usage"} member in {@code b} (the end of a JSON body): null if
-   * there is none, or its value is not an object, is cut off or is not valid counts. A {@code
-   * "usage"} inside a string is not a member: its quotes are escaped there, and a {@code "usage"}
-   * token value is not followed by a colon.
-   */
-  static @Nullable Usage lastUsageMember(byte[] b) {
-    for (int i = lastIndexOf(b, b.length, USAGE); i >= 0; i = lastIndexOf(b, i, USAGE)) {
-      if (i > 0 && b[i - 1] == '\\') {
-        continue;
-      }
-      int j = skipSpace(b, i + USAGE.length);
-      if (j >= b.length || b[j] != ':') {
-        continue;
-      }
-      j = skipSpace(b, j + 1);
-      if (j >= b.length || b[j] != '{') {
-        return null; // the last usage member is not an object (null, say): no usage
-      }
-      try {
-        // the object alone: what follows it (the body's last members, its end) is not read
-        JsonNode u = FIRST_VALUE.readValue(b, j, b.length - j);
-        return u == null || !u.isObject() ? null : countsOf(u);
-      } catch (JacksonException e) {
-        return null; // cut off, or not JSON
-      }
-    }
-    return null;
-  }
-
-  private static int skipSpace(byte[] b, int i) {
-    while (i < b.length && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t')) {
-      i++;
-    }
-    return i;
-  }
-
-  /** The last index before {@code to} where {@code needle} starts in {@code b}, or -1. */
-  private static int lastIndexOf(byte[] b, int to, byte[] needle) {
-    outer:
-    for (int i = Math.min(to - 1, b.length - needle.length); i >= 0; i--) {
-      for (int j = 0; j < needle.length; j++) {
-        if (b[i + j] != needle[j]) {
-          continue outer;
-        }
-      }
-      return i;
-    }
-    return -1;
+  /** The usage of a usage object's bytes; null if they are not JSON or not valid counts. */
+  private static @Nullable Usage usageObject(byte[] b) {
+    JsonNode u = parse(b, 0, b.length);
+    return u == null || !u.isObject() ? null : countsOf(u);
   }
 
   private void append(byte b) {
@@ -337,9 +247,9 @@ final class ResponseTap {
         outLen = 0;
         return rest;
       }
-    } else if (jsonTooLong) {
-      usage = lastUsageMember(tailBytes());
-      tail = null;
+    } else if (scanner != null) {
+      usage = scanner.usage();
+      scanner = null;
     } else if (json != null && json.size() > 0) {
       JsonNode node = parse(json.bytes(), 0, json.size());
       if (node != null) {
@@ -353,9 +263,9 @@ final class ResponseTap {
   }
 
   /**
-   * Whether the engine's usage cannot be known: a JSON body longer than the tap keeps whose last
-   * {@value #JSON_TAIL_BYTES} bytes held no readable {@code usage} object (or whose end has not
-   * been read yet). The caller then charges the reservation, not zero output.
+   * Whether the engine's usage cannot be known: a JSON body longer than the tap keeps that had no
+   * readable top-level {@code usage} object (or whose end has not been read yet). The caller then
+   * charges the reservation, not zero output.
    */
   boolean usageLost() {
     return !stream && jsonTooLong && usage == null;

@@ -140,15 +140,23 @@ class ResponseTapTest {
     feed(events, WITHOUT_USAGE.getBytes(StandardCharsets.UTF_8), new ByteArrayOutputStream());
     assertThat(PrefixRouterGatewayFilter.used(routed, events)).isEqualTo(Usage.of(prompt, 3));
 
-    // the usage is not within the last JSON_TAIL bytes of a body longer than the tap keeps
-    ResponseTap tooLong = new ResponseTap(false, 64, false, () -> {});
+    // a body longer than the tap keeps is scanned for its usage wherever it is (first here)
     byte[] body =
         ("{\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":7000},"
                 + "\"choices\":[{\"message\":{\"content\":\""
                 + "x".repeat(JSON_TAIL)
                 + "\"}}]}")
             .getBytes(StandardCharsets.UTF_8);
-    feed(tooLong, body, new ByteArrayOutputStream());
+    ResponseTap scanned = new ResponseTap(false, 64, false, () -> {});
+    feed(scanned, body, new ByteArrayOutputStream());
+    scanned.onEnd();
+    assertThat(PrefixRouterGatewayFilter.used(routed, scanned)).isEqualTo(Usage.of(5, 7000));
+    // and without one it is charged the reservation
+    ResponseTap tooLong = new ResponseTap(false, 64, false, () -> {});
+    String noUsage =
+        new String(body, StandardCharsets.UTF_8)
+            .replace("{\"prompt_tokens\":5,\"completion_tokens\":7000}", "null");
+    feed(tooLong, noUsage.getBytes(StandardCharsets.UTF_8), new ByteArrayOutputStream());
     tooLong.onEnd();
     assertThat(tooLong.usage()).isNull();
     assertThat(tooLong.usageLost()).isTrue();
@@ -196,6 +204,36 @@ class ResponseTapTest {
       }
       assertThat(tap.onEnd()).isNull();
       assertThat(tap.usage()).as("chunks of " + chunk).isEqualTo(new Usage(5, 7000, 2));
+      assertThat(tap.usageLost()).isFalse();
+    }
+  }
+
+  /**
+   * A member after {@code usage} longer than any tail (vLLM's {@code prompt_logprobs}, which a
+   * client asks for) does not hide it: the body is scanned as it passes, not read from its end.
+   */
+  @Test
+  void aLongMemberAfterTheUsageDoesNotHideIt() {
+    StringBuilder promptLogprobs = new StringBuilder("[null");
+    for (int i = 0; i < 20_000; i++) {
+      promptLogprobs.append(",{\"").append(i).append("\":{\"logprob\":-1.5,\"rank\":1}}");
+    }
+    byte[] body =
+        ("{\"id\":\"x\",\"choices\":[{\"index\":0,\"text\":\"\\\"usage\\\":{}\"}],"
+                + "\"usage\":{\"prompt_tokens\":20000,\"completion_tokens\":9000,"
+                + "\"prompt_tokens_details\":{\"cached_tokens\":0}},"
+                + "\"prompt_logprobs\":"
+                + promptLogprobs
+                + "]}")
+            .getBytes(StandardCharsets.UTF_8);
+    assertThat(body.length).isGreaterThan(8 * JSON_TAIL);
+    for (int chunk : new int[] {1, 4096, body.length}) {
+      ResponseTap tap = new ResponseTap(false, 1_000, false, () -> {});
+      for (int from = 0; from < body.length; from += chunk) {
+        feed(tap, body, from, Math.min(body.length, from + chunk), new ByteArrayOutputStream());
+      }
+      tap.onEnd();
+      assertThat(tap.usage()).as("chunks of " + chunk).isEqualTo(new Usage(20000, 9000, 0));
       assertThat(tap.usageLost()).isFalse();
     }
   }
