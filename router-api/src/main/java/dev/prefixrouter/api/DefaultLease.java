@@ -122,6 +122,10 @@ final class DefaultLease implements Lease {
                 queuedBefore,
                 decodesBefore,
                 r.cost());
+      } catch (RuntimeException ex) {
+        // the lease is STREAMING whatever the scorer does: a throw here must not stop the caller
+        // from ending it (a pair's prefill leg is completed right after its first token)
+        pipeline.listeners().ignored(pipeline.scorer(), ex);
       } finally {
         entry.release();
         pipeline.membership().announce(change); // made even if the scorer threw
@@ -321,7 +325,12 @@ final class DefaultLease implements Lease {
    * announce after it releases the claim.
    */
   private Membership.@Nullable HealthChange healthFeedback(long now, @Nullable Failure failure) {
-    return pipeline.membership().healthFeedback(entry, now, failure);
+    try {
+      return pipeline.membership().healthFeedback(entry, now, failure);
+    } catch (RuntimeException ex) {
+      pipeline.listeners().ignored(pipeline.membership(), ex); // a host's health policy threw
+      return null;
+    }
   }
 
   @Override

@@ -89,12 +89,16 @@ final class DefaultPairLease implements PairLease {
       return;
     }
     Lease p = prefill.lease();
-    if (observed) {
-      p.firstToken();
+    try {
+      if (observed) {
+        p.firstToken();
+      }
+    } finally {
+      // the tenant keeps its whole reservation until the decode phase ends: the prefill leg
+      // settles at exactly what it reserved (prompt + max output), the true-up happens at the end;
+      // ended even if the first token's callbacks threw (the host cannot end this leg itself)
+      p.complete(Usage.of(prefill.promptTokens(), request.maxOutputTokens()));
     }
-    // the tenant keeps its whole reservation until the decode phase ends: the prefill leg settles
-    // at exactly what it reserved (prompt + max output), the true-up happens here at the end
-    p.complete(Usage.of(prefill.promptTokens(), request.maxOutputTokens()));
   }
 
   @Override
@@ -129,12 +133,15 @@ final class DefaultPairLease implements PairLease {
       if (s == OPEN) {
         if (STATE.compareAndSet(this, OPEN, FAILED_PREFILL)) {
           // blamed; the tenant refunded (charged what was used, if the client left) by the engine
-          if (used == null) {
-            prefill.lease().fail(failure);
-          } else {
-            prefill.lease().fail(failure, used);
+          try {
+            if (used == null) {
+              prefill.lease().fail(failure);
+            } else {
+              prefill.lease().fail(failure, used);
+            }
+          } finally {
+            endDecode(false, null); // the decode leg's counts go even if a callback threw
           }
-          endDecode(false, null);
           return;
         }
       } else if (s == DECODING) {
@@ -153,12 +160,15 @@ final class DefaultPairLease implements PairLease {
       int s = state;
       if (s == OPEN) {
         if (STATE.compareAndSet(this, OPEN, FAILED_DECODE_EARLY)) {
-          prefill
-              .lease()
-              .fail(
-                  new Failure(
-                      Failure.Kind.CANCELLED, "decode backend failed: " + failure.detail()));
-          endDecode(false, failure.countsAgainstBackend() ? failure : null);
+          try {
+            prefill
+                .lease()
+                .fail(
+                    new Failure(
+                        Failure.Kind.CANCELLED, "decode backend failed: " + failure.detail()));
+          } finally {
+            endDecode(false, failure.countsAgainstBackend() ? failure : null);
+          }
           return;
         }
       } else if (s == DECODING) {

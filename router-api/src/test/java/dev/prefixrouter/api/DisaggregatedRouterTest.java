@@ -47,6 +47,46 @@ class DisaggregatedRouterTest {
   }
 
   @Test
+  void aScorerThatThrowsOnTheFirstTokenLeavesNoLegOpen() {
+    dev.prefixrouter.api.spi.Scorer throwing =
+        new dev.prefixrouter.api.spi.Scorer() {
+          @Override
+          public String name() {
+            return "throwing";
+          }
+
+          @Override
+          public void score(dev.prefixrouter.api.spi.ScoringContext ctx) {}
+
+          @Override
+          public void onFirstToken(dev.prefixrouter.api.spi.FirstTokenObservation o) {
+            throw new IllegalStateException("scorer bug");
+          }
+        };
+    RoutingEngine e =
+        RoutingEngine.builder()
+            .ticker(clock::get)
+            .limiter(limiter)
+            .health(breaker)
+            .scorer(throwing)
+            .backend(p("p0"))
+            .backend(d("d0"))
+            .build();
+    DisaggregatedRouter pd = DisaggregatedRouter.builder(e).build();
+    PairRouted r = pair(pd.route(req()));
+    r.lease().firstToken(); // threw out of the prefill leg's first token before, leaving it open
+    r.lease().complete(Usage.of(16, 8));
+    assertThat(snap(e, "p0").inFlight()).isZero();
+    assertThat(snap(e, "d0").inFlight()).isZero();
+    assertThat(limiter.balance("t")).isEqualTo(1_000 - 24);
+    // a single lease too: the scorer's throw does not escape firstToken()
+    Routed single = (Routed) e.route(req().toBuilder().build());
+    single.lease().firstToken();
+    single.lease().complete(Usage.of(16, 8));
+    assertThat(snap(e, "p0").inFlight() + snap(e, "d0").inFlight()).isZero();
+  }
+
+  @Test
   void roleIsCarriedByCapabilitiesAndReplacedByWithRole() {
     Backend b = Backend.of("b", "m").withCapability("vision");
     assertThat(b.role()).isEqualTo(Role.BOTH);
