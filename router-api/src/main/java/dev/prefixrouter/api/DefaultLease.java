@@ -210,11 +210,38 @@ final class DefaultLease implements Lease {
   }
 
   private void failWith(Failure failure, @Nullable Usage used) {
-    int s = end(FAILED_BEFORE_FIRST_TOKEN, FAILED_AFTER_FIRST_TOKEN);
+    failWith(failure, used, false);
+  }
+
+  /**
+   * Ends a lease the request never used, before its first token, as a {@code CANCELLED} failure:
+   * the engine's own withdrawal of an admitted attempt (a pair whose decode leg found no backend).
+   * The whole admission goes back: the tokens and, for a first attempt, what else the limiter took
+   * ({@link dev.prefixrouter.api.spi.TenantLimiter#release}: a request permit), as for a request
+   * the engine rejects after admission. No effect once the lease has ended or streamed.
+   */
+  void withdraw(String detail) {
+    failWith(new Failure(Failure.Kind.CANCELLED, detail), null, true);
+  }
+
+  private void failWith(Failure failure, @Nullable Usage used, boolean withdrawn) {
+    int s =
+        withdrawn
+            ? end(FAILED_BEFORE_FIRST_TOKEN, -1)
+            : end(FAILED_BEFORE_FIRST_TOKEN, FAILED_AFTER_FIRST_TOKEN);
     if (s < 0) {
       return;
     }
     long now = pipeline.ticker().getAsLong();
+    if (withdrawn && routed().attempt() == 0) {
+      pipeline.limiter().release(routed().request().tenant(), reservedTokens(), now);
+      Routed r = routed();
+      Listeners listeners = pipeline.listeners();
+      if (listeners.any()) {
+        listeners.notify(l -> l.onFailed(r, failure, true));
+      }
+      return;
+    }
     // Before the first token the backend did no useful work: refund the whole reservation, unless
     // the client left (CANCELLED) and the caller says what was used: its prefill may have run, and
     // a client must not be able to make requests free by leaving just before the first token.
@@ -249,8 +276,8 @@ final class DefaultLease implements Lease {
   private int end(int ifOpen, int ifStreaming) {
     while (true) {
       int s = state;
-      if (s >= COMPLETED) {
-        return -1;
+      if (s >= COMPLETED || (s != OPEN && ifStreaming < 0)) {
+        return -1; // ended already, or streaming and the caller ends open leases only
       }
       if (STATE.compareAndSet(this, s, s == OPEN ? ifOpen : ifStreaming)) {
         if (s == OPEN) {

@@ -232,8 +232,20 @@ public final class DisaggregatedRouter {
     try {
       return choose(request, prefill, decodeExcluded, attempt);
     } catch (RuntimeException | Error t) { // a throwing TransferCost: give the prefill leg back
-      prefill.lease().fail(new Failure(Failure.Kind.CANCELLED, "decode choice failed"));
+      withdraw(prefill, "decode choice failed");
       throw t;
+    }
+  }
+
+  /**
+   * Gives a placed prefill leg back whole (its tokens and, for a first attempt, its request
+   * permit): the pair never ran.
+   */
+  private static void withdraw(Routed prefill, String detail) {
+    if (prefill.lease() instanceof DefaultLease l) {
+      l.withdraw(detail);
+    } else {
+      prefill.lease().fail(new Failure(Failure.Kind.CANCELLED, detail));
     }
   }
 
@@ -307,7 +319,7 @@ public final class DisaggregatedRouter {
               attempt,
               lease));
     }
-    prefill.lease().fail(new Failure(Failure.Kind.CANCELLED, "no decode backend for the pair"));
+    withdraw(prefill, "no decode backend for the pair");
     return pipeline.reject(
         new Rejected(
             request,

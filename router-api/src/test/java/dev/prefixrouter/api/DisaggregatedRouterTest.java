@@ -340,6 +340,46 @@ class DisaggregatedRouterTest {
   }
 
   @Test
+  void aPairWithNoDecodeBackendGivesItsRequestPermitBack() {
+    java.util.concurrent.atomic.AtomicInteger permits =
+        new java.util.concurrent.atomic.AtomicInteger();
+    dev.prefixrouter.api.spi.TenantLimiter onePermit =
+        new dev.prefixrouter.api.spi.TenantLimiter() {
+          @Override
+          public dev.prefixrouter.api.spi.Admission tryAcquire(String t, long tokens, long now) {
+            if (permits.get() >= 1) {
+              return dev.prefixrouter.api.spi.Admission.denied(1, "one request at a time");
+            }
+            permits.incrementAndGet();
+            return dev.prefixrouter.api.spi.Admission.GRANTED;
+          }
+
+          @Override
+          public void adjust(String t, long delta, long now) {}
+
+          @Override
+          public void release(String t, long tokens, long now) {
+            permits.decrementAndGet();
+          }
+        };
+    RoutingEngine e =
+        RoutingEngine.builder()
+            .ticker(clock::get)
+            .limiter(onePermit)
+            .backend(p("p0"))
+            .backend(Backend.of("plain", "m"))
+            .build();
+    DisaggregatedRouter pd = DisaggregatedRouter.builder(e).build();
+    for (int i = 0; i < 3; i++) { // the second was RATE_LIMITED: the first kept its permit
+      assertThat(((Rejected) pd.route(req())).reason())
+          .as("attempt " + i)
+          .isEqualTo(RejectReason.NO_ELIGIBLE_BACKEND);
+    }
+    assertThat(permits.get()).isZero();
+    assertThat(snap(e, "p0").inFlight()).isZero();
+  }
+
+  @Test
   void noPrefillBackendRejectsThroughTheEngine() {
     RoutingEngine e = engine(d("d0"));
     Rejected x = (Rejected) DisaggregatedRouter.builder(e).build().route(req());
