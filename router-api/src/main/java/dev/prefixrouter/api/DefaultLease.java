@@ -353,7 +353,7 @@ final class DefaultLease implements Lease {
    */
   private Membership.@Nullable HealthChange healthFeedback(long now, @Nullable Failure failure) {
     try {
-      return pipeline.membership().healthFeedback(entry, now, failure);
+      return pipeline.membership().healthFeedback(entry, now, startNanos, failure);
     } catch (RuntimeException ex) {
       pipeline.listeners().ignored(pipeline.membership(), ex); // a host's health policy threw
       return null;

@@ -45,6 +45,7 @@ final class DefaultPairLease implements PairLease {
   private final List<BackendEntry> decodeExcluded;
   private final int attempt;
   private final boolean local; // served whole on its prefill backend: its lease feeds the breaker
+  private final long placedNanos; // when the decode leg was placed (its breaker's probe or not)
   private volatile int state; // OPEN (0): an initializer would be a volatile store, a fence
   private volatile boolean failoverTaken;
 
@@ -56,8 +57,10 @@ final class DefaultPairLease implements PairLease {
       long reserved,
       List<BackendEntry> decodeExcluded,
       int attempt,
-      boolean local) {
+      boolean local,
+      long placedNanos) {
     this.local = local;
+    this.placedNanos = placedNanos;
     this.router = router;
     this.request = request;
     this.prefill = prefill;
@@ -213,7 +216,7 @@ final class DefaultPairLease implements PairLease {
     if ((success || failure != null) && decode.claim()) {
       Membership.HealthChange change;
       try {
-        change = pipeline.membership().healthFeedback(decode, now, failure);
+        change = pipeline.membership().healthFeedback(decode, now, placedNanos, failure);
       } finally {
         decode.release();
       }

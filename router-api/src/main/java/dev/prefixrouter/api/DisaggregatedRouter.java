@@ -307,7 +307,8 @@ public final class DisaggregatedRouter {
         localPairs.increment();
       }
       DefaultPairLease lease =
-          new DefaultPairLease(this, request, prefill, e, reserved, decodeExcluded, attempt, local);
+          new DefaultPairLease(
+              this, request, prefill, e, reserved, decodeExcluded, attempt, local, now);
       return lease.open(
           new PairRouted(
               request,

@@ -264,7 +264,8 @@ final class Membership implements BackendRegistry {
     HealthChange change = null;
     try {
       if (failure.countsAgainstBackend()) {
-        change = healthFeedback(e, ticker.getAsLong(), failure);
+        long now = ticker.getAsLong();
+        change = healthFeedback(e, now, now, failure);
       }
     } finally {
       e.release();
@@ -282,10 +283,11 @@ final class Membership implements BackendRegistry {
    * it to {@link #announce} after releasing the claim, because a listener may remove the backend,
    * and {@link #remove} waits for every claim on it (the caller's own included).
    */
-  @Nullable HealthChange healthFeedback(BackendEntry entry, long now, @Nullable Failure failure) {
+  @Nullable HealthChange healthFeedback(
+      BackendEntry entry, long now, long placedNanos, @Nullable Failure failure) {
     HealthState before = health.state(entry.slot, now);
     if (failure == null) {
-      health.onSuccess(entry.slot, now);
+      health.onSuccess(entry.slot, now, placedNanos);
     } else {
       health.onFailure(entry.slot, failure, now);
     }

@@ -145,10 +145,27 @@ public final class CircuitBreakers implements HealthPolicy {
 
   @Override
   public void onSuccess(int slot, long nowNanos) {
+    success(slot, false, 0);
+  }
+
+  /**
+   * {@inheritDoc} A half-open breaker counts only successes of requests placed since it opened: one
+   * placed while it was closed (a long request that started before the failures) is not a probe,
+   * and its late success does not close the breaker before any probe has answered.
+   */
+  @Override
+  public void onSuccess(int slot, long nowNanos, long placedNanos) {
+    success(slot, true, placedNanos);
+  }
+
+  private void success(int slot, boolean placedKnown, long placedNanos) {
     while (true) {
       State s = states.get(slot);
       if (s == null || s.kind == HealthState.OPEN) {
         return; // a late success from before the breaker opened
+      }
+      if (placedKnown && s.kind == HealthState.HALF_OPEN && placedNanos - s.openedAt <= 0) {
+        return; // placed by the time it opened (a probe comes a cooldown later): not a probe
       }
       State next;
       if (s.kind == HealthState.HALF_OPEN) {

@@ -50,6 +50,36 @@ class CircuitBreakersTest {
   }
 
   @Test
+  void aLateSuccessOfARequestPlacedBeforeTheBreakerOpenedIsNotAProbe() {
+    java.util.concurrent.atomic.AtomicLong clock =
+        new java.util.concurrent.atomic.AtomicLong(SECOND);
+    dev.prefixrouter.api.RoutingEngine engine =
+        dev.prefixrouter.api.RoutingEngine.builder()
+            .ticker(clock::get)
+            .health(
+                CircuitBreakers.builder()
+                    .consecutiveFailures(1)
+                    .halfOpenProbes(1)
+                    .cooldown(Duration.ofSeconds(10))
+                    .build())
+            .backend(B)
+            .build();
+    dev.prefixrouter.api.RouteRequest req =
+        dev.prefixrouter.api.RouteRequest.builder("t", "m")
+            .prompt(dev.prefixrouter.api.Prompt.ofTokens(1, 2, 3))
+            .build();
+    dev.prefixrouter.api.Routed old = (dev.prefixrouter.api.Routed) engine.route(req); // closed
+    ((dev.prefixrouter.api.Routed) engine.route(req)).lease().fail(CONNECT); // opens
+    clock.addAndGet(11 * SECOND);
+    dev.prefixrouter.api.Routed probe = (dev.prefixrouter.api.Routed) engine.route(req);
+    old.lease().firstToken(); // closed the breaker before the probe answered
+    assertThat(engine.inspect().backend("b").orElseThrow().health())
+        .isEqualTo(HealthState.HALF_OPEN);
+    probe.lease().firstToken();
+    assertThat(engine.inspect().backend("b").orElseThrow().health()).isEqualTo(HealthState.CLOSED);
+  }
+
+  @Test
   void halfOpenFailureReopens() {
     CircuitBreakers b = breakers();
     b.addBackend(0, B);

@@ -31,6 +31,16 @@ public interface HealthPolicy extends SlotLifecycle {
   /** A request to the slot got its first token or completed. */
   void onSuccess(int slot, long nowNanos);
 
+  /**
+   * A request to the slot, placed at {@code placedNanos} (the engine's ticker when it was routed),
+   * got its first token or completed: a breaker can tell a half-open round's probes from requests
+   * placed before the breaker opened, whose late successes say nothing about the backend since. The
+   * engine calls this one; the default ignores the placement time.
+   */
+  default void onSuccess(int slot, long nowNanos, long placedNanos) {
+    onSuccess(slot, nowNanos);
+  }
+
   /** A request to the slot failed in a way that {@link Failure#countsAgainstBackend() counts}. */
   void onFailure(int slot, Failure failure, long nowNanos);
 
