@@ -233,6 +233,9 @@ final class DefaultLease implements Lease {
       return;
     }
     long now = pipeline.ticker().getAsLong();
+    if (withdrawn) {
+      feedNoOutcome(now);
+    }
     if (withdrawn && routed().attempt() == 0) {
       pipeline.limiter().release(routed().request().tenant(), reservedTokens(), now);
       Routed r = routed();
@@ -254,6 +257,8 @@ final class DefaultLease implements Lease {
     settle(charged - reservedTokens(), now);
     if (failure.countsAgainstBackend()) {
       feedHealth(now, failure);
+    } else if (s == OPEN && !withdrawn) {
+      feedNoOutcome(now); // the client left or erred before the first token: no word on the backend
     }
     Routed r = routed();
     boolean before = s == OPEN;
@@ -269,7 +274,22 @@ final class DefaultLease implements Lease {
    * health feedback; the caller refunds the tenant.
    */
   void abandon() {
-    end(FAILED_BEFORE_FIRST_TOKEN, FAILED_AFTER_FIRST_TOKEN);
+    if (end(FAILED_BEFORE_FIRST_TOKEN, FAILED_AFTER_FIRST_TOKEN) == OPEN) {
+      feedNoOutcome(pipeline.ticker().getAsLong());
+    }
+  }
+
+  /** Tells the breaker this lease ended with no outcome (a half-open probe goes back); claimed. */
+  private void feedNoOutcome(long now) {
+    if (entry.claim()) {
+      try {
+        pipeline.membership().noOutcome(entry, now, startNanos);
+      } catch (RuntimeException ex) {
+        pipeline.listeners().ignored(pipeline.membership(), ex); // a host's health policy threw
+      } finally {
+        entry.release();
+      }
+    }
   }
 
   /** CAS to an end state and undo this lease's counts; the previous state, or -1 if ended. */

@@ -300,6 +300,14 @@ final class Membership implements BackendRegistry {
     return new HealthChange(b, before, after);
   }
 
+  /**
+   * Tells the health policy that a request placed at {@code placedNanos} ended without an outcome
+   * ({@link HealthPolicy#onNoOutcome}); the caller holds the entry's claim.
+   */
+  void noOutcome(BackendEntry entry, long now, long placedNanos) {
+    health.onNoOutcome(entry.slot, now, placedNanos);
+  }
+
   /** Tells the listeners of a change {@link #healthFeedback} returned; no claim may be held. */
   void announce(@Nullable HealthChange change) {
     if (change != null) {

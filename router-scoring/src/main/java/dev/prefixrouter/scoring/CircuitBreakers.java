@@ -197,6 +197,36 @@ public final class CircuitBreakers implements HealthPolicy {
     }
   }
 
+  /**
+   * {@inheritDoc} Every request a half-open breaker let through since it opened was a probe: one
+   * that ended without an outcome gives its probe back (while more are out than have succeeded).
+   */
+  @Override
+  public void onNoOutcome(int slot, long nowNanos, long placedNanos) {
+    while (true) {
+      State s = states.get(slot);
+      if (s == null
+          || s.kind != HealthState.HALF_OPEN
+          || placedNanos - s.openedAt <= 0
+          || s.probesIssued <= s.probeSuccesses) {
+        return;
+      }
+      State next =
+          new State(
+              HealthState.HALF_OPEN,
+              0,
+              0,
+              0,
+              s.openedAt,
+              s.probesIssued - 1,
+              s.probeSuccesses,
+              s.lastProbeAt);
+      if (states.compareAndSet(slot, s, next)) {
+        return;
+      }
+    }
+  }
+
   /** The current state of a slot (for tests). */
   @Nullable State stateOf(int slot) {
     return states.get(slot);

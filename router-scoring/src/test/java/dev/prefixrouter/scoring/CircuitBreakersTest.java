@@ -80,6 +80,37 @@ class CircuitBreakersTest {
   }
 
   @Test
+  void aProbeThatEndsWithoutAnOutcomeIsGivenBack() {
+    java.util.concurrent.atomic.AtomicLong clock =
+        new java.util.concurrent.atomic.AtomicLong(SECOND);
+    dev.prefixrouter.api.RoutingEngine engine =
+        dev.prefixrouter.api.RoutingEngine.builder()
+            .ticker(clock::get)
+            .health(
+                CircuitBreakers.builder()
+                    .consecutiveFailures(1)
+                    .halfOpenProbes(1)
+                    .cooldown(Duration.ofSeconds(10))
+                    .build())
+            .backend(B)
+            .build();
+    dev.prefixrouter.api.RouteRequest req =
+        dev.prefixrouter.api.RouteRequest.builder("t", "m")
+            .prompt(dev.prefixrouter.api.Prompt.ofTokens(1, 2, 3))
+            .build();
+    ((dev.prefixrouter.api.Routed) engine.route(req)).lease().fail(CONNECT); // opens
+    clock.addAndGet(11 * SECOND);
+    dev.prefixrouter.api.Routed probe = (dev.prefixrouter.api.Routed) engine.route(req);
+    clock.addAndGet(SECOND);
+    probe.lease().fail(Failure.of(Failure.Kind.CANCELLED)); // the client left: says nothing
+    // the backend was refused for another whole cooldown: its one probe was never given back
+    dev.prefixrouter.api.RouteDecision next = engine.route(req);
+    assertThat(next).isInstanceOf(dev.prefixrouter.api.Routed.class);
+    ((dev.prefixrouter.api.Routed) next).lease().firstToken();
+    assertThat(engine.inspect().backend("b").orElseThrow().health()).isEqualTo(HealthState.CLOSED);
+  }
+
+  @Test
   void halfOpenFailureReopens() {
     CircuitBreakers b = breakers();
     b.addBackend(0, B);

@@ -41,6 +41,14 @@ public interface HealthPolicy extends SlotLifecycle {
     onSuccess(slot, nowNanos);
   }
 
+  /**
+   * A request to the slot, placed at {@code placedNanos}, ended without saying anything about the
+   * backend (before its first token the client left or sent a bad request, or the engine withdrew
+   * it): a half-open breaker whose probe it was can issue another one instead of waiting out a
+   * cooldown. The default does nothing.
+   */
+  default void onNoOutcome(int slot, long nowNanos, long placedNanos) {}
+
   /** A request to the slot failed in a way that {@link Failure#countsAgainstBackend() counts}. */
   void onFailure(int slot, Failure failure, long nowNanos);
 
