@@ -144,8 +144,10 @@ public final class MediaAffinityTerm implements CostTerm {
   public void removeBackend(int slot) {
     synchronized (grow) {
       Recent[] rs = recent;
-      if (slot < rs.length) {
+      if (slot < rs.length && rs[slot] != null) {
+        rs = rs.clone(); // copy on write: readers load the array without the lock
         rs[slot] = null;
+        recent = rs;
       }
     }
   }
@@ -178,12 +180,13 @@ public final class MediaAffinityTerm implements CostTerm {
     }
     synchronized (grow) {
       rs = recent;
-      if (slot >= rs.length) {
-        rs = Arrays.copyOf(rs, Math.max(slot + 1, rs.length * 2));
+      if (slot < rs.length && rs[slot] != null) {
+        return rs[slot];
       }
-      if (rs[slot] == null) {
-        rs[slot] = new Recent(perBackend);
-      }
+      // always a fresh copy published by the volatile store, never a plain store into the array
+      // readers hold: a reader could otherwise see the new Recent before its fields
+      rs = Arrays.copyOf(rs, slot < rs.length ? rs.length : Math.max(slot + 1, rs.length * 2));
+      rs[slot] = new Recent(perBackend);
       recent = rs;
       return rs[slot];
     }
