@@ -16,10 +16,13 @@ import org.jspecify.annotations.Nullable;
  *     .prompt(Prompt.ofTokens(ids)).maxOutputTokens(256).session("chat-42").build();
  * }</pre>
  *
- * @param tenant who is charged for the request (token buckets, prefix isolation); never blank
- * @param model the requested model name, before alias resolution and A/B splits; never blank
+ * @param tenant who is charged for the request (token buckets, prefix isolation); never blank, at
+ *     most {@link #MAX_NAME_LENGTH} characters
+ * @param model the requested model name, before alias resolution and A/B splits; never blank, at
+ *     most {@link #MAX_NAME_LENGTH} characters
  * @param prompt the prompt
- * @param sessionId optional conversation id for session affinity and sticky A/B splits
+ * @param sessionId optional conversation id for session affinity and sticky A/B splits; at most
+ *     {@link #MAX_SESSION_ID_LENGTH} characters
  * @param maxOutputTokens output tokens reserved against the tenant's bucket at admission (trued up
  *     on completion); {@code >= 0}
  * @param sheddable whether the request may be rejected with {@link RejectReason#OVERLOADED} when
@@ -67,6 +70,15 @@ public record RouteRequest(
   /** Largest accepted {@code maxOutputTokens}: 16 Mi tokens. */
   public static final int MAX_OUTPUT_TOKENS_LIMIT = 1 << 24;
 
+  /**
+   * Longest accepted tenant and model name (characters): every per-tenant structure (buckets,
+   * metrics, isolation seeds) holds the name, so its length bounds their memory with their count.
+   */
+  public static final int MAX_NAME_LENGTH = 256;
+
+  /** Longest accepted session id (characters): session pins and terms hold one per session. */
+  public static final int MAX_SESSION_ID_LENGTH = 1024;
+
   /** Largest accepted {@code additionalPromptTokens}: 256 Mi tokens. */
   public static final int MAX_ADDITIONAL_PROMPT_TOKENS = 1 << 28;
 
@@ -79,6 +91,14 @@ public record RouteRequest(
     }
     if (model.isBlank()) {
       throw new IllegalArgumentException("model must not be blank");
+    }
+    if (tenant.length() > MAX_NAME_LENGTH) {
+      throw new IllegalArgumentException(
+          "tenant must be at most " + MAX_NAME_LENGTH + " characters, was " + tenant.length());
+    }
+    if (model.length() > MAX_NAME_LENGTH) {
+      throw new IllegalArgumentException(
+          "model must be at most " + MAX_NAME_LENGTH + " characters, was " + model.length());
     }
     if (maxOutputTokens < 0 || maxOutputTokens > MAX_OUTPUT_TOKENS_LIMIT) {
       throw new IllegalArgumentException(
@@ -103,6 +123,13 @@ public record RouteRequest(
     }
     if (sessionId != null && sessionId.isEmpty()) {
       throw new IllegalArgumentException("sessionId must not be empty (use null for none)");
+    }
+    if (sessionId != null && sessionId.length() > MAX_SESSION_ID_LENGTH) {
+      throw new IllegalArgumentException(
+          "sessionId must be at most "
+              + MAX_SESSION_ID_LENGTH
+              + " characters, was "
+              + sessionId.length());
     }
     media = media.isEmpty() ? Set.of() : Set.copyOf(media);
     if (media.size() > MAX_MEDIA) {

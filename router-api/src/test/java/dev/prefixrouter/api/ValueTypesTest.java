@@ -71,6 +71,16 @@ class ValueTypesTest {
         .hasMessageContaining("ttftBudget");
     assertThatThrownBy(() -> RouteRequest.builder("t", "m").session("").build())
         .hasMessageContaining("sessionId");
+    // every per-tenant and per-session structure holds these strings: their length is bounded
+    assertThatThrownBy(() -> RouteRequest.builder("t".repeat(257), "m").build())
+        .hasMessageContaining("tenant must be at most 256");
+    assertThatThrownBy(() -> RouteRequest.builder("t", "m".repeat(257)).build())
+        .hasMessageContaining("model must be at most 256");
+    assertThatThrownBy(() -> RouteRequest.builder("t", "m").session("s".repeat(1025)).build())
+        .hasMessageContaining("sessionId must be at most 1024");
+    assertThat(
+            RouteRequest.builder("t".repeat(256), "m").session("s".repeat(1024)).build().tenant())
+        .hasSize(256);
     RouteRequest r =
         RouteRequest.builder("t", "m")
             .requireCapability("vision")
