@@ -141,11 +141,14 @@ class EngineHardeningTest {
   }
 
   @Test
-  void aHugeModelNameIsEchoedTruncatedInTheRejection() {
+  void aLongModelNameIsEchoedTruncatedInTheRejectionAndAHugeOneRefused() {
     RoutingEngine engine = RoutingEngine.builder().backend(Backend.of("a", "m")).build();
-    String model = "x".repeat(1 << 20);
+    String model = "x".repeat(RouteRequest.MAX_NAME_LENGTH);
     Rejected r = (Rejected) engine.route(req("t", model));
-    assertThat(r.message()).hasSizeLessThan(400).contains("xxxx").contains("1048576");
+    assertThat(r.message()).hasSizeLessThan(400).contains("xxxx");
+    assertThatThrownBy(() -> req("t", "x".repeat(1 << 20)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("1048576");
   }
 
   // ---------------------------------------------------------------- saturation (item 4)
