@@ -202,15 +202,33 @@ final class Membership implements BackendRegistry {
       removing.remove(e);
       removedRequests += e.requests(); // no claim left: the count is final
     }
-    for (SlotLifecycle p : parts) {
-      p.removeBackend(e.slot);
-    }
-    synchronized (lock) {
-      usedSlots.clear(e.slot);
+    // every part forgets the slot and the slot is freed even if one part throws: a part that
+    // throws must not leave the others with the old backend's state or leak the slot (capacity
+    // for maxBackends shrinking for good); the first throw is rethrown after, the rest suppressed
+    RuntimeException thrown = null;
+    try {
+      for (SlotLifecycle p : parts) {
+        try {
+          p.removeBackend(e.slot);
+        } catch (RuntimeException ex) {
+          if (thrown == null) {
+            thrown = ex;
+          } else {
+            thrown.addSuppressed(ex);
+          }
+        }
+      }
+    } finally {
+      synchronized (lock) {
+        usedSlots.clear(e.slot);
+      }
     }
     Backend b = e.backend;
     log.info("backend {} removed ({} leases still open)", b.id(), e.inFlight());
     listeners.notify(l -> l.onBackendRemoved(b));
+    if (thrown != null) {
+      throw thrown;
+    }
     return true;
   }
 

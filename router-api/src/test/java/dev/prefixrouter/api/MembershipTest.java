@@ -81,6 +81,31 @@ class MembershipTest {
   }
 
   @Test
+  void aPartThatThrowsOnRemovalLeaksNoSlotAndTheOthersStillForget() {
+    LifecycleScorer scorer = new LifecycleScorer();
+    Fakes.RecordingIndex index =
+        new Fakes.RecordingIndex() {
+          @Override
+          public void removeBackend(int slot) {
+            throw new IllegalStateException("index bug");
+          }
+        };
+    RoutingEngine engine =
+        RoutingEngine.builder().maxBackends(1).prefixIndex(index).scorer(scorer).build();
+    for (int i = 0; i < 3; i++) {
+      engine.backends().add(Backend.of("b" + i, "m"));
+      assertThatThrownBy(() -> engine.backends().remove(engine.backends().all().get(0).id()))
+          .hasMessageContaining("index bug");
+    }
+    // the one slot was freed each time (the second add found none before), and the scorer,
+    // a part after the index, forgot the slot each time
+    assertThat(scorer.calls)
+        .containsExactly(
+            "start 1", "add 0 b0", "remove 0", "add 0 b1", "remove 0", "add 0 b2", "remove 0");
+    assertThat(engine.backends().all()).isEmpty();
+  }
+
+  @Test
   void aPartThatCannotHoldTheEnginesSlotsFailsTheBuild() {
     Fakes.NoOpIndex small =
         new Fakes.NoOpIndex() {
