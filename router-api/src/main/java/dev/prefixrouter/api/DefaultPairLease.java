@@ -46,6 +46,9 @@ final class DefaultPairLease implements PairLease {
   private final int attempt;
   private final boolean local; // served whole on its prefill backend: its lease feeds the breaker
   private final long placedNanos; // when the decode leg was placed (its breaker's probe or not)
+  // decode placed on the prefill leg's own backend: its in-flight and active tokens are counted
+  // from the decode phase on, not on top of the prefill leg's for the same request
+  private final boolean shared;
   private volatile int state; // OPEN (0): an initializer would be a volatile store, a fence
   private volatile boolean failoverTaken;
 
@@ -58,9 +61,11 @@ final class DefaultPairLease implements PairLease {
       List<BackendEntry> decodeExcluded,
       int attempt,
       boolean local,
-      long placedNanos) {
+      long placedNanos,
+      boolean shared) {
     this.local = local;
     this.placedNanos = placedNanos;
+    this.shared = shared;
     this.router = router;
     this.request = request;
     this.prefill = prefill;
@@ -87,8 +92,16 @@ final class DefaultPairLease implements PairLease {
   private void startDecode(boolean observed) {
     // counted before the state says DECODING, so an end that sees DECODING finds it counted
     decode.addRunningDecodes(1);
+    if (shared) {
+      decode.addInFlight(1);
+      decode.addActiveTokens(reserved);
+    }
     if (!STATE.compareAndSet(this, OPEN, DECODING)) {
       decode.addRunningDecodes(-1);
+      if (shared) {
+        decode.addInFlight(-1);
+        decode.addActiveTokens(-reserved);
+      }
       return;
     }
     Lease p = prefill.lease();
@@ -204,11 +217,14 @@ final class DefaultPairLease implements PairLease {
    */
   private long endDecode(boolean feedHealth, @Nullable Failure failure) {
     int s = state;
-    if (s == COMPLETED || s == FAILED_LATE) {
+    boolean decoded = s == COMPLETED || s == FAILED_LATE;
+    if (decoded) {
       decode.addRunningDecodes(-1);
     }
-    decode.addInFlight(-1);
-    decode.addActiveTokens(-reserved);
+    if (decoded || !shared) { // a shared pair that ended before its decode phase counted nothing
+      decode.addInFlight(-1);
+      decode.addActiveTokens(-reserved);
+    }
     RoutePipeline pipeline = router.pipeline();
     long now = pipeline.ticker().getAsLong();
     // a pair served whole on its prefill backend: the prefill leg's lease fed its success

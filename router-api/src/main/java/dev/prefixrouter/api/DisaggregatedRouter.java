@@ -238,6 +238,15 @@ public final class DisaggregatedRouter {
   }
 
   /**
+   * Whether the decode leg on {@code e} shares the prefill leg's backend (a pair served whole where
+   * it prefills, or both legs placed on one backend with both roles): the prefill leg's lease
+   * already counts the request there until its first token.
+   */
+  private static boolean sharedWith(BackendEntry e, Backend prefillBackend) {
+    return e.backend.id().equals(prefillBackend.id());
+  }
+
+  /**
    * Gives a placed prefill leg back whole (its tokens and, for a first attempt, its request
    * permit): the pair never ran.
    */
@@ -298,8 +307,10 @@ public final class DisaggregatedRouter {
           emptiedBy = EligibilityFilter.HEALTH;
           continue;
         }
-        e.addInFlight(1);
-        e.addActiveTokens(reserved);
+        if (!sharedWith(e, prefillBackend)) { // else counted when its decode phase starts
+          e.addInFlight(1);
+          e.addActiveTokens(reserved);
+        }
       } finally {
         e.release();
       }
@@ -308,7 +319,16 @@ public final class DisaggregatedRouter {
       }
       DefaultPairLease lease =
           new DefaultPairLease(
-              this, request, prefill, e, reserved, decodeExcluded, attempt, local, now);
+              this,
+              request,
+              prefill,
+              e,
+              reserved,
+              decodeExcluded,
+              attempt,
+              local,
+              now,
+              sharedWith(e, prefillBackend));
       return lease.open(
           new PairRouted(
               request,

@@ -399,9 +399,18 @@ class DisaggregatedRouterTest {
                 .route(req()));
     assertThat(r.colocated()).isTrue();
     assertThat(r.transfer().isZero()).isTrue();
+    // one request on one backend counts once, while it prefills and while it decodes (its load
+    // was counted twice until the first token)
+    assertThat(snap(e, "b0").inFlight()).isEqualTo(1);
     r.lease().firstToken();
+    assertThat(snap(e, "b0").inFlight()).isEqualTo(1);
     r.lease().complete(Usage.of(16, 8));
     assertThat(snap(e, "b0").inFlight()).isZero();
+    // a pair that fails at prefill leaves nothing counted either
+    PairRouted failed = pair(DisaggregatedRouter.builder(e).build().route(req()));
+    failed.lease().fail(Failure.of(Failure.Kind.CONNECT));
+    assertThat(snap(e, "b0").inFlight()).isZero();
+    assertThat(snap(e, "far").inFlight()).isZero();
   }
 
   @Test
