@@ -110,9 +110,10 @@ class DisaggregatedLocalPrefillTest {
     RoutingEngine e = engine(p("p0"), d("d0"));
     DisaggregatedRouter pd = DisaggregatedRouter.builder(e).localPrefillTokens(100).build();
     PairRouted r = pair(pd.route(req(Fakes.tokens(32, 0))));
-    assertThat(e.inspect().backend("d0").orElseThrow().inFlight()).isEqualTo(2); // both legs
+    assertThat(e.inspect().backend("d0").orElseThrow().inFlight()).isEqualTo(1); // one request
     r.lease().firstToken();
     assertThat(e.inspect().backend("d0").orElseThrow().runningDecodes()).isEqualTo(1);
+    assertThat(e.inspect().backend("d0").orElseThrow().inFlight()).isEqualTo(1);
     r.lease().complete(Usage.of(32, 8));
     BackendSnapshot s = e.inspect().backend("d0").orElseThrow();
     assertThat(s.inFlight()).isZero();
