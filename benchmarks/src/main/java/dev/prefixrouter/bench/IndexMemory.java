@@ -34,6 +34,36 @@ final class IndexMemory {
     }
     headFirstRemovals(out, 8_000);
     perBlockHeadFirstRemovals(out, 8_000);
+    evictedChainRemovals(out, 8_000);
+  }
+
+  /**
+   * A chain of {@code depth} decode-time stores (one block each, below the previous one) evicted by
+   * the mirror, then removed tail first a block per event as the engine frees it: the time for the
+   * removals (each finds its block's path or its absence without re-making the chain).
+   */
+  private static void evictedChainRemovals(PrintStream out, int depth) {
+    RadixPrefixIndex index = RadixPrefixIndex.builder().maxBackends(4).build();
+    index.addBackend(0, depth + 10L);
+    BlockHasher hasher = BlockHashers.tokens(1);
+    index.apply(0, new BlockStored(new long[] {0}, null, new int[] {0}, 1, null), hasher, 0);
+    for (int i = 1; i < depth; i++) {
+      index.apply(
+          0, new BlockStored(new long[] {i}, (long) (i - 1), new int[] {i}, 1, null), hasher, i);
+    }
+    long[] other = new long[depth + 10];
+    for (int i = 0; i < other.length; i++) {
+      other[i] = 0x9E3779B97F4A7C15L * (i + 7);
+    }
+    index.recordRouted(other, other.length, 0, depth); // evicts the chain
+    long t0 = System.nanoTime();
+    for (int i = depth - 1; i >= 0; i--) {
+      index.apply(0, BlockRemoved.of(i), hasher, 2L * depth - i);
+    }
+    long t1 = System.nanoTime();
+    out.printf(
+        "tail-first removals of an evicted %d-store decode chain: %.1f ms (%.2f us per event)%n",
+        depth, (t1 - t0) / 1e6, (t1 - t0) / 1e3 / depth);
   }
 
   /**
