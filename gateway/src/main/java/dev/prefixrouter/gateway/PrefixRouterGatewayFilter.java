@@ -77,7 +77,9 @@ import reactor.core.scheduler.Schedulers;
  *       lease fails and an event stream ends with an OpenAI error event ({@code server_error}, code
  *       {@code backend_failed} or {@code backend_timeout}) and {@code [DONE]}, while a JSON body is
  *       cut off;
- *   <li>a client that goes away cancels the exchange, which fails the lease as {@code CANCELLED}.
+ *   <li>a client that goes away cancels the exchange, which fails the lease as {@code CANCELLED}; a
+ *       failover that races the cancel (made on a timer's or the upstream's thread) is not sent and
+ *       its lease fails as {@code CANCELLED} too, charged nothing.
  * </ol>
  *
  * <p>Ordered just before {@link NettyWriteResponseFilter} so that its response decorator is the one
@@ -312,6 +314,9 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
   private Mono<Void> attempt(Call call, GatewayFilterChain chain, Routed routed) {
     ServerWebExchange exchange = call.exchange;
     call.current = routed;
+    if (call.leftBefore(routed)) {
+      return Mono.empty(); // a failover raced the client's cancel: nothing is sent
+    }
     String url = urls.get(routed.backendId());
     URI base =
         url == null
@@ -356,6 +361,11 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     }
     Failure f = classify(e);
     routed.lease().fail(f, used(routed, a.tap));
+    if (call.gone) {
+      // the client left while this error came (a timer's timeout races its cancel): no failover
+      call.countCancelled(routed);
+      return Mono.empty();
+    }
     if (a.tap != null && a.tap.bytesSeen()) {
       call.log("failed_midstream", 0, f);
       metrics.request(routed.resolvedModel(), "failed", call.elapsedNanos());
@@ -506,6 +516,16 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     boolean usageInjected;
     volatile @Nullable Routed current;
     volatile @Nullable Attempt attempt;
+
+    /**
+     * Set first thing when the client goes away. A lease made after it (a failover on a timer's or
+     * the upstream's thread, which a cancel does not stop) is failed by its maker ({@link
+     * #leftBefore}): volatile on both sides, so the cancel sees the new lease or its maker sees the
+     * flag.
+     */
+    volatile boolean gone;
+
+    /** Whether the request was counted and logged as cancelled. */
     final java.util.concurrent.atomic.AtomicBoolean cancelSeen =
         new java.util.concurrent.atomic.AtomicBoolean();
 
@@ -528,10 +548,11 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     }
 
     void cancelled() {
+      gone = true;
       Routed r = current;
       // both the exchange's cancel and the response's end without its body call this, at times
-      // at once: the request is counted and its lease ended once
-      if (r != null && !r.lease().isEnded() && cancelSeen.compareAndSet(false, true)) {
+      // at once: the lease ends once (its own CAS) and the request is counted once
+      if (r != null && !r.lease().isEnded()) {
         Attempt a = attempt;
         ResponseTap t = a != null && a.routed == r ? a.tap : null;
         if (t != null && !t.isStream() && t.bytesSeen()) {
@@ -541,9 +562,39 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
           Usage u = usedByLeftJson(r, t);
           reservationCharged = t.usage() == null;
           r.lease().complete(u);
+        } else if (a == null || a.routed != r) {
+          r.lease().fail(Failure.of(Failure.Kind.CANCELLED)); // not sent yet: nothing charged
         } else {
           r.lease().fail(Failure.of(Failure.Kind.CANCELLED), used(r, t));
         }
+        countCancelled(r);
+      }
+      // a failover lease made for a 5xx and not attempted yet: its attempt may never come
+      Attempt a = attempt;
+      Routed n = a == null ? null : a.next;
+      if (n != null && n != r && !n.lease().isEnded()) {
+        n.lease().fail(Failure.of(Failure.Kind.CANCELLED)); // not sent: nothing charged
+        countCancelled(n);
+      }
+    }
+
+    /**
+     * Called by whoever made {@code r} the call's next lease, after publishing it: if the client
+     * has gone, {@code r} is failed as {@code CANCELLED} (never sent, so nothing is charged), the
+     * request counted as cancelled, and true returned; else false.
+     */
+    boolean leftBefore(Routed r) {
+      if (!gone) {
+        return false;
+      }
+      r.lease().fail(Failure.of(Failure.Kind.CANCELLED));
+      countCancelled(r);
+      return true;
+    }
+
+    /** Counts and logs the request as cancelled, once. */
+    void countCancelled(Routed r) {
+      if (cancelSeen.compareAndSet(false, true)) {
         metrics.request(r.resolvedModel(), "cancelled", elapsedNanos());
         log("cancelled", 0, null);
       }
@@ -597,7 +648,9 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     final Call call;
     final Routed routed;
     @Nullable ResponseTap tap;
-    @Nullable Routed next;
+
+    /** The failover lease for a 5xx, made on the upstream's thread; volatile for {@link Call}. */
+    volatile @Nullable Routed next;
 
     /** Whether the backend's body was read to its end (not cut off by the client going away). */
     volatile boolean bodyEnded;
@@ -635,6 +688,9 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
         RouteDecision d = routed.lease().failover();
         if (d instanceof Routed r) {
           next = r;
+          if (call.leftBefore(r)) {
+            return Mono.empty(); // the client left: its cancel may stop the signal below
+          }
           return Mono.error(FailoverSignal.INSTANCE);
         }
         // nowhere else to go: the backend's own answer goes to the client

@@ -10,9 +10,10 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The lease of one placement: a state machine {@code OPEN → STREAMING → COMPLETED / FAILED_*} (or
- * {@code OPEN → FAILED_BEFORE_FIRST_TOKEN}) moved by CAS, so each transition's effects happen
- * exactly once. It owns the backend's counts for the request (in flight, pending prefill, running
- * decodes, active tokens) and the tenant's true-up when it ends. Thread-safe; O(1) per call.
+ * {@code OPEN → FAILED_BEFORE_FIRST_TOKEN / CANCELLED_BEFORE_FIRST_TOKEN}) moved by CAS, so each
+ * transition's effects happen exactly once. It owns the backend's counts for the request (in
+ * flight, pending prefill, running decodes, active tokens) and the tenant's true-up when it ends.
+ * Thread-safe; O(1) per call.
  */
 final class DefaultLease implements Lease {
 
@@ -21,6 +22,8 @@ final class DefaultLease implements Lease {
   private static final int COMPLETED = 2;
   private static final int FAILED_BEFORE_FIRST_TOKEN = 3;
   private static final int FAILED_AFTER_FIRST_TOKEN = 4;
+  // failed as CANCELLED before its first token: the client left, so no failover
+  private static final int CANCELLED_BEFORE_FIRST_TOKEN = 5;
 
   private static final VarHandle STATE;
   private static final VarHandle FAILOVER_TAKEN;
@@ -225,10 +228,12 @@ final class DefaultLease implements Lease {
   }
 
   private void failWith(Failure failure, @Nullable Usage used, boolean withdrawn) {
-    int s =
-        withdrawn
-            ? end(FAILED_BEFORE_FIRST_TOKEN, -1)
-            : end(FAILED_BEFORE_FIRST_TOKEN, FAILED_AFTER_FIRST_TOKEN);
+    // a lease the client cancelled (or the engine withdrew) ends apart: it is never failed over
+    int beforeFirst =
+        failure.kind() == Failure.Kind.CANCELLED
+            ? CANCELLED_BEFORE_FIRST_TOKEN
+            : FAILED_BEFORE_FIRST_TOKEN;
+    int s = withdrawn ? end(beforeFirst, -1) : end(beforeFirst, FAILED_AFTER_FIRST_TOKEN);
     if (s < 0) {
       return;
     }
@@ -252,7 +257,7 @@ final class DefaultLease implements Lease {
     // known: refund the output reservation).
     long charged =
         s == OPEN
-            ? used != null && failure.kind() == Failure.Kind.CANCELLED ? used.totalTokens() : 0
+            ? used != null && cancelled ? used.totalTokens() : 0
             : used == null ? routed().promptTokens() : used.totalTokens();
     settle(charged - reservedTokens(), now);
     if (failure.countsAgainstBackend()) {
@@ -324,16 +329,19 @@ final class DefaultLease implements Lease {
 
   @Override
   public RouteDecision failover() {
-    if (state != FAILED_BEFORE_FIRST_TOKEN || !FAILOVER_TAKEN.compareAndSet(this, false, true)) {
+    int s = state;
+    if (s != FAILED_BEFORE_FIRST_TOKEN || !FAILOVER_TAKEN.compareAndSet(this, false, true)) {
       return pipeline.reject(
           new Rejected(
               routed().request(),
               RejectReason.NOT_RETRYABLE,
               Duration.ZERO,
-              "failover needs a lease that failed before its first token and was not failed over"
-                  + " yet (state "
-                  + state
-                  + ")",
+              s == CANCELLED_BEFORE_FIRST_TOKEN
+                  ? "the lease was cancelled (the client left): no failover"
+                  : "failover needs a lease that failed before its first token and was not failed"
+                      + " over yet (state "
+                      + s
+                      + ")",
               null));
     }
     return pipeline.failover(this);

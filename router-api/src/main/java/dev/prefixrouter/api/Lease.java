@@ -54,7 +54,9 @@ public interface Lease {
    * After {@link #fail(Failure)} before the first token: routes the same request to the next best
    * eligible backend, excluding every backend that already failed for it, within the engine's retry
    * budget. The tenant is not charged twice. May be asked once per failed lease; any other use
-   * returns {@link Rejected} with {@link RejectReason#NOT_RETRYABLE}.
+   * returns {@link Rejected} with {@link RejectReason#NOT_RETRYABLE}, and so does a lease that
+   * failed as {@link Failure.Kind#CANCELLED}: the client left, and a new placement would charge the
+   * tenant and count as in flight for a request no one will send or end.
    */
   RouteDecision failover();
 

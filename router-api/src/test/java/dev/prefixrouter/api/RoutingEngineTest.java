@@ -585,6 +585,29 @@ class RoutingEngineTest {
     assertThat(engine.inspect().backend("b").orElseThrow().routed()).isEqualTo(7 - onA);
   }
 
+  /**
+   * A lease the client cancelled is not failed over: a failover raced by a cancel (a timer's
+   * failover on another thread) would charge the tenant again and leave a lease no one ends.
+   */
+  @Test
+  void aCancelledLeaseIsNotFailedOver() {
+    Fakes.CountingLimiter limiter = new Fakes.CountingLimiter(1000);
+    RoutingEngine engine =
+        builder()
+            .limiter(limiter)
+            .backend(Backend.of("a", "m"))
+            .backend(Backend.of("b", "m"))
+            .build();
+    Routed r = routed(engine.route(req("m")));
+    r.lease().fail(Failure.of(Failure.Kind.CANCELLED));
+    r.lease().fail(Failure.of(Failure.Kind.TIMEOUT)); // the timer's failure, late: ignored
+    Rejected x = rejected(r.lease().failover());
+    assertThat(x.reason()).isEqualTo(RejectReason.NOT_RETRYABLE);
+    assertThat(x.message()).contains("cancelled");
+    assertThat(engine.inspect().inFlight()).isZero();
+    assertThat(limiter.balance("t")).as("refunded, not charged again").isEqualTo(1000);
+  }
+
   @Test
   void failoverWithEveryBackendFailedReportsExcluded() {
     RoutingEngine engine = builder().backend(Backend.of("a", "m")).build();
