@@ -58,6 +58,10 @@ import reactor.core.scheduler.Schedulers;
  *       allowed);
  *   <li>the body is read once, up to the configured size (413 beyond), and parsed by {@link
  *       OpenAiRequestReader} (400 or 413 with the reader's problem as the error code);
+ *   <li>the body's top-level {@code kv_transfer_params} is removed (an engine's KV connector
+ *       fetches or holds KV blocks by the ids it names, past the tenant's cache salt), and so is
+ *       its {@code priority} unless {@code client-priority} is {@code forward} ({@link
+ *       ClientFields});
  *   <li>a streamed chat or completions request that did not ask for usage gets {@code
  *       stream_options.include_usage} (so the tenant is charged the engine's counts), and the usage
  *       chunk (and {@code "usage":null} members) this adds are removed from what the client gets,
@@ -117,6 +121,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
   private final Duration bodyTimeout;
   private final boolean includeUsage;
   private final boolean tenantCacheSalt;
+  private final boolean stripPriority;
 
   /**
    * @throws IllegalArgumentException if a property is out of range (the message names it)
@@ -178,6 +183,8 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     this.tenantFromUser = p.isTenantFromUser();
     this.defaultTenant = p.getDefaultTenant();
     this.includeUsage = p.isIncludeUsage();
+    this.stripPriority =
+        p.getClientPriority() != PrefixRouterGatewayProperties.ClientPriority.FORWARD;
     OpenAiRequestReader.Builder rb =
         OpenAiRequestReader.builder()
             .maxBodyBytes(maxBodyBytes)
@@ -291,7 +298,9 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
           e.getMessage());
     }
     RouteRequest request = parsed.routeRequest();
-    byte[] salted = body.bytes();
+    byte[] salted =
+        ClientFields.without(
+            body.bytes(), parsed.hasKvTransferParams(), stripPriority && parsed.hasPriority());
     if (tenantCacheSalt) {
       String salt = TenantCacheSalt.salt(request.tenant(), request.cacheSalt());
       request = request.toBuilder().cacheSalt(salt).build();

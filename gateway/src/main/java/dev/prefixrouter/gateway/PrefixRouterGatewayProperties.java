@@ -66,6 +66,25 @@ public class PrefixRouterGatewayProperties {
   private boolean includeUsage = true;
 
   /**
+   * What becomes of a client's {@code priority} (vLLM's scheduling priority, lower runs first):
+   * {@code strip} (the default) removes it from the forwarded body, so under vLLM's {@code
+   * --scheduling-policy priority} no tenant can put its requests ahead of another's (and an engine
+   * on the default first-come policy, which refuses a non-zero priority, never sees one); {@code
+   * forward} passes it on, for a gateway whose clients are all trusted to pick their priority. (The
+   * client's {@code kv_transfer_params}, which would let it point the engine's KV connector at
+   * cached blocks by id, are always removed.)
+   */
+  private ClientPriority clientPriority = ClientPriority.STRIP;
+
+  /** What becomes of a client's {@code priority}; see {@code client-priority}. */
+  public enum ClientPriority {
+    /** Removed from the forwarded body. */
+    STRIP,
+    /** Forwarded as the client sent it. */
+    FORWARD
+  }
+
+  /**
    * Whether each event loop keeps its own pool of upstream connections (when Spring Cloud Gateway's
    * pool is elastic, its default), so a request's two hops run on one event loop instead of handing
    * every response chunk to another loop; see {@link LoopAffinityConnectionProvider}.
@@ -178,6 +197,14 @@ public class PrefixRouterGatewayProperties {
 
   public void setResponseTimeout(Duration responseTimeout) {
     this.responseTimeout = responseTimeout;
+  }
+
+  public ClientPriority getClientPriority() {
+    return clientPriority;
+  }
+
+  public void setClientPriority(ClientPriority clientPriority) {
+    this.clientPriority = clientPriority;
   }
 
   public boolean isUpstreamLoopAffinity() {

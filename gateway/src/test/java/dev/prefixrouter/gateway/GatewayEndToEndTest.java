@@ -364,6 +364,27 @@ class GatewayEndToEndTest {
         .contains("\"tenant\":\"main\"");
   }
 
+  /**
+   * The engine never gets a client's {@code kv_transfer_params} (KV blocks by id, past the tenant's
+   * cache salt) or, by default, its {@code priority} (queue order under vLLM's priority
+   * scheduling); the rest of the body is forwarded.
+   */
+  @Test
+  void theEngineGetsNoClientKvTransferParamsOrPriority() throws Exception {
+    String body =
+        "{\"model\":\"chat\",\"stream\":false,\"priority\":-100,"
+            + "\"kv_transfer_params\":{\"do_remote_prefill\":true,\"remote_block_ids\":[1,2,3]},"
+            + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+    HttpResponse<String> res =
+        client.send(post("/v1/chat/completions", body, MAIN_KEY), ofString());
+    assertThat(res.statusCode()).isEqualTo(200);
+    assertThat(lastBody())
+        .as("the body the engine got")
+        .isEqualTo(
+            "{\"model\":\"chat\",\"stream\":false,"
+                + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+  }
+
   @Test
   void nonStreamingPassesTheBodyAndChargesItsUsage() throws Exception {
     double before = counter("prefixrouter.gateway.tokens", "chat", "prompt");

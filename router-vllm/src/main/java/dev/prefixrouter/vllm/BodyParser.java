@@ -37,6 +37,7 @@ final class BodyParser {
   @Nullable String user;
   boolean stream;
   @Nullable String cacheSalt;
+  boolean kvTransferParams;
   boolean vision;
 
   /** Hex SHA-256 digests of the media parts, distinct, at most {@link RouteRequest#MAX_MEDIA}. */
@@ -101,6 +102,10 @@ final class BodyParser {
       case "user" -> user = string(v, "user", true);
       case "stream" -> stream = bool(v, "stream");
       case "cache_salt" -> cacheSalt = string(v, "cache_salt", true);
+      case "kv_transfer_params" -> {
+        kvTransferParams = true;
+        p.skipChildren();
+      }
       default -> p.skipChildren();
     }
   }

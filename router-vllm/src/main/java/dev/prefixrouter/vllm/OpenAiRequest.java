@@ -17,6 +17,12 @@ import org.jspecify.annotations.Nullable;
  *     the reservation
  * @param priority the body's {@code priority} (vLLM's scheduling priority, lower runs first), 0
  *     when absent; for the host to forward
+ * @param hasPriority whether the body has a top-level {@code priority} member (a host that does not
+ *     let clients pick their scheduling priority removes it)
+ * @param hasKvTransferParams whether the body has a top-level {@code kv_transfer_params} member:
+ *     vLLM's KV connectors read it to fetch or hold KV blocks by id (prefill/decode
+ *     disaggregation), which a client must not choose, so a host forwarding client bodies removes
+ *     it
  */
 public record OpenAiRequest(
     RouteRequest routeRequest,
@@ -25,7 +31,9 @@ public record OpenAiRequest(
     @Nullable String user,
     int promptCount,
     int choices,
-    int priority) {
+    int priority,
+    boolean hasPriority,
+    boolean hasKvTransferParams) {
 
   /** The OpenAI endpoints the reader understands. */
   public enum Endpoint {
@@ -40,5 +48,21 @@ public record OpenAiRequest(
   public OpenAiRequest {
     Objects.requireNonNull(routeRequest, "routeRequest");
     Objects.requireNonNull(endpoint, "endpoint");
+  }
+
+  /**
+   * As the canonical constructor, {@code hasPriority} being {@code priority != 0} and without
+   * {@code kv_transfer_params}.
+   */
+  public OpenAiRequest(
+      RouteRequest routeRequest,
+      Endpoint endpoint,
+      boolean stream,
+      @Nullable String user,
+      int promptCount,
+      int choices,
+      int priority) {
+    this(
+        routeRequest, endpoint, stream, user, promptCount, choices, priority, priority != 0, false);
   }
 }

@@ -45,7 +45,8 @@ import tools.jackson.core.json.JsonFactory;
  *
  * <p><b>Tenant.</b> The host's tenant if given, else the body's {@code user} if not blank, else the
  * reader's default. {@code priority} (vLLM's scheduling priority) and {@code stream} are passed
- * through in {@link OpenAiRequest}.
+ * through in {@link OpenAiRequest}, which also says whether the body has {@code priority} and
+ * {@code kv_transfer_params} members (for a host that strips them before forwarding).
  *
  * <p><b>Bounds</b> (each refusal is an {@link OpenAiRequestException} with a {@link Problem}, the
  * field's path, the bound and the offending length, never the offending value): the body (default 8
@@ -255,7 +256,9 @@ public final class OpenAiRequestReader {
         b.user,
         prompts,
         choices,
-        b.priority != null ? b.priority : 0);
+        b.priority != null ? b.priority : 0,
+        b.priority != null,
+        b.kvTransferParams);
   }
 
   /**

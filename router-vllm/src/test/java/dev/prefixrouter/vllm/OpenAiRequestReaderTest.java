@@ -61,6 +61,30 @@ class OpenAiRequestReaderTest {
                     + "assistant\u001F\u001E"));
   }
 
+  /**
+   * The body's engine-facing members a host may strip are reported as present, by their decoded
+   * names (an escaped name is the same member to the engine), and only at the top level.
+   */
+  @Test
+  void reportsPriorityAndKvTransferParamsMembers() {
+    OpenAiRequest plain = read("{\"model\":\"m\",\"prompt\":\"x\"}");
+    assertThat(plain.hasPriority()).isFalse();
+    assertThat(plain.hasKvTransferParams()).isFalse();
+    OpenAiRequest both =
+        read(
+            "{\"model\":\"m\",\"prompt\":\"x\",\"priority\":0,"
+                + "\"kv\\u005ftransfer_params\":{\"remote_block_ids\":[1,2]}}");
+    assertThat(both.hasPriority()).as("priority 0 is a member too").isTrue();
+    assertThat(both.priority()).isZero();
+    assertThat(both.hasKvTransferParams()).isTrue();
+    OpenAiRequest nested =
+        read(
+            "{\"model\":\"m\",\"prompt\":\"x\","
+                + "\"metadata\":{\"kv_transfer_params\":{},\"priority\":1}}");
+    assertThat(nested.hasPriority()).isFalse();
+    assertThat(nested.hasKvTransferParams()).isFalse();
+  }
+
   @Test
   void aPlainConversationRendersLikeBlockHashersRender() {
     // BlockHashers.render (router-radix): role U+001F content U+001E per message
