@@ -9,16 +9,17 @@ cli = {}
 for l in open(d+'/cli.txt'):
     side, rid, t0, fb, tok, tot = l.split()
     cli[rid] = (side, int(t0), int(fb), int(tok), int(tot))
-eng = {}
-for l in open(d+'/eng.txt'):
-    rid, r, f, e = l.split()
-    eng[rid] = (int(r), int(f), int(e))
-gw = {}; S=None
+gw = {}; S=None; up = {}  # up: the id the engine got (the gateway's own) -> the client's
 for l in open(d+'/gw.txt'):
     if l.startswith('# request_id'): S=[x for x in l.split()[2:] if not x.startswith('thread_')]; continue
+    if l.startswith('# upstream '): _, _, c, u = l.split(); up[u] = c; continue
     if l.startswith('#'): continue
     p = l.split(); v=list(map(int, p[1:])); n=len(v)//2
     gw[p[0]] = (dict(zip(S, v[:n])), dict(zip(S, v[n:])))
+eng = {}
+for l in open(d+'/eng.txt'):
+    rid, r, f, e = l.split()
+    eng[up.get(rid, rid)] = (int(r), int(f), int(e))
 def q(v, p):
     v = sorted(v); return v[min(len(v)-1, max(0, int(-(-p*len(v)//1))-1))]/1e6
 def show(name, v):

@@ -19,7 +19,9 @@ import org.jspecify.annotations.Nullable;
  * reached each stage (so a line tells whether both hops ran on one event loop). {@code nanoTime} is
  * {@code CLOCK_MONOTONIC} on Linux, so the lines line up with timestamps the client and the engine
  * take in other processes on the same machine (the latency tool and the fake engine do, keyed by
- * the same {@code X-Request-Id}).
+ * the {@code X-Request-Id} each sees). The engine gets the gateway's own request id, not the
+ * client's: a line {@code # upstream CLIENT_ID UPSTREAM_ID} before the request's line maps one to
+ * the other.
  *
  * <p>Cost: when off, a call is a test of a {@code static final} flag that the JIT folds away, and
  * no array is made; when on, one {@code long[]} per request and one line per request held in memory
@@ -93,14 +95,20 @@ final class LatencyProbe {
     }
   }
 
-  /** Records the request's line (once per request: the caller calls it at one place). */
-  static void record(String requestId, long @Nullable [] t) {
+  /**
+   * Records the request's line, keyed by {@code requestId}, and the id the engine got when it
+   * differs (once per request: the caller calls it at one place).
+   */
+  static void record(String requestId, String upstreamRequestId, long @Nullable [] t) {
     if (!ON || t == null) {
       return;
     }
     if (COUNT.incrementAndGet() > MAX_LINES) {
       DROPPED.incrementAndGet();
       return;
+    }
+    if (!requestId.equals(upstreamRequestId)) {
+      LINES.add("# upstream " + requestId + " " + upstreamRequestId);
     }
     StringBuilder b = new StringBuilder(160).append(requestId);
     for (long v : t) {

@@ -61,7 +61,9 @@ import reactor.core.scheduler.Schedulers;
  *   <li>the body's top-level {@code kv_transfer_params} is removed (an engine's KV connector
  *       fetches or holds KV blocks by the ids it names, past the tenant's cache salt), and so is
  *       its {@code priority} unless {@code client-priority} is {@code forward} ({@link
- *       ClientFields});
+ *       ClientFields}); the engine gets the gateway's own {@code X-Request-Id}, unique per request
+ *       (vLLM takes it as its request id, and fails a request whose id is already running), while
+ *       the client's is echoed back and logged;
  *   <li>a streamed chat or completions request that did not ask for usage gets {@code
  *       stream_options.include_usage} (so the tenant is charged the engine's counts), and the usage
  *       chunk (and {@code "usage":null} members) this adds are removed from what the client gets,
@@ -97,7 +99,11 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
   /** Response header naming the backend that served (or last tried) the request. */
   public static final String BACKEND_HEADER = "X-Prefix-Router-Backend";
 
-  /** Request and response header carrying the request id (taken from the client when valid). */
+  /**
+   * Request and response header carrying the request id: the client's when valid (echoed back and
+   * logged as {@code request_id}), else a new one; upstream, always a new one per request (logged
+   * as {@code upstream_request_id}).
+   */
   public static final String REQUEST_ID_HEADER = "X-Request-Id";
 
   /** Exchange attribute holding the chosen backend's base URL, for {@link BackendUrlFilter}. */
@@ -206,7 +212,11 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     long start = System.nanoTime();
     ServerHttpRequest request = exchange.getRequest();
     ServerHttpResponse response = exchange.getResponse();
-    String requestId = requestId(request.getHeaders().getFirst(REQUEST_ID_HEADER));
+    String clientId = clientRequestId(request.getHeaders().getFirst(REQUEST_ID_HEADER));
+    // the engine takes the X-Request-Id it gets as its own request id, which must be unique: a
+    // client's is echoed back and logged, never sent upstream
+    String upstreamId = newRequestId();
+    String requestId = clientId != null ? clientId : upstreamId;
     String traceId = Trace.traceId(request.getHeaders().getFirst(Trace.TRACEPARENT));
     response.getHeaders().set(REQUEST_ID_HEADER, requestId);
     String tenant;
@@ -226,7 +236,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
       String h = tenantHeader.isEmpty() ? null : request.getHeaders().getFirst(tenantHeader);
       tenant = h != null && !h.isBlank() ? h : tenantFromUser ? null : defaultTenant;
     }
-    Call call = new Call(exchange, requestId, traceId, start);
+    Call call = new Call(exchange, requestId, upstreamId, traceId, start);
     if (call.probe != null) {
       exchange.getAttributes().put(LatencyProbe.ATTR, call.probe);
     }
@@ -433,7 +443,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     headers.putAll(original.getHeaders());
     headers.setContentLength(body.length);
     headers.remove(HttpHeaders.TRANSFER_ENCODING);
-    headers.set(REQUEST_ID_HEADER, call.requestId);
+    headers.set(REQUEST_ID_HEADER, call.upstreamRequestId);
     headers.set(Trace.TRACEPARENT, Trace.traceparent(call.traceId));
     if (keys.enabled()) {
       headers.remove(HttpHeaders.AUTHORIZATION); // the gateway's key is not the backend's
@@ -455,17 +465,22 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     };
   }
 
-  private static String requestId(@Nullable String given) {
+  /** The client's request id if it is one (1..128 visible ASCII chars), else null. */
+  private static @Nullable String clientRequestId(@Nullable String given) {
     if (given != null && !given.isEmpty() && given.length() <= MAX_REQUEST_ID) {
-      boolean ok = true;
-      for (int i = 0; i < given.length() && ok; i++) {
+      for (int i = 0; i < given.length(); i++) {
         char c = given.charAt(i);
-        ok = c > 0x20 && c < 0x7f;
+        if (c <= 0x20 || c >= 0x7f) {
+          return null;
+        }
       }
-      if (ok) {
-        return given;
-      }
+      return given;
     }
+    return null;
+  }
+
+  /** A new request id: 128 random bits, 32 hex digits. */
+  private static String newRequestId() {
     return Trace.hex(ThreadLocalRandom.current().nextLong())
         + Trace.hex(ThreadLocalRandom.current().nextLong());
   }
@@ -518,6 +533,10 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
   private final class Call {
     final ServerWebExchange exchange;
     final String requestId;
+
+    /** The id the engines get: the gateway's own, unique per request (see {@link #filter}). */
+    final String upstreamRequestId;
+
     final String traceId;
     final long startNanos;
     @Nullable OpenAiRequest parsed;
@@ -544,9 +563,15 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
     /** {@link LatencyProbe} timestamps, null when the probe is off. */
     final long @Nullable [] probe = LatencyProbe.start();
 
-    Call(ServerWebExchange exchange, String requestId, String traceId, long startNanos) {
+    Call(
+        ServerWebExchange exchange,
+        String requestId,
+        String upstreamRequestId,
+        String traceId,
+        long startNanos) {
       this.exchange = exchange;
       this.requestId = requestId;
+      this.upstreamRequestId = upstreamRequestId;
       this.traceId = traceId;
       this.startNanos = startNanos;
       LatencyProbe.mark(probe, LatencyProbe.Stage.RECEIVED);
@@ -620,6 +645,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
               .setMessage("request {}")
               .addArgument(outcome)
               .addKeyValue("request_id", requestId)
+              .addKeyValue("upstream_request_id", upstreamRequestId)
               .addKeyValue("trace_id", traceId)
               .addKeyValue("outcome", outcome)
               .addKeyValue("duration_ms", elapsedNanos() / 1_000_000);
@@ -730,7 +756,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
                         bodyEnded = true;
                         if (LatencyProbe.ON) {
                           LatencyProbe.mark(call.probe, LatencyProbe.Stage.END);
-                          LatencyProbe.record(call.requestId, call.probe);
+                          LatencyProbe.record(call.requestId, call.upstreamRequestId, call.probe);
                         }
                         return rest == null ? null : factory.wrap(rest);
                       }));

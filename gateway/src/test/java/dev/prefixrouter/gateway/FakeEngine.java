@@ -108,6 +108,9 @@ final class FakeEngine implements AutoCloseable {
   /** The {@code traceparent} header of each request handled normally ("" when absent). */
   final List<String> traceparents = new CopyOnWriteArrayList<>();
 
+  /** The {@code X-Request-Id} header of each request handled normally ("" when absent). */
+  final List<String> requestIds = new CopyOnWriteArrayList<>();
+
   final AtomicInteger requests = new AtomicInteger();
 
   /** {@link System#nanoTime()} when the last request's body was read. */
@@ -215,6 +218,8 @@ final class FakeEngine implements AutoCloseable {
       bodies.add(body);
       String tp = ex.getRequestHeaders().getFirst("traceparent");
       traceparents.add(tp == null ? "" : tp);
+      String rid = ex.getRequestHeaders().getFirst("X-Request-Id");
+      requestIds.add(rid == null ? "" : rid);
       requests.incrementAndGet();
       long readAt = System.nanoTime();
       lastAt = readAt;

@@ -359,6 +359,7 @@ class GatewayEndToEndTest {
         .startsWith("{")
         .endsWith("}")
         .contains("\"trace_id\":\"" + traceId + "\"")
+        .containsPattern("\"upstream_request_id\":\"[0-9a-f]{32}\"")
         .contains("\"outcome\":\"ok\"")
         .contains("\"model\":\"chat\"")
         .contains("\"tenant\":\"main\"");
@@ -383,6 +384,39 @@ class GatewayEndToEndTest {
         .isEqualTo(
             "{\"model\":\"chat\",\"stream\":false,"
                 + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+  }
+
+  /**
+   * The engine takes the {@code X-Request-Id} it gets as its own request id, which must be unique
+   * (vLLM fails a request whose id is already running): it gets the gateway's own id for every
+   * request, never the client's, which is echoed back.
+   */
+  @Test
+  void theEngineGetsTheGatewaysOwnRequestIdNotTheClients() throws Exception {
+    String clientId = "req-dup-" + System.nanoTime();
+    List<String> sentIds = new ArrayList<>();
+    for (int i = 0; i < 2; i++) {
+      HttpResponse<String> res =
+          client.send(
+              HttpRequest.newBuilder(
+                      URI.create("http://127.0.0.1:" + port + "/v1/chat/completions"))
+                  .timeout(Duration.ofSeconds(10))
+                  .header("Content-Type", "application/json")
+                  .header("Authorization", "Bearer " + MAIN_KEY)
+                  .header("X-Request-Id", clientId)
+                  .POST(HttpRequest.BodyPublishers.ofString(chat("chat", false)))
+                  .build(),
+              ofString());
+      assertThat(res.statusCode()).isEqualTo(200);
+      assertThat(res.headers().firstValue("X-Request-Id")).hasValue(clientId);
+      FakeEngine e = OK1.lastAt >= OK2.lastAt ? OK1 : OK2;
+      sentIds.add(e.requestIds.get(e.requestIds.size() - 1));
+    }
+    assertThat(sentIds)
+        .as("the X-Request-Id the engine got")
+        .doesNotContain(clientId)
+        .doesNotHaveDuplicates()
+        .allSatisfy(id -> assertThat(id).matches("[0-9a-f]{32}"));
   }
 
   @Test
