@@ -83,9 +83,11 @@ import reactor.core.scheduler.Schedulers;
  *       lease fails and an event stream ends with an OpenAI error event ({@code server_error}, code
  *       {@code backend_failed} or {@code backend_timeout}) and {@code [DONE]}, while a JSON body is
  *       cut off;
- *   <li>a client that goes away cancels the exchange, which fails the lease as {@code CANCELLED}; a
- *       failover that races the cancel (made on a timer's or the upstream's thread) is not sent and
- *       its lease fails as {@code CANCELLED} too, charged nothing.
+ *   <li>a client that goes away cancels the exchange, which fails the lease as {@code CANCELLED},
+ *       and so does one that reads nothing for {@code idle-timeout} while the backend waits on it
+ *       (its connection is closed; not counted against the backend); a failover that races the
+ *       cancel (made on a timer's or the upstream's thread) is not sent and its lease fails as
+ *       {@code CANCELLED} too, charged nothing.
  * </ol>
  *
  * <p>Ordered just before {@link NettyWriteResponseFilter} so that its response decorator is the one
@@ -378,6 +380,12 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
       metrics.failover(routed.resolvedModel());
       return attempt(call, chain, a.next);
     }
+    if (e instanceof IdleTimeout.ClientStalledException) {
+      // the client stopped reading, and its backpressure held the backend's chunks back: the
+      // lease ended as if it had gone (Attempt.clientStalled)
+      call.cancelled();
+      return Mono.error(e);
+    }
     Failure f = classify(e);
     routed.lease().fail(f, used(routed, a.tap));
     if (call.gone) {
@@ -422,6 +430,9 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
   }
 
   static Failure classify(Throwable e) {
+    if (e instanceof IdleTimeout.ClientStalledException) {
+      return new Failure(Failure.Kind.CANCELLED, "client stalled: " + e.getMessage());
+    }
     if (e instanceof TimeoutException) {
       return new Failure(Failure.Kind.TIMEOUT, "timed out: " + e.getMessage());
     }
@@ -749,6 +760,7 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
                       }
                     }
                   })
+              .transform(idle::demandOf)
               .concatWith(
                   Mono.fromCallable(
                       () -> {
@@ -759,12 +771,31 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
                           LatencyProbe.record(call.requestId, call.upstreamRequestId, call.probe);
                         }
                         return rest == null ? null : factory.wrap(rest);
-                      }));
+                      }))
+              // here, before the writes: the writer that the client stopped takes no signal
+              .doOnError(IdleTimeout.ClientStalledException.class, e -> clientStalled());
       if (!t.isStream()) {
         return out;
       }
-      // an event stream that dies after its first byte ends with an error event, not a cut
-      return out.onErrorResume(e -> t.bytesSeen(), e -> Mono.just(factory.wrap(failMidstream(e))));
+      // an event stream that dies after its first byte ends with an error event, not a cut (a
+      // client that stopped reading would not read it: its connection is closed instead)
+      return out.onErrorResume(
+          e -> t.bytesSeen() && !(e instanceof IdleTimeout.ClientStalledException),
+          e -> Mono.just(factory.wrap(failMidstream(e))));
+    }
+
+    /**
+     * The client read nothing for the idle timeout while the backend's chunks waited on it: the
+     * lease ends as if it had gone ({@link Call#cancelled}), and its connection is closed (the
+     * writes queued to it would never end).
+     */
+    private void clientStalled() {
+      call.cancelled();
+      Object connection =
+          ServerHttpResponseDecorator.getNativeResponse(call.exchange.getResponse());
+      if (connection instanceof reactor.netty.Connection c) {
+        c.dispose();
+      }
     }
 
     private byte[] failMidstream(Throwable e) {

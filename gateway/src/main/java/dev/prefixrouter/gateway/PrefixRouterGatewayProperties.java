@@ -39,7 +39,9 @@ public class PrefixRouterGatewayProperties {
    * Longest silence of a backend's response: before the response headers of a streamed request,
    * between the response headers and the first chunk, and between two chunks (SSE-aware: a long
    * stream is fine as long as it keeps moving). Positive. A non-streamed request's wait for the
-   * headers is {@code response-timeout}.
+   * headers is {@code response-timeout}. Silence while the client reads nothing (its backpressure
+   * holds the backend's chunks back) is the client's: after this long the request ends as
+   * cancelled, not counted against the backend, and the client's connection is closed.
    */
   private Duration idleTimeout = Duration.ofSeconds(60);
 

@@ -37,8 +37,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * yet) and then keeps writing a space every 50 ms for at most 5 s, as a body still on its way,
  * recording when the reader is gone; {@link Mode#DIE} sends two chunks and then drops the
  * connection without ending the body; {@link Mode#HANG} reads the request and never answers (at
- * most 5 s). Like OpenAI, a stream asked for usage carries {@code "usage":null} in every chunk
- * before the usage chunk.
+ * most 5 s); {@link Mode#FLOOD} streams content chunks of 32 KiB each as fast as its reader takes
+ * them for at most 15 s (a reader that stops reading blocks it), then ends the stream, recording
+ * when the reader is gone. Like OpenAI, a stream asked for usage carries {@code "usage":null} in
+ * every chunk before the usage chunk.
  */
 final class FakeEngine implements AutoCloseable {
   /**
@@ -81,7 +83,8 @@ final class FakeEngine implements AutoCloseable {
     HOLD,
     HOLD_JSON,
     DIE,
-    HANG
+    HANG,
+    FLOOD
   }
 
   /**
@@ -271,6 +274,20 @@ final class FakeEngine implements AutoCloseable {
       write(out, api.start(nul));
       write(out, api.content("hello ", nul));
       long firstAt = System.nanoTime();
+      if (m == Mode.FLOOD) {
+        String big = "x".repeat(32 * 1024);
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+        try {
+          while (System.nanoTime() < end) {
+            write(out, api.content(big, nul));
+          }
+          write(out, api.end(nul, completionTokens));
+          write(out, api.done());
+        } catch (IOException gone) {
+          readerGone.countDown();
+        }
+        return;
+      }
       if (m == Mode.HOLD) {
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
         try {

@@ -46,6 +46,60 @@ class IdleTimeoutTest {
     assertThat(cancelled).isTrue();
   }
 
+  /**
+   * A reader that asks for nothing more holds the body back (its backpressure): the silence that
+   * follows is the reader's, and the body ends with a {@link IdleTimeout.ClientStalledException}.
+   */
+  @Test
+  void silenceWhileTheReaderAsksForNothingIsTheReaders() throws InterruptedException {
+    IdleTimeout idle = new IdleTimeout(Duration.ofMillis(150), Schedulers.parallel());
+    AtomicBoolean cancelled = new AtomicBoolean();
+    java.util.concurrent.atomic.AtomicReference<Throwable> error =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    java.util.concurrent.CountDownLatch ended = new java.util.concurrent.CountDownLatch(1);
+    Flux<Integer> plenty = Flux.range(1, 1000).doOnCancel(() -> cancelled.set(true));
+    idle.watch(plenty)
+        .doOnNext(x -> idle.touch())
+        .transform(idle::demandOf)
+        .subscribe(
+            new reactor.core.publisher.BaseSubscriber<Integer>() {
+              @Override
+              protected void hookOnSubscribe(org.reactivestreams.Subscription s) {
+                s.request(3); // and never more: a client that stopped reading
+              }
+
+              @Override
+              protected void hookOnError(Throwable e) {
+                error.set(e);
+                ended.countDown();
+              }
+
+              @Override
+              protected void hookOnComplete() {
+                ended.countDown();
+              }
+            });
+    assertThat(ended.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    assertThat(error.get()).isInstanceOf(IdleTimeout.ClientStalledException.class);
+    assertThat(cancelled).isTrue();
+  }
+
+  /** A reader still asking when the body falls silent: the silence is the body's. */
+  @Test
+  void silenceWhileTheReaderAsksIsTheBodys() {
+    IdleTimeout idle = new IdleTimeout(Duration.ofMillis(150), Schedulers.parallel());
+    Flux<String> stalls = Flux.concat(Mono.just("first"), Mono.<String>never());
+    assertThatThrownBy(
+            () ->
+                idle.watch(stalls)
+                    .doOnNext(x -> idle.touch())
+                    .transform(idle::demandOf)
+                    .limitRate(2)
+                    .collectList()
+                    .block(Duration.ofSeconds(10)))
+        .hasCauseInstanceOf(TimeoutException.class);
+  }
+
   @Test
   void aBodyThatEndsInTimeNeverFailsLater() throws InterruptedException {
     IdleTimeout idle = new IdleTimeout(Duration.ofMillis(100), Schedulers.parallel());
