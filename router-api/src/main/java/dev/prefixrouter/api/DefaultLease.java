@@ -257,7 +257,7 @@ final class DefaultLease implements Lease {
     // known: refund the output reservation).
     long charged =
         s == OPEN
-            ? used != null && cancelled ? used.totalTokens() : 0
+            ? used != null && failure.kind() == Failure.Kind.CANCELLED ? used.totalTokens() : 0
             : used == null ? routed().promptTokens() : used.totalTokens();
     settle(charged - reservedTokens(), now);
     if (failure.countsAgainstBackend()) {
