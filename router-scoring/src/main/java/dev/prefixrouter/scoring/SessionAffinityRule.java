@@ -174,8 +174,22 @@ final class SessionAffinityRule implements RankRule {
   public synchronized void removeBackend(int slot) {
     AtomicReferenceArray<String> a = ids;
     String id = slot < a.length() ? a.getAndSet(slot, null) : null;
-    if (id != null) {
+    if (id != null && !registered(a, id)) {
       pins.forgetBackend(id);
     }
+  }
+
+  /**
+   * Whether {@code id} holds another slot: a backend removed and added again under the same id
+   * while the removal waited for its leases (the engine tells the parts of the removal after the
+   * new slot was added) keeps the pins made for its new registration.
+   */
+  private static boolean registered(AtomicReferenceArray<String> a, String id) {
+    for (int i = 0; i < a.length(); i++) {
+      if (id.equals(a.get(i))) {
+        return true;
+      }
+    }
+    return false;
   }
 }
