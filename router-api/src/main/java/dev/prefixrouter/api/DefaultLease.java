@@ -289,8 +289,6 @@ final class DefaultLease implements Lease {
     if (entry.claim()) {
       try {
         pipeline.membership().noOutcome(entry, now, startNanos);
-      } catch (RuntimeException ex) {
-        pipeline.listeners().ignored(pipeline.membership(), ex); // a host's health policy threw
       } finally {
         entry.release();
       }
@@ -380,12 +378,7 @@ final class DefaultLease implements Lease {
    * announce after it releases the claim.
    */
   private Membership.@Nullable HealthChange healthFeedback(long now, @Nullable Failure failure) {
-    try {
-      return pipeline.membership().healthFeedback(entry, now, startNanos, failure);
-    } catch (RuntimeException ex) {
-      pipeline.listeners().ignored(pipeline.membership(), ex); // a host's health policy threw
-      return null;
-    }
+    return pipeline.membership().healthFeedback(entry, now, startNanos, failure);
   }
 
   @Override

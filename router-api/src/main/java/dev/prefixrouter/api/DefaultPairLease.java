@@ -242,8 +242,6 @@ final class DefaultPairLease implements PairLease {
         // no outcome for the decode backend (the pair failed at prefill, or the client left): a
         // half-open breaker's probe goes back
         pipeline.membership().noOutcome(decode, now, placedNanos);
-      } catch (RuntimeException ex) {
-        pipeline.listeners().ignored(pipeline.membership(), ex);
       } finally {
         decode.release();
       }

@@ -303,13 +303,20 @@ final class Membership implements BackendRegistry {
    */
   @Nullable HealthChange healthFeedback(
       BackendEntry entry, long now, long placedNanos, @Nullable Failure failure) {
-    HealthState before = health.state(entry.slot, now);
-    if (failure == null) {
-      health.onSuccess(entry.slot, now, placedNanos);
-    } else {
-      health.onFailure(entry.slot, failure, now);
+    HealthState before;
+    HealthState after;
+    try {
+      before = health.state(entry.slot, now);
+      if (failure == null) {
+        health.onSuccess(entry.slot, now, placedNanos);
+      } else {
+        health.onFailure(entry.slot, failure, now);
+      }
+      after = health.state(entry.slot, now);
+    } catch (RuntimeException ex) {
+      listeners.ignored(health, ex); // a host's health policy threw: the lease still ends
+      return null;
     }
-    HealthState after = health.state(entry.slot, now);
     if (before == after) {
       return null;
     }
@@ -323,7 +330,11 @@ final class Membership implements BackendRegistry {
    * ({@link HealthPolicy#onNoOutcome}); the caller holds the entry's claim.
    */
   void noOutcome(BackendEntry entry, long now, long placedNanos) {
-    health.onNoOutcome(entry.slot, now, placedNanos);
+    try {
+      health.onNoOutcome(entry.slot, now, placedNanos);
+    } catch (RuntimeException ex) {
+      listeners.ignored(health, ex); // a host's health policy threw: the lease still ends
+    }
   }
 
   /** Tells the listeners of a change {@link #healthFeedback} returned; no claim may be held. */

@@ -540,11 +540,6 @@ public final class RadixPrefixIndex implements PrefixIndex {
   @Override
   public void match(long[] keys, int keyCount, int[] slots, int count, int[] matchedOut) {
     PrefixIndex.checkKeyCount(keys, keyCount);
-    for (int c = 0; c < count; c++) {
-      if (!inRange(slots[c])) {
-        unknownSlot.increment(); // once per call, however many walks it takes
-      }
-    }
     Scratch s = SCRATCH.get();
     long[] seen = s.versions(count);
     for (int attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
@@ -552,7 +547,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
         walk(keys, keyCount, slots, count, matchedOut, s);
         VarHandle.acquireFence(); // the walk's reads happen before the versions are read again
         if (unchanged(slots, count, seen)) {
-          copyDuplicates(slots, count, matchedOut, s);
+          endMatch(slots, count, matchedOut, s);
           return;
         }
       } else {
@@ -564,11 +559,17 @@ public final class RadixPrefixIndex implements PrefixIndex {
     synchronized (lock) {
       walk(keys, keyCount, slots, count, matchedOut, s);
     }
-    copyDuplicates(slots, count, matchedOut, s);
+    endMatch(slots, count, matchedOut, s);
   }
 
-  /** A slot given more than once gets its first position's answer at every position. */
-  private void copyDuplicates(int[] slots, int count, int[] out, Scratch s) {
+  /**
+   * After the walk a match keeps: counts its out-of-range slots (once per call, however many walks
+   * it took) and gives a slot given more than once its first position's answer at every position.
+   */
+  private void endMatch(int[] slots, int count, int[] out, Scratch s) {
+    if (s.unknownSlots > 0) {
+      unknownSlot.add(s.unknownSlots);
+    }
     if (!s.duplicates) {
       return;
     }
@@ -637,6 +638,7 @@ public final class RadixPrefixIndex implements PrefixIndex {
     int[] aliveAt = new int[16]; // node step at which the candidate was last seen holding all
     int walk;
     boolean duplicates; // the last walk met a slot twice
+    int unknownSlots; // and this many slots out of range
     Node[] touchNodes = new Node[16]; // a held route's path (cleared after use)
     int[] touchEntries = new int[16]; // and the entries it read for them
 
@@ -708,11 +710,13 @@ public final class RadixPrefixIndex implements PrefixIndex {
     int[] aliveAt = s.aliveAt;
     int alive = 0;
     s.duplicates = false;
+    s.unknownSlots = 0;
     for (int c = 0; c < count; c++) {
       out[c] = 0;
       int slot = slots[c];
       if (!inRange(slot)) {
-        aliveAt[c] = -1; // counted once per match, by the caller
+        aliveAt[c] = -1;
+        s.unknownSlots++; // counted by the caller for the walk it keeps
       } else if (candidateWalk[slot] == walkId) {
         aliveAt[c] = -1; // the slot again: answered from its first position afterwards
         s.duplicates = true;

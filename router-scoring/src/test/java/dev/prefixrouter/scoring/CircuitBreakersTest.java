@@ -29,6 +29,26 @@ class CircuitBreakersTest {
         .build();
   }
 
+  /** One backend behind a breaker that opens at one failure, one probe, 10 s cooldown. */
+  private static dev.prefixrouter.api.RoutingEngine onePendingProbe(
+      java.util.concurrent.atomic.AtomicLong clock) {
+    return dev.prefixrouter.api.RoutingEngine.builder()
+        .ticker(clock::get)
+        .health(
+            CircuitBreakers.builder()
+                .consecutiveFailures(1)
+                .halfOpenProbes(1)
+                .cooldown(Duration.ofSeconds(10))
+                .build())
+        .backend(B)
+        .build();
+  }
+
+  private static final dev.prefixrouter.api.RouteRequest REQUEST =
+      dev.prefixrouter.api.RouteRequest.builder("t", "m")
+          .prompt(dev.prefixrouter.api.Prompt.ofTokens(1, 2, 3))
+          .build();
+
   @Test
   void opensAfterConsecutiveFailuresAndHalfOpensAfterCooldown() {
     CircuitBreakers b = breakers();
@@ -53,21 +73,8 @@ class CircuitBreakersTest {
   void aLateSuccessOfARequestPlacedBeforeTheBreakerOpenedIsNotAProbe() {
     java.util.concurrent.atomic.AtomicLong clock =
         new java.util.concurrent.atomic.AtomicLong(SECOND);
-    dev.prefixrouter.api.RoutingEngine engine =
-        dev.prefixrouter.api.RoutingEngine.builder()
-            .ticker(clock::get)
-            .health(
-                CircuitBreakers.builder()
-                    .consecutiveFailures(1)
-                    .halfOpenProbes(1)
-                    .cooldown(Duration.ofSeconds(10))
-                    .build())
-            .backend(B)
-            .build();
-    dev.prefixrouter.api.RouteRequest req =
-        dev.prefixrouter.api.RouteRequest.builder("t", "m")
-            .prompt(dev.prefixrouter.api.Prompt.ofTokens(1, 2, 3))
-            .build();
+    dev.prefixrouter.api.RoutingEngine engine = onePendingProbe(clock);
+    dev.prefixrouter.api.RouteRequest req = REQUEST;
     dev.prefixrouter.api.Routed old = (dev.prefixrouter.api.Routed) engine.route(req); // closed
     ((dev.prefixrouter.api.Routed) engine.route(req)).lease().fail(CONNECT); // opens
     clock.addAndGet(11 * SECOND);
@@ -83,21 +90,8 @@ class CircuitBreakersTest {
   void aProbeThatEndsWithoutAnOutcomeIsGivenBack() {
     java.util.concurrent.atomic.AtomicLong clock =
         new java.util.concurrent.atomic.AtomicLong(SECOND);
-    dev.prefixrouter.api.RoutingEngine engine =
-        dev.prefixrouter.api.RoutingEngine.builder()
-            .ticker(clock::get)
-            .health(
-                CircuitBreakers.builder()
-                    .consecutiveFailures(1)
-                    .halfOpenProbes(1)
-                    .cooldown(Duration.ofSeconds(10))
-                    .build())
-            .backend(B)
-            .build();
-    dev.prefixrouter.api.RouteRequest req =
-        dev.prefixrouter.api.RouteRequest.builder("t", "m")
-            .prompt(dev.prefixrouter.api.Prompt.ofTokens(1, 2, 3))
-            .build();
+    dev.prefixrouter.api.RoutingEngine engine = onePendingProbe(clock);
+    dev.prefixrouter.api.RouteRequest req = REQUEST;
     ((dev.prefixrouter.api.Routed) engine.route(req)).lease().fail(CONNECT); // opens
     clock.addAndGet(11 * SECOND);
     dev.prefixrouter.api.Routed probe = (dev.prefixrouter.api.Routed) engine.route(req);
