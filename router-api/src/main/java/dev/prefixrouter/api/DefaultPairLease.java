@@ -289,7 +289,9 @@ final class DefaultPairLease implements PairLease {
     List<BackendEntry> excluded = new ArrayList<>(decodeExcluded.size() + 1);
     excluded.addAll(decodeExcluded);
     excluded.add(decode);
-    RouteDecision next = router.engine().route(DisaggregatedRouter.prefillRequest(request));
+    // the prefill backend did its part: the prefill leg is placed again as a failover of the same
+    // request (no new admission, no request permit), the failed decode backend excluded below
+    RouteDecision next = router.pipeline().replace(prefill, attempt + 1, router.steering(request));
     if (next instanceof Rejected x) {
       return x;
     }

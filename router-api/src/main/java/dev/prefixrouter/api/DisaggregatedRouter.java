@@ -9,6 +9,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Routes requests of a disaggregated (prefill/decode) deployment as pairs, on top of a {@link
@@ -135,14 +136,26 @@ public final class DisaggregatedRouter {
    */
   public PairDecision route(RouteRequest request) {
     Objects.requireNonNull(request, "request");
+    Steering steering = steering(request);
     RouteDecision prefill =
-        localPrefillTokens > 0 && !request.requiredCapabilities().contains(Role.PREFILL_CAPABILITY)
-            ? pipeline.route(request, new LocalPrefill(localPrefillTokens))
+        steering != null
+            ? pipeline.route(request, steering)
             : engine.route(prefillRequest(request));
     if (prefill instanceof Rejected x) {
       return x;
     }
     return pair(request, (Routed) prefill, List.of(), 0);
+  }
+
+  /**
+   * The steering of {@code request}'s prefill leg: conditional disaggregation when it is on and the
+   * request does not require a prefill backend itself, else none.
+   */
+  @Nullable Steering steering(RouteRequest request) {
+    return localPrefillTokens > 0
+            && !request.requiredCapabilities().contains(Role.PREFILL_CAPABILITY)
+        ? new LocalPrefill(localPrefillTokens)
+        : null;
   }
 
   /**

@@ -159,6 +159,32 @@ final class RoutePipeline {
     return d;
   }
 
+  /**
+   * Places {@code previous}'s request again as a failover (attempt {@code attemptNo}, counted in
+   * {@link #failovers}), its backend not excluded: the attempt ended through no fault of its
+   * backend (a pair whose decode leg failed before the first token ended its prefill leg as
+   * cancelled, and refunded). Like {@link #failover}: the tokens are charged again and no request
+   * permit is taken; {@code steering} as for a first attempt.
+   */
+  RouteDecision replace(Routed previous, int attemptNo, @Nullable Steering steering) {
+    RouteRequest request = previous.request();
+    long now = ticker.getAsLong();
+    limiter.adjust(request.tenant(), reservedTokens(request, previous.promptTokens()), now);
+    RouteDecision d =
+        placeCharged(
+            request,
+            previous.resolvedModel(),
+            previous.promptTokens(),
+            List.of(),
+            attemptNo,
+            now,
+            steering);
+    if (d instanceof Routed) {
+      failovers.increment();
+    }
+    return d;
+  }
+
   // ---------------------------------------------------------------- stages
 
   /** Validate: the request itself is valid by construction; only null is refused here. */

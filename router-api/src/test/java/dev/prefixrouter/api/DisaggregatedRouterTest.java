@@ -379,6 +379,58 @@ class DisaggregatedRouterTest {
     assertThat(snap(e, "p0").inFlight()).isZero();
   }
 
+  /**
+   * A decode failure before the first token fails the pair over as one request: no second request
+   * permit (a tenant allowed one request at a time is not rate limited for a backend's fault), one
+   * routed request and one failover counted.
+   */
+  @Test
+  void aDecodeFailoverTakesNoSecondRequestPermit() {
+    java.util.concurrent.atomic.AtomicInteger permits =
+        new java.util.concurrent.atomic.AtomicInteger();
+    dev.prefixrouter.api.spi.TenantLimiter onePermit =
+        new dev.prefixrouter.api.spi.TenantLimiter() {
+          @Override
+          public dev.prefixrouter.api.spi.Admission tryAcquire(String t, long tokens, long now) {
+            if (permits.get() >= 1) {
+              return dev.prefixrouter.api.spi.Admission.denied(1, "one request at a time");
+            }
+            permits.incrementAndGet();
+            return dev.prefixrouter.api.spi.Admission.GRANTED;
+          }
+
+          @Override
+          public void adjust(String t, long delta, long now) {}
+
+          @Override
+          public void release(String t, long tokens, long now) {
+            permits.decrementAndGet();
+          }
+        };
+    RoutingEngine e =
+        RoutingEngine.builder()
+            .ticker(clock::get)
+            .limiter(onePermit)
+            .backend(p("p0"))
+            .backend(d("d0"))
+            .backend(d("d1"))
+            .build();
+    DisaggregatedRouter pd = DisaggregatedRouter.builder(e).build();
+    PairRouted first = pair(pd.route(req()));
+    first.lease().failDecode(Failure.of(Failure.Kind.CONNECT));
+    PairDecision next = first.lease().failover();
+    assertThat(next).isInstanceOf(PairRouted.class); // RATE_LIMITED before
+    PairRouted second = (PairRouted) next;
+    assertThat(second.decode().id()).isNotEqualTo(first.decode().id());
+    assertThat(second.attempt()).isEqualTo(1);
+    assertThat(permits.get()).isEqualTo(1);
+    assertThat(e.inspect().routed()).isEqualTo(1);
+    assertThat(e.inspect().failovers()).isEqualTo(1);
+    second.lease().firstToken();
+    second.lease().complete(Usage.of(8, 16));
+    assertThat(snap(e, "p0").inFlight()).isZero();
+  }
+
   @Test
   void noPrefillBackendRejectsThroughTheEngine() {
     RoutingEngine e = engine(d("d0"));
