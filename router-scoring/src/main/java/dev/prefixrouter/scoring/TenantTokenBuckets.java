@@ -58,8 +58,8 @@ import org.jspecify.annotations.Nullable;
  */
 public final class TenantTokenBuckets implements TenantLimiter {
 
-  /** The buckets of one tenant. */
-  private static final class Tenant {
+  /** The buckets of one tenant (package-private: tests interleave its reads and takes). */
+  static final class Tenant {
     final String name;
     final TokenBucket tokens;
     final TokenBucket requests; // null when no request limit
@@ -175,7 +175,10 @@ public final class TenantTokenBuckets implements TenantLimiter {
     private long expiry(Tenant t) {
       long expiry = t.tokens.nanosUntilFullAfterBurst(idleNanos); // max(idle, until full)
       if (t.requests != null) {
-        expiry = Math.max(expiry, t.requests.nanosUntilFullAfter(1));
+        // as for the tokens, every permit this read may be followed by: concurrent admissions
+        // all read before any of them takes, so an expiry for one more take would drop the tenant
+        // (and recreate it full) while permits taken after it are still refilling
+        expiry = Math.max(expiry, t.requests.nanosUntilFullAfter(t.requests.capacity));
       }
       return Math.min(Long.MAX_VALUE / 2, expiry) + SLACK_NANOS;
     }
@@ -210,7 +213,8 @@ public final class TenantTokenBuckets implements TenantLimiter {
     return overrides.getOrDefault(tenant, defaultQuota);
   }
 
-  private Tenant tenant(String name, long now) {
+  /** The tenant's buckets, read through the front or Caffeine (which renews its expiry). */
+  Tenant tenant(String name, long now) {
     Tenant t = fromFront(name, now);
     if (t != null) {
       return t;

@@ -30,6 +30,43 @@ class TokenBucketDebtTest {
         .build();
   }
 
+  /**
+   * Concurrent admissions of a request-limited tenant each read it (renewing its expiry) before any
+   * of them takes a permit: the expiry set by those reads must cover every permit they take. Eight
+   * reads, then eight takes, as eight threads can interleave; the tenant was dropped one permit's
+   * refill after the reads and came back with all 24 permits while eight were still refilling.
+   */
+  @Test
+  void concurrentRequestAdmissionsKeepTheTenantUntilTheirPermitsAreBack() {
+    AtomicLong clock = new AtomicLong();
+    // 24 requests per minute (one back every 2.5 s); tokens refill their burst in 1 ms, so the
+    // expiry is the request bucket's alone; idle expiry 1 s
+    TenantTokenBuckets b =
+        onClock(
+            clock,
+            Quota.perMinute(60_000_000).withBurst(1_000).withMaxRequests(24),
+            Duration.ofSeconds(1));
+    b.tryAcquire("t", 1, 0); // created
+    clock.set(SECOND);
+    List<TenantTokenBuckets.Tenant> read = new ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      read.add(b.tenant("t", SECOND));
+    }
+    for (TenantTokenBuckets.Tenant t : read) {
+      assertThat(t.requests.tryTake(1, SECOND)).isZero();
+    }
+    // 9 permits taken by 1 s, 3 back by 9 s: 18 available (24 if recreated)
+    long now = 9 * SECOND;
+    clock.set(now);
+    int granted = 0;
+    for (int i = 0; i < 24; i++) {
+      if (b.tryAcquire("t", 1, now).granted()) {
+        granted++;
+      }
+    }
+    assertThat(granted).isEqualTo(18);
+  }
+
   /** The reproduction: 19M tokens completed against a 60k/min quota. */
   @Test
   void debtIsNotForgivenAfterTwoIdleMinutes() {
