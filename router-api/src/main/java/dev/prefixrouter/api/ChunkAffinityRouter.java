@@ -9,6 +9,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
+import org.jspecify.annotations.Nullable;
 
 /**
  * RAG chunk affinity over a {@link RoutingEngine}: a request carrying the ids of its retrieved
@@ -43,7 +44,9 @@ import java.util.concurrent.atomic.LongAdder;
  * per backend, least recently routed forgotten first (the engine's cache evicts too; this memory is
  * a belief, like the index's predictions), within the request's cache namespace (its tenant under
  * prefix isolation, its cache salt: the same chunk id from another namespace is another chunk, as
- * the engine's cache keeps them apart). Memory is bounded by about {@code maxBackends ×
+ * the engine's cache keeps them apart; the namespace is the one of the model the route resolves, an
+ * alias or a split naming a LoRA adapter included). Chunk ids are at most {@link
+ * #MAX_CHUNK_ID_LENGTH} characters. Memory is bounded by about {@code maxBackends ×
  * maxChunksPerBackend} ids: when a new backend id arrives and {@code maxBackends} are already
  * remembered (departed backends are never removed one by one), every backend's memory is dropped
  * and relearnt; concurrent first routes to new backends may pass the bound by one entry each.
@@ -52,6 +55,9 @@ import java.util.concurrent.atomic.LongAdder;
  * costs the engine route plus O(candidates × chunks) hash lookups under each candidate's lock.
  */
 public final class ChunkAffinityRouter {
+  /** Longest accepted chunk id. */
+  public static final int MAX_CHUNK_ID_LENGTH = 256;
+
   /** The reason of a decision this router changed. */
   static final String REASON = "chunk affinity: the backend holding most of its chunks";
 
@@ -91,7 +97,8 @@ public final class ChunkAffinityRouter {
    * conditions.
    *
    * @throws NullPointerException if an argument or a chunk id is null
-   * @throws IllegalArgumentException for more than {@link ChunkOrder#MAX_CHUNKS} ids
+   * @throws IllegalArgumentException for more than {@link ChunkOrder#MAX_CHUNKS} ids, or an id
+   *     longer than {@link #MAX_CHUNK_ID_LENGTH}
    */
   public RouteDecision route(RouteRequest request, Collection<String> chunkIds) {
     Objects.requireNonNull(request, "request");
@@ -100,15 +107,20 @@ public final class ChunkAffinityRouter {
       throw new IllegalArgumentException(
           "at most " + ChunkOrder.MAX_CHUNKS + " chunk ids, got " + chunkIds.size());
     }
+    checkIds(chunkIds);
     if (chunkIds.isEmpty()) {
       return engine.route(request);
     }
-    Set<String> chunks = keys(request, chunkIds);
-    Steer steer = new Steer(chunks);
+    Steer steer = new Steer(request, chunkIds);
     RouteDecision d = pipeline.route(request, steer);
     if (d instanceof Routed r) {
       (steer.moved ? steered : byEngine).increment();
-      remember(r.backendId(), chunks);
+      Set<String> chunks = steer.chunks;
+      remember(
+          r.backendId(),
+          chunks != null
+              ? chunks
+              : keys(pipeline.seeds().contentSeed(request, r.resolvedModel()), chunkIds));
     }
     return d;
   }
@@ -128,38 +140,58 @@ public final class ChunkAffinityRouter {
    */
   public int held(String backendId, Collection<String> chunkIds) {
     Objects.requireNonNull(chunkIds, "chunkIds");
-    return held(backendId, IsolationSeeds.namespace(null, null), chunkIds);
+    return held(backendId, pipeline.seeds().baseContentSeed(), chunkIds);
   }
 
   /**
    * How many of {@code chunkIds} this router believes {@code backendId} holds for requests like
    * {@code request}: chunk ids count within the request's cache namespace (its tenant under prefix
    * isolation, its cache salt, its adapter), as the engine's KV cache keeps them apart; the same id
-   * from another namespace is another chunk.
+   * from another namespace is another chunk. The request's model is taken after alias resolution
+   * (an alias of an adapter is the adapter); a split's name is not resolved (that is a pick per
+   * route).
+   *
+   * @throws IllegalArgumentException for an id longer than {@link #MAX_CHUNK_ID_LENGTH}
    */
   public int held(String backendId, RouteRequest request, Collection<String> chunkIds) {
     Objects.requireNonNull(request, "request");
     Objects.requireNonNull(chunkIds, "chunkIds");
-    return held(backendId, pipeline.seeds().contentNamespace(request), chunkIds);
+    checkIds(chunkIds);
+    return held(
+        backendId,
+        pipeline.seeds().contentSeed(request, pipeline.models().alias(request)),
+        chunkIds);
   }
 
-  private int held(String backendId, String namespace, Collection<String> chunkIds) {
+  private int held(String backendId, long namespace, Collection<String> chunkIds) {
     Objects.requireNonNull(backendId, "backendId");
+    checkIds(chunkIds);
     Held h = held.get(backendId);
     return h == null ? 0 : h.count(keys(namespace, chunkIds));
   }
 
-  /** The request's chunk ids as remembered: within its cache namespace (see {@link #held}). */
-  private Set<String> keys(RouteRequest request, Collection<String> chunkIds) {
-    return keys(pipeline.seeds().contentNamespace(request), chunkIds);
+  private static void checkIds(Collection<String> chunkIds) {
+    for (String id : chunkIds) {
+      if (Objects.requireNonNull(id, "chunk id").length() > MAX_CHUNK_ID_LENGTH) {
+        throw new IllegalArgumentException(
+            "chunk ids must be at most "
+                + MAX_CHUNK_ID_LENGTH
+                + " characters, got one of "
+                + id.length());
+      }
+    }
   }
 
-  private static Set<String> keys(String namespace, Collection<String> chunkIds) {
+  /**
+   * The chunk ids as remembered: within the namespace whose content seed is {@code namespace} (see
+   * {@link #held}); the seed's 16 hex digits, then the id: a key's size does not grow with the
+   * tenant or salt, and two namespaces share keys only if their 64-bit seeds collide.
+   */
+  private static Set<String> keys(long namespace, Collection<String> chunkIds) {
     Set<String> keys = new HashSet<>(chunkIds.size() * 2);
-    // length-prefixed: (namespace, id) -> key is injective whatever either holds
-    String prefix = namespace.length() + ":" + namespace;
+    String prefix = String.format("%016x", namespace);
     for (String id : chunkIds) {
-      keys.add(prefix + Objects.requireNonNull(id, "chunk id"));
+      keys.add(prefix + id);
     }
     return keys;
   }
@@ -208,15 +240,23 @@ public final class ChunkAffinityRouter {
 
   /** One route's steering. */
   private final class Steer implements Steering {
-    private final Set<String> chunks;
+    private final RouteRequest request;
+    private final Collection<String> ids;
+    // the ids as remembered, in the namespace of the model the route resolved (an alias or a
+    // split may name an adapter): made at the first steer, when the resolved model is known
+    @Nullable Set<String> chunks;
     boolean moved;
 
-    Steer(Set<String> chunks) {
-      this.chunks = chunks;
+    Steer(RouteRequest request, Collection<String> ids) {
+      this.request = request;
+      this.ids = ids;
     }
 
     @Override
     public void steer(ScoringContext c) {
+      if (chunks == null) {
+        chunks = keys(pipeline.seeds().contentSeed(request, c.model()), ids);
+      }
       int[] order = c.order();
       double top = c.cost(order[0]);
       double limit = top > 0 ? top * costRatio : top;
@@ -248,7 +288,8 @@ public final class ChunkAffinityRouter {
 
     private int count(ScoringContext c, int cand) {
       Held h = held.get(c.backend(cand).id());
-      return h == null ? 0 : h.count(chunks);
+      Set<String> cs = chunks;
+      return h == null || cs == null ? 0 : h.count(cs);
     }
   }
 

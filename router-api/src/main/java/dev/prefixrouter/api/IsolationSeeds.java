@@ -66,13 +66,20 @@ final class IsolationSeeds {
   }
 
   /**
-   * The namespace a request's cache content lives in, as its keys are seeded: its tenant under
-   * prefix isolation, its salt, its adapter (for per-request state keyed by content, such as chunk
-   * ids, that must not be shared across namespaces the KV cache keeps apart).
+   * The seed of the namespace a request's cache content lives in when served by {@code model}
+   * (resolved: an alias or a split may name an adapter), as its keys are seeded: its tenant under
+   * prefix isolation, its salt, its adapter; for per-request state keyed by content, such as chunk
+   * ids, that must not be shared across namespaces the KV cache keeps apart. Unlike {@link #seed},
+   * never 0 and never learnt: the content of the base namespace has a seed of its own too.
    */
-  String contentNamespace(RouteRequest r) {
-    String lora = adapters.isEmpty() || !adapters.contains(r.model()) ? null : r.model();
-    return namespace(prefixIsolation ? r.tenant() : null, r.cacheSalt(), lora);
+  long contentSeed(RouteRequest r, String model) {
+    String lora = adapters.isEmpty() || !adapters.contains(model) ? null : model;
+    return hasher.seed(namespace(prefixIsolation ? r.tenant() : null, r.cacheSalt(), lora));
+  }
+
+  /** The seed of the base namespace (no tenant, salt or adapter), as {@link #contentSeed}. */
+  long baseContentSeed() {
+    return hasher.seed(namespace(null, null, null));
   }
 
   /** {@link #seed(RouteRequest, String)} for a request's own model (tests). */

@@ -32,6 +32,11 @@ final class ModelRouter {
     this.splits = Map.copyOf(s);
   }
 
+  /** The request's model after alias resolution only (a split's name stays as it is). */
+  String alias(RouteRequest request) {
+    return aliases.getOrDefault(request.model(), request.model());
+  }
+
   /**
    * The model to serve {@code request}: its alias target if any, then a weighted pick if the model
    * is split. Sticky per session id when one is given; otherwise a well-mixed sequence, so shares

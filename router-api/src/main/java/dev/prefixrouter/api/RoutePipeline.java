@@ -403,6 +403,10 @@ final class RoutePipeline {
   /**
    * The isolation seeds of this pipeline's requests (the engine keys salted KV events with them).
    */
+  ModelRouter models() {
+    return models;
+  }
+
   IsolationSeeds seeds() {
     return seeds;
   }

@@ -33,7 +33,8 @@ import org.jspecify.annotations.Nullable;
  * @param ttftBudget optional time-to-first-token objective for SLO admission
  * @param requestId optional id echoed in logs and listener events
  * @param cacheSalt optional vLLM {@code cache_salt}: requests with different salts never share
- *     cached prefixes, so the salt is folded into the block-key seed
+ *     cached prefixes, so the salt is folded into the block-key seed; at most {@link
+ *     #MAX_CACHE_SALT_LENGTH} characters
  * @param media content digests of the request's media (images, audio, video), e.g. the SHA-256 hex
  *     digests router-vllm's reader renders into the prompt; a scorer may prefer backends that
  *     processed the same media recently (their encoder cache). At most {@link #MAX_MEDIA}, each
@@ -78,6 +79,9 @@ public record RouteRequest(
 
   /** Longest accepted session id (characters): session pins and terms hold one per session. */
   public static final int MAX_SESSION_ID_LENGTH = 1024;
+
+  /** Longest accepted {@code cacheSalt}. */
+  public static final int MAX_CACHE_SALT_LENGTH = 1024;
 
   /** Largest accepted {@code additionalPromptTokens}: 256 Mi tokens. */
   public static final int MAX_ADDITIONAL_PROMPT_TOKENS = 1 << 28;
@@ -130,6 +134,13 @@ public record RouteRequest(
               + MAX_SESSION_ID_LENGTH
               + " characters, was "
               + sessionId.length());
+    }
+    if (cacheSalt != null && cacheSalt.length() > MAX_CACHE_SALT_LENGTH) {
+      throw new IllegalArgumentException(
+          "cacheSalt must be at most "
+              + MAX_CACHE_SALT_LENGTH
+              + " characters, was "
+              + cacheSalt.length());
     }
     media = media.isEmpty() ? Set.of() : Set.copyOf(media);
     if (media.size() > MAX_MEDIA) {

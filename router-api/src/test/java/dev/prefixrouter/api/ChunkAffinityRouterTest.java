@@ -102,6 +102,49 @@ class ChunkAffinityRouterTest {
     assertThat(rag.held(bobs.backendId(), bob, ids("doc-1#0", "doc-1#1"))).isEqualTo(2);
   }
 
+  /**
+   * An adapter request reached through an alias keeps its chunks in the adapter's namespace (the
+   * model the route resolves), as its KV keys are: chunks the base model's requests left on a
+   * backend are not the adapter's, and the adapter's own count.
+   */
+  @Test
+  void anAliasedAdapterRequestCountsOnlyTheAdaptersChunks() {
+    RoutingEngineBuilder b =
+        RoutingEngine.builder().ticker(clock::get).loraAdapter("sql1").modelAlias("sql", "sql1");
+    for (String id : List.of("b0", "b1")) {
+      b.backend(Backend.of(id, "m", "sql1"));
+    }
+    ChunkAffinityRouter rag = ChunkAffinityRouter.builder(b.build()).build();
+    RouteRequest base = req();
+    RouteRequest adapter = RouteRequest.builder("t", "sql").prompt(base.prompt()).build();
+    Routed first = routed(rag.route(base, ids("doc-1#0", "doc-1#1")));
+    done(first);
+    String at = first.backendId();
+    assertThat(rag.held(at, base, ids("doc-1#0", "doc-1#1"))).isEqualTo(2);
+    assertThat(rag.held(at, adapter, ids("doc-1#0", "doc-1#1"))).isZero(); // 2 before
+    Routed own = routed(rag.route(adapter, ids("doc-1#0", "doc-1#1")));
+    assertThat(rag.stats().steered()).as("not steered by the base model's chunks").isZero();
+    done(own);
+    assertThat(rag.held(own.backendId(), adapter, ids("doc-1#0", "doc-1#1"))).isEqualTo(2);
+  }
+
+  /** A chunk id or a cache salt has a length bound: a clear error, not memory per id. */
+  @Test
+  void longChunkIdsAndSaltsAreRefused() {
+    ChunkAffinityRouter rag = ChunkAffinityRouter.builder(engine("b0")).build();
+    String longId = "x".repeat(ChunkAffinityRouter.MAX_CHUNK_ID_LENGTH + 1);
+    assertThatThrownBy(() -> rag.route(req(), ids("a", longId)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("chunk ids must be at most 256");
+    assertThatThrownBy(() -> rag.held("b0", req(), ids(longId)))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThat(rag.route(req(), ids("x".repeat(256)))).isInstanceOf(Routed.class);
+    assertThatThrownBy(() -> req().toBuilder().cacheSalt("s".repeat(1025)).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("cacheSalt must be at most 1024");
+    assertThat(req().toBuilder().cacheSalt("s".repeat(1024)).build().cacheSalt()).hasSize(1024);
+  }
+
   @Test
   void noChunkIdsIsThePlainRoute() {
     ChunkAffinityRouter rag = ChunkAffinityRouter.builder(engine("b0", "b1")).build();

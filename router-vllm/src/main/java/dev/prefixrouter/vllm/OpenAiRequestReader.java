@@ -78,7 +78,7 @@ public final class OpenAiRequestReader {
   /** Largest accepted {@code n} and {@code best_of}. */
   public static final int MAX_CHOICES = 128;
 
-  private static final int MAX_SALT_LENGTH = 1024;
+  private static final int MAX_SALT_LENGTH = RouteRequest.MAX_CACHE_SALT_LENGTH;
 
   private final JsonFactory factory;
   private final int maxBodyBytes;
