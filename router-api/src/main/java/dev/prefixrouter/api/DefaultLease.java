@@ -148,7 +148,9 @@ final class DefaultLease implements Lease {
       return;
     }
     Routed r = routed();
-    if (usage.cachedReported()) {
+    // a request with other prompts (a completions list) gets one cached count for all of them:
+    // which prompt's blocks it counts is unknown, so it says nothing of the routed prompt's match
+    if (usage.cachedReported() && r.request().additionalPromptTokens() == 0) {
       cacheFeedback(r, usage);
     }
     long delta = usage.totalTokens() - reservedTokens();

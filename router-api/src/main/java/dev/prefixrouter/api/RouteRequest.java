@@ -44,8 +44,10 @@ import org.jspecify.annotations.Nullable;
  *     prompts: router-vllm's reader routes on the first and counts the rest here). They count as
  *     prompt tokens everywhere else: the reservation against the tenant's bucket and its {@link
  *     RejectReason#REQUEST_TOO_LARGE} check, {@link Routed#promptTokens()}, the charges of a failed
- *     or cancelled request, and the cost the scorers estimate. In [0, {@link
- *     #MAX_ADDITIONAL_PROMPT_TOKENS}]; 0 for a single prompt
+ *     or cancelled request, and the cost the scorers estimate. The engine's cached-token count of
+ *     such a request covers every prompt, so it is not compared with the routed prompt's match
+ *     ({@link CacheAccuracy}, the index's feedback). In [0, {@link #MAX_ADDITIONAL_PROMPT_TOKENS}];
+ *     0 for a single prompt
  */
 public record RouteRequest(
     String tenant,

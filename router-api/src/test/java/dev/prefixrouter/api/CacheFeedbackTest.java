@@ -86,6 +86,26 @@ class CacheFeedbackTest {
     assertThat(engineCalls()).isEmpty();
   }
 
+  /**
+   * The engine's cached count of a request with other prompts covers them all: it says nothing of
+   * the routed prompt's match, so it is neither counted nor reported to the index.
+   */
+  @Test
+  void aRequestWithOtherPromptsGivesNoFeedback() {
+    RoutingEngine engine = engine(); // nothing believed
+    Routed r =
+        (Routed)
+            engine.route(
+                RouteRequest.builder("t", "m")
+                    .prompt(Prompt.ofTokens(Fakes.tokens(16, 0)))
+                    .additionalPromptTokens(64)
+                    .maxOutputTokens(8)
+                    .build());
+    r.lease().complete(new Usage(80, 2, 64)); // the other prompts' blocks were cached
+    assertThat(accuracy(engine)).isEqualTo(CacheAccuracy.NONE); // under-predicted before
+    assertThat(engineCalls()).isEmpty();
+  }
+
   @Test
   void requestsStillPrefillingAtRoutingTimeBoundTheStaleTokens() {
     index.matchBySlot.put(0, 2); // 8 believed, 8 uncached per request
