@@ -45,11 +45,18 @@ import org.slf4j.LoggerFactory;
  * takes its tokens from the balance by CAS. When the balance falls below one chunk, the tenant is
  * queued for the worker thread, which leases up to two chunks from the fleet bucket (one atomic Lua
  * script, {@link FleetBucketScript}). A request that finds too little may still be admitted on
- * credit, leaving the balance at most one chunk below zero, unless the last lease found the fleet
- * bucket short ("starved"); the credit is charged to the fleet unconditionally by the next lease
- * (the fleet bucket may go into debt, which only refill repays). So every admitted token is charged
- * to the fleet: over any window, a tenant's admissions across N replicas exceed the fleet's
- * capacity plus refill by at most N chunks of credit not yet settled.
+ * credit, unless the last lease found the fleet bucket short ("starved"): the balance may go below
+ * zero by the larger of one chunk and the fleet bucket's level at the last lease divided by {@link
+ * Builder#expectedReplicas} (a tenant this replica has not leased for yet: its capacity so
+ * divided). So a request several chunks large (up to that part of the burst) is admitted at once
+ * while the fleet holds its tokens, and requests below the chunk still cost no Redis call in the
+ * steady state. The credit is charged to the fleet unconditionally by the next lease (the fleet
+ * bucket may go into debt, which only refill repays). So every admitted token is charged to the
+ * fleet: over any window, a tenant's admissions across N replicas exceed the fleet's capacity plus
+ * refill by at most the credit not yet settled: N chunks while the fleet is drawn down, and while
+ * it is full at most its level once more (each replica's part, with N = {@code expectedReplicas};
+ * more replicas than expected may each take their part). A request larger than its part of the
+ * credit is denied with a short retry-after and the next lease asks room for it.
  *
  * <p><b>True-ups.</b> {@link #adjust} changes the local balance only (a refund adds to it, an extra
  * charge may put it in debt); the worker charges debt to the fleet and returns a balance above four
@@ -117,6 +124,14 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
     /** Largest request denied since the last lease: the next lease asks for room for it. */
     final AtomicLong wanted = new AtomicLong();
 
+    /**
+     * How far below zero an admission may take the balance (settled by the next lease): at least
+     * one chunk, else the fleet bucket's level at the last lease divided among the expected
+     * replicas (a tenant not leased yet: its capacity divided so), so a request a few chunks large
+     * is admitted while the fleet holds its tokens.
+     */
+    volatile long credit;
+
     volatile boolean starved;
 
     /** When a lease was first asked for and not answered yet (caller's clock), or 0. */
@@ -131,6 +146,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
       this.quota = quota;
       this.chunk = chunk;
       this.fallback = new LocalBucket(fallback, now);
+      this.credit = Math.max(chunk, fallback.capacityTokens());
     }
   }
 
@@ -246,7 +262,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
     for (; ; ) {
       long b = t.balance.get();
       long after = b - tokens;
-      if (after < 0 && (t.starved || after < -t.chunk)) {
+      if (after < 0 && (t.starved || after < -t.credit)) {
         long asked = t.awaitingSince;
         // not for a starved tenant: the fleet had nothing for it (a lease that failed in an outage
         // leaves the mark set, and its local share would admit it uncharged until its next lease)
@@ -465,6 +481,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
     }
     leases.increment();
     t.awaitingSince = 0;
+    t.credit = Math.max(t.chunk, Math.max(0, r.fleetTokens()) / expectedReplicas);
     t.balance.addAndGet(Math.max(0, transfer) + r.granted());
     boolean starved = r.granted() < want;
     if (starved) {

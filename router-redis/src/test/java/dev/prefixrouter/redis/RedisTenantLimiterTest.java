@@ -55,7 +55,10 @@ class RedisTenantLimiterTest {
     l.runPending();
     assertThat(l.redisUp()).isTrue();
     long t0 = clock.get();
-    assertThat(l.tryAcquire("slow", 500, t0).granted()).isFalse(); // nothing leased yet: asks
+    assertThat(l.tryAcquire("slow", 30_000, t0).granted())
+        .as("on credit: this replica's part of the full fleet bucket; asks for a lease")
+        .isTrue();
+    assertThat(l.tryAcquire("slow", 500, t0).granted()).isFalse(); // beyond the credit
     assertThat(l.tryAcquire("slow", 500, t0 + 99 * MS).granted()).isFalse();
     assertThat(l.tryAcquire("slow", 500, t0 + 101 * MS).granted()).isTrue(); // overdue
     assertThat(l.fallbackAdmissions()).isEqualTo(1);
@@ -77,7 +80,8 @@ class RedisTenantLimiterTest {
     RedisTenantLimiter l = limiter(SharedRedis.URI, FleetQuota.perMinute(60_000), 2);
     l.runPending();
     long t0 = clock.get();
-    assertThat(l.tryAcquire("r", 500, t0).granted()).isFalse(); // asks for a lease
+    assertThat(l.tryAcquire("r", 30_000, t0).granted()).isTrue(); // on credit: asks for a lease
+    assertThat(l.tryAcquire("r", 500, t0).granted()).isFalse(); // beyond the credit
     assertThat(l.tryAcquire("r", 500, t0 + 101 * MS).granted()).isTrue(); // overdue: local share
     assertThat(l.fallbackAdmissions()).isEqualTo(1);
     l.runPending(); // the lease arrives
@@ -143,6 +147,82 @@ class RedisTenantLimiterTest {
     // leases, not requests, reach Redis: far fewer calls than admissions
     long leases = replicas.stream().mapToLong(RedisTenantLimiter::leases).sum();
     assertThat(leases).isLessThan(charged / 100 / 2);
+  }
+
+  /**
+   * A request a few chunks large is admitted while the fleet bucket holds its tokens (chunk 1,666
+   * at 1,000,000 tokens a minute): it used to be denied until a lease happened to hold it, and the
+   * lease after it returned the room again, so a steady stream of such requests alternated.
+   */
+  @Test
+  void aRequestSeveralChunksLargeIsAdmittedWhileTheFleetHoldsItsTokens() {
+    FleetQuota quota = FleetQuota.perMinute(1_000_000);
+    RedisTenantLimiter l = limiter(SharedRedis.URI, quota, 1);
+    l.runPending();
+    assertThat(l.chunkOf(quota)).isEqualTo(1_666);
+    String key = redis.prefix + "quota:t";
+    for (int i = 0; i < 5; i++) {
+      long now = clock.addAndGet(MS);
+      assertThat(l.tryAcquire("t", 34_000, now).granted()).as("request %d", i).isTrue();
+      l.adjust("t", -30_000, now); // it used 4,000 of its 34,000
+      l.runPending();
+    }
+    l.close(); // settles: the fleet was charged what was used, no more
+    assertThat(fleetTokens(key)).isBetween(1_000_000L - 5 * 4_000, 1_000_000L - 5 * 4_000 + 100);
+  }
+
+  /**
+   * Fifty requests of 5,000 tokens before any lease answers, the fleet bucket full: all admitted.
+   */
+  @Test
+  void manyConcurrentRequestsSeveralChunksLargeAreAdmittedFromAFullFleet() throws Exception {
+    RedisTenantLimiter l = limiter(SharedRedis.URI, FleetQuota.perMinute(1_000_000), 1);
+    l.runPending();
+    long now = clock.get();
+    java.util.concurrent.atomic.AtomicInteger granted =
+        new java.util.concurrent.atomic.AtomicInteger();
+    List<Thread> threads = new ArrayList<>();
+    for (int i = 0; i < 50; i++) {
+      threads.add(
+          new Thread(
+              () -> {
+                if (l.tryAcquire("burst", 5_000, now).granted()) {
+                  granted.incrementAndGet();
+                }
+              }));
+    }
+    threads.forEach(Thread::start);
+    for (Thread th : threads) {
+      th.join();
+    }
+    assertThat(granted.get()).isEqualTo(50);
+    l.runPending(); // one lease charges them all
+    assertThat(l.leases()).isEqualTo(1);
+    assertThat(fleetTokens(redis.prefix + "quota:burst"))
+        .isEqualTo(1_000_000 - 250_000 - 2 * 1_666);
+  }
+
+  /**
+   * Requests larger than the chunk at 100,000 tokens a minute (chunk 166): one lease each, not
+   * three (a denial, a lease for its size, a retry).
+   */
+  @Test
+  void requestsLargerThanTheChunkTakeOneLeaseEach() {
+    RedisTenantLimiter l = limiter(SharedRedis.URI, FleetQuota.perMinute(100_000), 1);
+    l.runPending();
+    long leases0 = l.leases();
+    int denied = 0;
+    for (int i = 0; i < 40; i++) {
+      long now = clock.addAndGet(500 * MS);
+      if (!l.tryAcquire("seq", 4_096, now).granted()) {
+        denied++;
+      }
+      l.runPending();
+      l.adjust("seq", -3_500, now);
+      l.runPending();
+    }
+    assertThat(denied).isZero();
+    assertThat(l.leases() - leases0).isLessThanOrEqualTo(80);
   }
 
   @Test
@@ -225,6 +305,7 @@ class RedisTenantLimiterTest {
       RedisTenantLimiter l = limiter(server.uri(), FleetQuota.perMinute(60_000), 2);
       l.runPending();
       assertThat(l.redisUp()).isTrue();
+      assertThat(l.tryAcquire("t", 30_000, clock.get()).granted()).as("on credit").isTrue();
       assertThat(l.tryAcquire("t", 500, clock.get()).granted()).as("asks for a lease").isFalse();
       server.kill();
       l.runPending(); // the lease fails
