@@ -68,6 +68,27 @@ final class LocalBucket {
     }
   }
 
+  /**
+   * Draws the bucket down by {@code delta} tokens spent elsewhere (never below zero, nor lower than
+   * it is), or gives back {@code -delta} (never above capacity).
+   */
+  void charge(long delta, long now) {
+    if (delta == 0) {
+      return;
+    }
+    for (; ; ) {
+      State s = state.get();
+      State r = refilled(s, now);
+      long tokens =
+          delta > 0
+              ? Math.max(Math.min(r.tokens, 0), r.tokens - delta)
+              : Math.min(capacity, r.tokens - delta);
+      if (state.compareAndSet(s, new State(tokens, r.refilledAtNanos))) {
+        return;
+      }
+    }
+  }
+
   /** The bucket's capacity, tokens. */
   long capacity() {
     return capacity;

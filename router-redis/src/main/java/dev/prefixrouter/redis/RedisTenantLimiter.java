@@ -70,16 +70,21 @@ import org.slf4j.LoggerFactory;
  * {@code 1/expectedReplicas} of the quota, never blocking or throwing, and the worker probes Redis
  * every {@link Builder#retryInterval}. When Redis answers again (one INFO line), leases resume and
  * debts run up while down are not charged to the fleet (the local fallback bucket already limited
- * them). <b>Redis slow:</b> while a tenant's asked lease has gone unanswered for {@link
- * Builder#leaseWait} (default 100 ms), a request that finds too little is admitted from the same
- * local share instead of being denied, until the lease arrives or the command times out (counted in
- * {@link #fallbackAdmissions}); a refund that comes while Redis is up goes back to the local share
- * first, up to what it admitted (at most the share's capacity; the true-up carries no request
- * identity, so a fleet request's refund may land there instead, the error on the side of admitting
- * less), never as fleet tokens no one was charged for. A request larger than the local share waits
- * for it to be full and takes it into debt. A lease whose reply timed out is treated as not
- * applied; if Redis applied it anyway, the fleet holds up to two chunks that no replica spends, or
- * (a return that timed out) the replica may spend up to two returned chunks again.
+ * them); a refund that comes while Redis is up goes back to the local share first, up to what it
+ * admitted while down (at most the share's capacity; the true-up carries no request identity, so a
+ * fleet request's refund may land there instead, the error on the side of admitting less), never as
+ * fleet tokens no one was charged for. <b>Redis slow:</b> while a tenant's asked lease has gone
+ * unanswered for {@link Builder#leaseWait} (default 100 ms), a request that finds too little is
+ * admitted from the same local share instead of being denied, until the lease arrives or the
+ * command times out (counted in {@link #fallbackAdmissions}). Such an admission is charged to the
+ * leased balance as debt, which the next lease charges to the fleet, and the local share is first
+ * drawn down by what this replica spent from its leases since the last one (it is also drawn down
+ * at every lease, never below zero by that): so a late lease lets a replica admit at most its
+ * share's rate in all, and the fleet's bound above holds with that debt counted as credit (at most
+ * one share per replica, all of it charged). A request larger than the local share waits for it to
+ * be full and takes it into debt. A lease whose reply timed out is treated as not applied; if Redis
+ * applied it anyway, the fleet holds up to two chunks that no replica spends, or (a return that
+ * timed out) the replica may spend up to two returned chunks again.
  *
  * <p><b>Bounds.</b> Local tenants: a Caffeine cache of at most {@link Builder#maxTenants} (default
  * 100,000), expired after {@link Builder#expireAfterIdle} (default 10 min) without access, about
@@ -89,9 +94,9 @@ import org.slf4j.LoggerFactory;
  * active tenant, expiring once full. One worker thread per limiter; Lettuce's own threads per
  * client.
  *
- * <p><b>Concurrency and cost.</b> Thread-safe. {@code tryAcquire}: one cache lookup and one CAS,
- * plus one queue offer when the balance runs low; no allocation when granted. Nothing starts on
- * class load; {@link Builder#build} starts the worker, which connects.
+ * <p><b>Concurrency and cost.</b> Thread-safe. {@code tryAcquire}: one cache lookup, one CAS and
+ * one atomic add, plus one queue offer when the balance runs low; no allocation when granted.
+ * Nothing starts on class load; {@link Builder#build} starts the worker, which connects.
  */
 public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
 
@@ -115,11 +120,18 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
     final LongAdder rejected = new LongAdder();
 
     /**
-     * Tokens admitted from the local share whose true-ups may still come, at most the share's
-     * capacity: a refund while Redis is up goes back to the local share up to this much (it was
-     * never charged to the fleet), the rest to the leased balance.
+     * Tokens the local share admitted while Redis was down whose true-ups may still come, at most
+     * the share's capacity: a refund while Redis is up goes back to the local share up to this much
+     * (they were never charged to the fleet), the rest to the leased balance.
      */
     final AtomicLong fallbackOutstanding = new AtomicLong();
+
+    /**
+     * Net tokens charged to the leased balance (admissions and true-ups) since the local share was
+     * last drawn down by them: the local share reflects what this replica spent while Redis was up,
+     * so an overdue lease cannot admit a share on top of it.
+     */
+    final AtomicLong spent = new AtomicLong();
 
     /** Largest request denied since the last lease: the next lease asks for room for it. */
     final AtomicLong wanted = new AtomicLong();
@@ -271,7 +283,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
           // dropped in an outage left the mark set, and without a new one the tenant would stay on
           // its local share after Redis is back
           requestLease(t, nowNanos);
-          return fallback(t, tokens, nowNanos);
+          return overdue(t, tokens, nowNanos);
         }
         t.wanted.accumulateAndGet(tokens, Math::max);
         requestLease(t, nowNanos);
@@ -287,12 +299,38 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
                 + ")");
       }
       if (t.balance.compareAndSet(b, after)) {
+        t.spent.addAndGet(tokens);
         if (after < t.chunk) {
           requestLease(t, nowNanos);
         }
         return Admission.GRANTED;
       }
     }
+  }
+
+  /**
+   * Redis up but the tenant's lease overdue: admits from the local share (drawn down first by what
+   * this replica spent since the last lease) and charges the admission to the leased balance as
+   * debt, which the next lease charges to the fleet.
+   */
+  private Admission overdue(Tenant t, long tokens, long now) {
+    t.fallback.charge(t.spent.getAndSet(0), now);
+    long wait = t.fallback.tryTake(tokens, now);
+    if (wait > 0) {
+      t.rejected.increment();
+      return Admission.denied(
+          wait,
+          "tenant '"
+              + t.name
+              + "' is over its local share (1/"
+              + expectedReplicas
+              + ") of its token quota while its fleet lease is late (needs "
+              + tokens
+              + ")");
+    }
+    fallbackAdmissions.increment();
+    t.balance.addAndGet(-tokens);
+    return Admission.GRANTED;
   }
 
   private Admission fallback(Tenant t, long tokens, long now) {
@@ -364,6 +402,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
       }
     }
     long after = t.balance.addAndGet(-deltaTokens);
+    t.spent.addAndGet(deltaTokens);
     if (after < 0 || after > 4 * t.chunk) {
       requestLease(t, nowNanos, after > 0);
     }
@@ -456,6 +495,7 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
   }
 
   private void lease(Tenant t) {
+    t.fallback.charge(t.spent.getAndSet(0), workerNanos.getAsLong());
     long b = t.balance.get();
     long transfer = 0;
     if (b < 0) {

@@ -46,25 +46,27 @@ class RedisTenantLimiterTest {
 
   /**
    * Redis slow (the worker has not answered the asked lease): denied while the lease is younger
-   * than leaseWait (100 ms), then admitted from the local share (1/2 of the quota here), and back
-   * to fleet leases once the lease arrives.
+   * than leaseWait (100 ms), then admitted from the local share (1/2 of the quota here, less what
+   * this replica spent), and back to fleet leases once the lease arrives. The fleet bucket holds
+   * 10,000 tokens (other replicas spent the rest), so this replica's credit is small.
    */
   @Test
   void anOverdueLeaseAdmitsFromTheLocalShareInsteadOfDenying() {
     RedisTenantLimiter l = limiter(SharedRedis.URI, FleetQuota.perMinute(60_000), 2);
     l.runPending();
     assertThat(l.redisUp()).isTrue();
-    long t0 = clock.get();
-    assertThat(l.tryAcquire("slow", 30_000, t0).granted())
-        .as("on credit: this replica's part of the full fleet bucket; asks for a lease")
-        .isTrue();
-    assertThat(l.tryAcquire("slow", 500, t0).granted()).isFalse(); // beyond the credit
-    assertThat(l.tryAcquire("slow", 500, t0 + 99 * MS).granted()).isFalse();
-    assertThat(l.tryAcquire("slow", 500, t0 + 101 * MS).granted()).isTrue(); // overdue
+    long t0 = fleetHolds("slow", 10_000);
+    assertThat(l.tryAcquire("slow", 100, t0).granted()).isTrue();
+    l.runPending(); // fleet 9,700, credit 4,850, holds 200
+    assertThat(l.tryAcquire("slow", 5_100, t0).granted()).as("beyond the credit: asks").isFalse();
+    assertThat(l.tryAcquire("slow", 5_100, t0 + 99 * MS).granted()).isFalse();
+    assertThat(l.tryAcquire("slow", 5_100, t0 + 101 * MS).granted()).isTrue(); // overdue
     assertThat(l.fallbackAdmissions()).isEqualTo(1);
-    assertThat(l.tryAcquire("slow", 29_600, t0 + 102 * MS).granted())
-        .as("the local share (30,000 tokens) bounds what an overdue lease admits")
+    Admission a = l.tryAcquire("slow", 24_900, t0 + 102 * MS);
+    assertThat(a.granted())
+        .as("the local share (30,000) less what this replica spent (5,200) bounds it")
         .isFalse();
+    assertThat(a.message()).contains("local share (1/2)").contains("fleet lease is late");
     l.runPending(); // the lease arrives
     assertThat(l.localBalance("slow")).isPositive();
     assertThat(l.tryAcquire("slow", 500, t0 + 103 * MS).granted()).isTrue();
@@ -72,24 +74,67 @@ class RedisTenantLimiterTest {
   }
 
   /**
-   * A refund of a request the local share admitted goes back to the local share, not to the leased
-   * balance: credited there it would be fleet tokens no one was charged for.
+   * What the local share admits while a lease is late is charged to the fleet by the next lease (as
+   * debt), and a refund of it is credited back to the leased balance. It used to be admitted
+   * uncharged: tokens the fleet never saw.
    */
   @Test
-  void aRefundOfALocalAdmissionDoesNotCreateFleetTokens() {
+  void anOverdueLeasesLocalAdmissionIsChargedToTheFleet() {
     RedisTenantLimiter l = limiter(SharedRedis.URI, FleetQuota.perMinute(60_000), 2);
     l.runPending();
-    long t0 = clock.get();
-    assertThat(l.tryAcquire("r", 30_000, t0).granted()).isTrue(); // on credit: asks for a lease
-    assertThat(l.tryAcquire("r", 500, t0).granted()).isFalse(); // beyond the credit
-    assertThat(l.tryAcquire("r", 500, t0 + 101 * MS).granted()).isTrue(); // overdue: local share
+    long t0 = fleetHolds("r", 10_000);
+    assertThat(l.tryAcquire("r", 100, t0).granted()).isTrue();
+    l.runPending(); // fleet 9,700, credit 4,850, holds 200
+    assertThat(l.tryAcquire("r", 5_100, t0).granted()).isFalse(); // beyond the credit: asks
+    assertThat(l.tryAcquire("r", 5_100, t0 + 101 * MS).granted()).isTrue(); // overdue
     assertThat(l.fallbackAdmissions()).isEqualTo(1);
-    l.runPending(); // the lease arrives
+    l.runPending(); // the lease arrives and charges the 5,100
     long leased = l.localBalance("r");
-    l.adjust("r", -500, t0 + 102 * MS); // the locally admitted request used nothing
-    assertThat(l.localBalance("r")).as("the leased balance is unchanged").isEqualTo(leased);
-    l.adjust("r", -100, t0 + 103 * MS); // no local admission left: a fleet refund
-    assertThat(l.localBalance("r")).isEqualTo(leased + 100);
+    l.adjust("r", -300, t0 + 102 * MS); // the locally admitted request used 4,800 of its 5,100
+    assertThat(l.localBalance("r")).isEqualTo(leased + 300);
+    l.close(); // gives the balance back
+    assertThat(fleetTokens(redis.prefix + "quota:r")).isEqualTo(10_000 - 100 - 4_800);
+  }
+
+  /**
+   * Two replicas at 60,000 tokens a minute; once a minute replica A's lease is more than leaseWait
+   * late while it wants more. Over three minutes the fleet admits at most its burst plus two
+   * minutes of refill plus a few chunks: the late lease's local admissions are charged to the fleet
+   * and the local share is drawn down by what the replica spent (it admitted ~360,000 before).
+   */
+  @Test
+  void lateLeasesDoNotLetTheFleetExceedItsQuota() {
+    FleetQuota quota = FleetQuota.perMinute(60_000);
+    RedisTenantLimiter a = limiter(SharedRedis.URI, quota, 2);
+    RedisTenantLimiter b = limiter(SharedRedis.URI, quota, 2);
+    a.runPending();
+    b.runPending();
+    long admitted = 0;
+    for (int minute = 0; minute < 3; minute++) {
+      long t0 = clock.get();
+      while (a.tryAcquire("t", 100, t0).granted()) { // spends what it holds; the denial asks
+        admitted += 100;
+      }
+      long late = t0 + 101 * MS; // the lease is late
+      while (a.tryAcquire("t", 1_000, late).granted()) {
+        admitted += 1_000;
+      }
+      a.runPending(); // the lease arrives
+      while (a.tryAcquire("t", 100, late).granted()) {
+        admitted += 100;
+      }
+      a.runPending();
+      for (int k = 0; k < 2_000; k++) {
+        if (b.tryAcquire("t", 100, late).granted()) {
+          admitted += 100;
+        } else {
+          b.runPending();
+        }
+      }
+      clock.addAndGet(60 * SECOND);
+    }
+    long chunk = a.chunkOf(quota);
+    assertThat(admitted).isLessThanOrEqualTo(60_000 + 120_000 + 2 * 2 * chunk);
   }
 
   /**
@@ -411,6 +456,17 @@ class RedisTenantLimiterTest {
         .hasMessage("keyPrefix must be 1 to 128 characters, was 0");
     assertThatThrownBy(() -> RedisTenantLimiter.builder(SharedRedis.URI).chunkTokens(0))
         .hasMessage("chunkTokens must be in [1, 2^50], was 0");
+  }
+
+  /** Sets tenant's fleet bucket to {@code tokens} now; returns now (the clock stands still). */
+  private long fleetHolds(String tenant, long tokens) {
+    long now = clock.get();
+    redis
+        .commands()
+        .hset(
+            redis.prefix + "quota:" + tenant,
+            java.util.Map.of("tokens", Long.toString(tokens), "ts", Long.toString(now / 1_000)));
+    return now;
   }
 
   private long fleetTokens(String key) {
