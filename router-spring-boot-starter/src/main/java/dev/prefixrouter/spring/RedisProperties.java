@@ -117,8 +117,12 @@ public class RedisProperties {
   }
 
   /**
-   * Replicas sharing the quotas, 1..1024: while Redis is unreachable each replica admits {@code
-   * 1/expected-replicas} of each quota; default 1.
+   * Replicas sharing the quotas, 1..1024; default 1. Set it to the fleet's size: each replica's
+   * part of a quota is {@code 1/expected-replicas}, which is what it admits while Redis is
+   * unreachable or its lease is late (the latter charged to the fleet afterwards) and how much of
+   * the fleet bucket's level it may admit on credit before its next lease. With more replicas than
+   * expected, the fleet may admit up to one of those parts per extra replica beyond its quota until
+   * the next leases settle.
    */
   public int getExpectedReplicas() {
     return expectedReplicas;
