@@ -82,9 +82,12 @@ import org.slf4j.LoggerFactory;
  * at every lease, never below zero by that): so a late lease lets a replica admit at most its
  * share's rate in all, and the fleet's bound above holds with that debt counted as credit (at most
  * one share per replica, all of it charged). A request larger than the local share waits for it to
- * be full and takes it into debt. A lease whose reply timed out is treated as not applied; if Redis
- * applied it anyway, the fleet holds up to two chunks that no replica spends, or (a return that
- * timed out) the replica may spend up to two returned chunks again.
+ * be full and takes it into debt. A lease whose call failed or timed out changes nothing locally
+ * but what it returned: if Redis applied it anyway (a timeout is ambiguous), the fleet holds what
+ * it granted (up to two chunks, or a denied request's size) that no replica spends, and a debt it
+ * charged is charged again by the next lease (the error on the side of admitting less). A return
+ * (unspent allowance above two chunks) whose call failed is not restored to the balance: it either
+ * reached the fleet or is lost until refill, never spendable twice.
  *
  * <p><b>Bounds.</b> Local tenants: a Caffeine cache of at most {@link Builder#maxTenants} (default
  * 100,000), expired after {@link Builder#expireAfterIdle} (default 10 min) without access, about
@@ -513,9 +516,8 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
       long now = fleetClockMicros == null ? -1 : fleetClockMicros.getAsLong();
       r = Objects.requireNonNull(script).call(c, t.key, t.quota, transfer, want, now);
     } catch (RuntimeException e) {
-      if (transfer < 0) {
-        t.balance.addAndGet(-transfer); // the return did not reach the fleet
-      }
+      // a return is not given back to the balance: a timed-out call may still be applied, and
+      // the returned tokens would then exist twice; lost instead, the fleet refills them
       markDown(e);
       return;
     }

@@ -414,6 +414,52 @@ class RedisTenantLimiterTest {
     }
   }
 
+  /**
+   * A return of unspent tokens whose reply times out while Redis still applies it (a paused Redis)
+   * is not restored to the local balance: the tokens used to exist twice, returned to the fleet and
+   * spendable locally.
+   */
+  @Test
+  void aTimedOutReturnIsNotSpendableTwice() throws Exception {
+    try (PrivateRedisServer server = new PrivateRedisServer()) {
+      FleetQuota quota = new FleetQuota(100_000, 1, Duration.ofDays(1)); // no refill to speak of
+      RedisTenantLimiter l =
+          RedisTenantLimiter.builder(server.uri())
+              .keyPrefix(redis.prefix)
+              .defaultQuota(quota)
+              .chunkTokens(1_000)
+              .fleetClockMicros(() -> clock.get() / 1_000)
+              .workerNanos(clock::get)
+              .manualWorker()
+              .commandTimeout(Duration.ofMillis(100))
+              .build();
+      limiters.add(l);
+      io.lettuce.core.RedisClient admin = io.lettuce.core.RedisClient.create(server.uri());
+      try (var connection = admin.connect()) {
+        var c = connection.sync();
+        l.runPending();
+        long now = clock.get();
+        assertThat(l.tryAcquire("t", 50_000, now).granted()).isTrue();
+        l.runPending(); // charges the 50,000 and leases two chunks
+        l.adjust("t", -45_000, now); // the request used 5,000 of its 50,000: a return is asked
+        String key = redis.prefix + "quota:t";
+        double before = Double.parseDouble(c.hget(key, "tokens"));
+        c.clientPause(400); // Redis stalls longer than the command timeout
+        l.runPending(); // the return times out; Redis applies it after the pause
+        assertThat(l.redisUp()).isFalse();
+        long deadline = System.nanoTime() + 10 * SECOND;
+        double fleet = before;
+        while (fleet == before && System.nanoTime() - deadline < 0) {
+          fleet = Double.parseDouble(c.hget(key, "tokens")); // blocks until the pause ends
+        }
+        assertThat(fleet).isGreaterThan(before);
+        assertThat(l.localBalance("t") + (long) fleet).isEqualTo(100_000 - 5_000);
+      } finally {
+        admin.shutdown();
+      }
+    }
+  }
+
   @Test
   void unreachableRedisFallsBackToTheLocalShareWithoutThrowing() throws IOException {
     int port;
