@@ -5,6 +5,7 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.prefixrouter.api.spi.SessionPins;
 import io.lettuce.core.Limit;
 import io.lettuce.core.Range;
+import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.SetArgs;
 import io.lettuce.core.StreamMessage;
 import io.lettuce.core.XAddArgs;
@@ -36,18 +37,26 @@ import org.slf4j.LoggerFactory;
  * <p><b>Model.</b> {@link #pin} writes the local cache at once and queues the pin; a worker thread
  * writes each as {@code SET <prefix>pin:<session> <backend> PX ttl} and announces it on the stream;
  * every replica's worker reads the announcements into its cache. A use of a pin ({@link #backendOf}
- * hit) refreshes the Redis TTL at most once per quarter TTL. A miss queues a Redis read and answers
- * {@code null} now: the pin is local for the next request. A first pin of a session this replica
- * holds no pin for (the scorer saw a miss) is written only if the fleet holds none ({@code SET
- * NX}); otherwise the fleet's pin replaces it here (counted as {@code adopted}), so a replica that
- * had not seen a session yet does not move it. A pin that moves (the scorer passed over the pinned
- * backend) is written unconditionally: last write wins. A pin that came from the fleet (read
- * through or announced) and that no {@link #backendOf} has returned yet counts as no pin: if it
- * lands between the scorer's miss and its pin of another backend, that pin is a first pin and
- * yields to the fleet's, as it would have a moment earlier.
+ * hit) refreshes the Redis TTL at most once per quarter TTL, conditionally (one Lua script): the
+ * TTL is extended only if Redis still holds this replica's backend; if Redis holds another (a move
+ * this replica missed), that pin replaces the local one (counted as {@code adopted}) and Redis is
+ * left as it is; if Redis holds none (expired, or pinned here while Redis was down), it is written
+ * and announced. A miss queues a Redis read and answers {@code null} now: the pin is local for the
+ * next request. A first pin of a session this replica holds no pin for (the scorer saw a miss) is
+ * written only if the fleet holds none ({@code SET NX}); otherwise the fleet's pin replaces it here
+ * (counted as {@code adopted}), so a replica that had not seen a session yet does not move it. A
+ * pin that moves (the scorer passed over the pinned backend) is written unconditionally: last write
+ * wins. A pin that came from the fleet (read through or announced) and that no {@link #backendOf}
+ * has returned yet counts as no pin: if it lands between the scorer's miss and its pin of another
+ * backend, that pin is a first pin and yields to the fleet's, as it would have a moment earlier.
  *
  * <p><b>Redis down.</b> Pins stay local (one log line per transition); queued writes are bounded
- * ({@link Builder#maxPending}, more are counted and dropped). Thread-safe; one worker thread.
+ * ({@link Builder#maxPending}, more are counted and dropped), and none are queued while down. On
+ * reconnect the worker resumes the stream after the last announcement it read when that entry is
+ * still there (a blip: moves announced meanwhile are applied); otherwise (the capped stream was
+ * trimmed past it, or Redis lost it) it reads on from the newest entry and every local pin is
+ * checked against Redis on its next use (the conditional refresh above), so a stale pin serves at
+ * most that one request. Thread-safe; one worker thread.
  */
 public final class RedisSessionPins implements SessionPins, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(RedisSessionPins.class);
@@ -60,10 +69,33 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
   private record Pin(String backendId, long refreshedNanos, boolean seen) {}
 
   /**
-   * A queued Redis operation: a read-through (backend null), a write, or (ifAbsent) a write that
-   * yields to a pin the fleet already holds.
+   * A queued Redis operation: a read-through (backend null), a write, (ifAbsent) a write that
+   * yields to a pin the fleet already holds, or (refresh) a TTL refresh that yields to a pin the
+   * fleet moved.
    */
-  private record Op(String session, @Nullable String backendId, boolean ifAbsent) {}
+  private record Op(String session, @Nullable String backendId, boolean ifAbsent, boolean refresh) {
+    Op(String session, @Nullable String backendId, boolean ifAbsent) {
+      this(session, backendId, ifAbsent, false);
+    }
+  }
+
+  /**
+   * A pin's TTL refresh: extends it if Redis still holds this backend; writes it if Redis holds
+   * none (returns 1: announce it); otherwise leaves the fleet's pin. Returns {written, the pin}.
+   */
+  static final String REFRESH_LUA =
+      """
+      local v = redis.call('GET', KEYS[1])
+      if v == ARGV[1] then
+        redis.call('PEXPIRE', KEYS[1], ARGV[2])
+        return {0, v}
+      end
+      if not v then
+        redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+        return {1, ARGV[1]}
+      end
+      return {0, v}
+      """;
 
   /**
    * Counters since {@link Builder#build}.
@@ -74,7 +106,8 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
    * @param received other replicas' pins applied from the stream
    * @param readThroughHits misses answered from Redis
    * @param droppedPending operations dropped because the queue was full
-   * @param adopted first pins that found a fleet pin in Redis and took it instead
+   * @param adopted first pins and TTL refreshes that found another fleet pin in Redis and took it
+   *     instead
    */
   public record Stats(
       boolean redisUp,
@@ -154,7 +187,7 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
     // replace, not put: a pin the worker applied since the lookup is newer and stays
     if (nowNanos - p.refreshedNanos() > refreshNanos) {
       if (local.asMap().replace(session, p, new Pin(p.backendId(), nowNanos, true))) {
-        offer(new Op(session, p.backendId(), false)); // refreshes the Redis TTL
+        offer(new Op(session, p.backendId(), false, true)); // refreshes the Redis TTL
       }
     } else if (!p.seen()) {
       local.asMap().replace(session, p, new Pin(p.backendId(), p.refreshedNanos(), true));
@@ -207,6 +240,7 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
   private void loop() {
     StatefulRedisConnection<String, String> conn = null;
     String lastId = "0-0";
+    boolean wasUp = false;
     while (!closed) {
       try {
         if (conn == null) {
@@ -215,7 +249,8 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
         RedisCommands<String, String> c = conn.sync();
         if (!state.up()) {
           c.ping();
-          lastId = newestId(c); // pins announced while away are read through on use
+          lastId = wasUp ? resumeFrom(c, lastId) : newestId(c);
+          wasUp = true;
           state.markUp();
         }
         Op op;
@@ -246,6 +281,40 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
     }
   }
 
+  /**
+   * Where to read the stream after (re)connecting: from {@code lastId} when every entry after it is
+   * still in the stream (a short blip: the pins announced meanwhile are applied); else from the
+   * newest entry, and every local pin is refreshed on its next use (the conditional refresh adopts
+   * the fleet's pin if it moved while this replica missed the announcement). On the first connect
+   * (not here) there is nothing local to resume: pins are read through on use.
+   */
+  private String resumeFrom(RedisCommands<String, String> c, String lastId) {
+    List<StreamMessage<String, String>> oldest =
+        c.xrange(streamKey, Range.create("-", "+"), Limit.from(1));
+    boolean first = lastId.equals("0-0"); // nothing read yet: intact only if nothing was added
+    if (oldest.isEmpty() ? first : !first && compareIds(oldest.get(0).getId(), lastId) <= 0) {
+      return lastId;
+    }
+    log.info(
+        "replica {} missed session pin announcements (stream trimmed or lost): its pins are"
+            + " checked against Redis on their next use",
+        replicaId);
+    long now = System.nanoTime();
+    long stale = now - refreshNanos - 1;
+    local.asMap().replaceAll((k, p) -> new Pin(p.backendId(), stale, p.seen()));
+    return newestId(c);
+  }
+
+  /** Orders stream ids {@code ms-seq}. */
+  static int compareIds(String a, String b) {
+    int da = a.indexOf('-');
+    int db = b.indexOf('-');
+    int ms = Long.compare(Long.parseLong(a.substring(0, da)), Long.parseLong(b.substring(0, db)));
+    return ms != 0
+        ? ms
+        : Long.compare(Long.parseLong(a.substring(da + 1)), Long.parseLong(b.substring(db + 1)));
+  }
+
   private String newestId(RedisCommands<String, String> c) {
     List<StreamMessage<String, String>> newest =
         c.xrevrange(streamKey, Range.create("-", "+"), Limit.from(1));
@@ -265,7 +334,31 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
       }
       return;
     }
-    if (op.ifAbsent()) {
+    if (op.refresh()) {
+      List<Object> r =
+          c.eval(
+              REFRESH_LUA,
+              ScriptOutputType.MULTI,
+              new String[] {key},
+              backend,
+              Long.toString(ttlMillis));
+      String fleet = (String) r.get(1);
+      if (!fleet.equals(backend)) { // moved by another replica while this one missed it
+        local
+            .asMap()
+            .computeIfPresent(
+                op.session(),
+                (k, v) ->
+                    v.backendId().equals(backend)
+                        ? new Pin(fleet, System.nanoTime(), v.seen())
+                        : v);
+        adopted.increment();
+        return;
+      }
+      if ((Long) r.get(0) == 0L) {
+        return; // extended: the fleet holds it already
+      }
+    } else if (op.ifAbsent()) {
       if (c.set(key, backend, SetArgs.Builder.nx().px(ttlMillis)) == null) {
         String fleet = c.get(key); // another replica pinned it first: adopt the fleet's pin
         if (fleet != null && !fleet.equals(backend)) {

@@ -109,6 +109,84 @@ class RedisSessionPinsTest {
     assertThat(redis.commands().get(redis.prefix + "pin:s1")).isEqualTo("b7");
   }
 
+  /**
+   * A use a quarter TTL after the last refresh extends the pin only if Redis still holds it: a move
+   * this replica missed is adopted, not reverted by an unconditional write; a pin Redis no longer
+   * holds is written again.
+   */
+  @Test
+  void aRefreshAdoptsAPinTheFleetMovedInsteadOfRevertingIt() {
+    RedisSessionPins b = replica("b");
+    String key = redis.prefix + "pin:s";
+    b.pin("s", "x");
+    await(() -> b.stats().written() == 1);
+    redis.commands().set(key, "y", io.lettuce.core.SetArgs.Builder.px(120_000)); // missed move
+    long later = System.nanoTime() + Duration.ofSeconds(31).toNanos(); // past a quarter TTL
+    assertThat(b.backendOf("s", later)).isEqualTo("x"); // queues the refresh
+    await(() -> "y".equals(b.backendOf("s", later)));
+    assertThat(redis.commands().get(key)).isEqualTo("y");
+    assertThat(b.stats().written()).isEqualTo(1);
+    assertThat(b.stats().adopted()).isEqualTo(1);
+
+    redis.commands().del(key); // expired in Redis while still used here
+    long evenLater = later + Duration.ofSeconds(61).toNanos();
+    assertThat(b.backendOf("s", evenLater)).isEqualTo("y");
+    await(() -> "y".equals(redis.commands().get(key)));
+    await(() -> b.stats().written() == 2); // written and announced again
+    assertThat(redis.commands().pttl(key)).isPositive();
+  }
+
+  /**
+   * A replica whose link blips (Redis paused longer than its command timeout) while another moves a
+   * session applies the move once it is back: it resumes the stream after the last announcement it
+   * read (it used to skip to the newest entry and keep its stale pin).
+   */
+  @Test
+  void aReplicaBackFromABlipAppliesTheMovesAnnouncedMeanwhile() throws Exception {
+    try (PrivateRedisServer server = new PrivateRedisServer()) {
+      RedisSessionPins a =
+          RedisSessionPins.builder(server.uri())
+              .keyPrefix(redis.prefix)
+              .replicaId("a")
+              .ttl(Duration.ofMinutes(2))
+              .retryInterval(Duration.ofMillis(20))
+              .commandTimeout(Duration.ofSeconds(5))
+              .build();
+      open.add(a);
+      RedisSessionPins b =
+          RedisSessionPins.builder(server.uri())
+              .keyPrefix(redis.prefix)
+              .replicaId("b")
+              .ttl(Duration.ofMinutes(2))
+              .retryInterval(Duration.ofSeconds(1)) // back after the move was announced
+              .commandTimeout(Duration.ofMillis(100))
+              .build();
+      open.add(b);
+      await(() -> a.redisUp() && b.redisUp());
+      a.pin("s", "x");
+      await(() -> "x".equals(b.backendOf("s", System.nanoTime())));
+      io.lettuce.core.RedisClient admin = io.lettuce.core.RedisClient.create(server.uri());
+      try (var connection = admin.connect()) {
+        var c = connection.sync();
+        c.clientPause(400);
+        await(() -> !b.redisUp());
+        a.pin("s", "y"); // a move, applied and announced when the pause ends
+        await(() -> "y".equals(c.get(redis.prefix + "pin:s")));
+        await(b::redisUp);
+        await(() -> "y".equals(b.backendOf("s", System.nanoTime())));
+      } finally {
+        admin.shutdown();
+      }
+    }
+  }
+
+  @Test
+  void compareIdsOrdersStreamIds() {
+    assertThat(RedisSessionPins.compareIds("5-1", "5-1")).isZero();
+    assertThat(RedisSessionPins.compareIds("5-2", "5-10")).isNegative();
+    assertThat(RedisSessionPins.compareIds("10-0", "9-99")).isPositive();
+  }
+
   @Test
   void builderNamesTheFieldAndBound() {
     RedisSessionPins.Builder b = RedisSessionPins.builder(SharedRedis.URI);
