@@ -6,6 +6,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.io.UTFDataFormatException;
 import java.io.UncheckedIOException;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -29,11 +30,27 @@ record BackendState(String id, @Nullable Backend backend, boolean draining, long
   /** Most models, capabilities or labels one encoded descriptor may list. */
   static final int MAX_ENTRIES = 4096;
 
+  /** Longest string (id, model, capability, label key or value) in modified UTF-8 bytes. */
+  static final int MAX_STRING_BYTES = 65_535;
+
   boolean removed() {
     return backend == null;
   }
 
+  /**
+   * The bytes {@link #decode} reads back.
+   *
+   * @throws IllegalArgumentException if the descriptor exceeds what {@link #decode} accepts: more
+   *     than {@link #MAX_ENTRIES} models, capabilities or labels, or a string longer than {@link
+   *     #MAX_STRING_BYTES} bytes
+   */
   byte[] encode() {
+    Backend d = backend;
+    if (d != null) {
+      limit("models", d.models().size());
+      limit("capabilities", d.capabilities().size());
+      limit("labels", d.labels().size());
+    }
     ByteArrayOutputStream bytes = new ByteArrayOutputStream(128);
     try (DataOutputStream out = new DataOutputStream(bytes)) {
       out.writeByte(VERSION);
@@ -53,10 +70,20 @@ record BackendState(String id, @Nullable Backend backend, boolean draining, long
         out.writeLong(b.capacityBlocks());
         out.writeDouble(b.weight());
       }
+    } catch (UTFDataFormatException e) { // writeUTF: a string over 65,535 bytes
+      throw new IllegalArgumentException(
+          "backend " + id + " has a string longer than " + MAX_STRING_BYTES + " bytes", e);
     } catch (IOException e) {
-      throw new UncheckedIOException(e); // a byte array does not fail
+      throw new UncheckedIOException(e); // a byte array does not fail otherwise
     }
     return bytes.toByteArray();
+  }
+
+  private void limit(String what, int n) {
+    if (n > MAX_ENTRIES) {
+      throw new IllegalArgumentException(
+          "backend " + id + " lists " + n + " " + what + ", more than " + MAX_ENTRIES);
+    }
   }
 
   private static void strings(DataOutputStream out, Set<String> s) throws IOException {

@@ -90,7 +90,11 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
           + "return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0";
 
   /**
-   * Counters since {@link Builder#build}; {@code pending} is the ids changed here, not yet written.
+   * Counters since {@link Builder#build}; {@code pending} is the ids changed here, not yet written;
+   * {@code undecodable} the fleet states this replica could not read; {@code unencodable} the local
+   * backends not shared because their descriptor exceeds what a replica decodes (more than 4,096
+   * models, capabilities or labels, or a string over 65,535 bytes): each logged once per attempt as
+   * a WARN and kept local, never retried and never holding up the changes after it.
    */
   public record Stats(
       boolean redisUp,
@@ -100,7 +104,8 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
       long rejected,
       long pending,
       long droppedPending,
-      long undecodable) {}
+      long undecodable,
+      long unencodable) {}
 
   private final RedisLink link;
   private final byte[] hashKey;
@@ -122,6 +127,7 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
   private final LongAdder rejected = new LongAdder();
   private final LongAdder droppedPending = new LongAdder();
   private final LongAdder undecodable = new LongAdder();
+  private final LongAdder unencodable = new LongAdder();
 
   private volatile boolean closed;
   private volatile @Nullable Thread worker;
@@ -309,6 +315,11 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
                 b.orElse(null),
                 b.isPresent() && draining.getOrDefault(id, false),
                 wallMillis.getAsLong());
+        byte[] encoded = encodable(s);
+        if (encoded == null) {
+          written++; // skipped for good: retrying cannot help, and it must not block the rest
+          continue;
+        }
         byte[] idBytes = id.getBytes(StandardCharsets.UTF_8);
         shareUrl(c, idBytes, b.isPresent() ? urlOf.apply(id) : null, b.isPresent());
         c.eval(
@@ -316,7 +327,7 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
             ScriptOutputType.VALUE,
             new byte[][] {hashKey, streamKey},
             idBytes,
-            s.encode(),
+            encoded,
             replicaIdBytes);
         written++;
         published.increment();
@@ -325,6 +336,24 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
       if (written < ids.size()) {
         requeue(ids.subList(written, ids.size()));
       }
+    }
+  }
+
+  /**
+   * {@code s} encoded, or null (counted, one WARN) if it exceeds what a replica can decode: such a
+   * backend stays local to this replica, and the fleet keeps what it held for the id.
+   */
+  private byte @Nullable [] encodable(BackendState s) {
+    try {
+      return s.encode();
+    } catch (IllegalArgumentException e) {
+      unencodable.increment();
+      log.warn(
+          "backend {} not shared with the fleet by replica {} ({}): it stays local here",
+          s.id(),
+          replicaId,
+          e.getMessage());
+      return null;
     }
   }
 
@@ -383,6 +412,10 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
       Map<String, Boolean> draining) {
     BackendState s =
         new BackendState(b.id(), b, draining.getOrDefault(b.id(), false), wallMillis.getAsLong());
+    byte[] encoded = encodable(s);
+    if (encoded == null) {
+      return;
+    }
     byte[] idBytes = b.id().getBytes(StandardCharsets.UTF_8);
     Long written =
         c.eval(
@@ -390,7 +423,7 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
             ScriptOutputType.INTEGER,
             new byte[][] {hashKey, streamKey},
             idBytes,
-            s.encode(),
+            encoded,
             replicaIdBytes);
     if (written != null && written == 1) {
       shareUrl(c, idBytes, urlOf.apply(b.id()), true);
@@ -522,7 +555,8 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
         rejected.sum(),
         queued,
         droppedPending.sum(),
-        undecodable.sum());
+        undecodable.sum(),
+        unencodable.sum());
   }
 
   /** Stops the worker (at most about a second) and closes the Redis client. */

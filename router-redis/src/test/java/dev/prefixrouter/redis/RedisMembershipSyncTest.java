@@ -95,6 +95,33 @@ class RedisMembershipSyncTest {
     assertThat(a.sync().stats().undecodable() + b.sync().stats().rejected()).isZero();
   }
 
+  /**
+   * A backend whose descriptor no replica could decode (a label over 65,535 bytes, more than 4,096
+   * models) is skipped with a WARN and counted, and the changes after it still reach the fleet: its
+   * encoding threw, which marked Redis down and re-queued it first, forever.
+   */
+  @Test
+  void anUnencodableBackendIsSkippedAndDoesNotBlockTheQueue() {
+    Replica a = replica("a", "b0");
+    Replica b = replica("b", "b0");
+    a.engine().backends().add(Backend.of("huge", "m").withLabel("notes", "x".repeat(70_000)));
+    java.util.Set<String> models = new java.util.HashSet<>();
+    for (int i = 0; i < 5_000; i++) {
+      models.add("lora-" + i);
+    }
+    a.engine()
+        .backends()
+        .add(new Backend("many", models, java.util.Set.of(), java.util.Map.of(), 0, 1.0));
+    a.engine().backends().drain("b0");
+    await(() -> b.draining("b0"));
+    assertThat(a.sync().stats().unencodable()).isEqualTo(2);
+    assertThat(a.sync().redisUp()).isTrue();
+    assertThat(a.sync().stats().pending()).isZero();
+    assertThat(b.get("huge")).isEmpty();
+    assertThat(b.get("many")).isEmpty();
+    assertThat(b.sync().stats().undecodable()).isZero();
+  }
+
   @Test
   void aReplicaSkipsItsOwnAnnouncementsAndAppliesOthers() {
     Replica a = replica("a", "b0", "b1");
