@@ -61,15 +61,17 @@ import org.slf4j.LoggerFactory;
  * backends the fleet removed are removed here too (also one this replica was configured with), the
  * fleet's descriptors and draining replace local ones, and backends the fleet does not know are
  * published unless another replica wrote them meanwhile (then theirs apply). Tombstones older than
- * {@link Builder#tombstoneTtl} are deleted then.
+ * {@link Builder#tombstoneTtl} are deleted then, and by every replica's worker every quarter of
+ * {@link Builder#tombstoneTtl} while Redis answers (one {@code HGETALL} of the hash), so none is
+ * kept much past 1.25 times the TTL.
  *
  * <p><b>Redis down.</b> Membership changes stay local (routing never waits on Redis); the ids
  * changed are remembered (at most 65,536; more are counted and dropped, and re-sync then takes the
  * fleet's state for them) and written when Redis answers. One log line per transition.
  *
  * <p><b>Bounds.</b> The hash holds one field per backend id the fleet knows plus the tombstones of
- * the last {@link Builder#tombstoneTtl}; the stream is capped at 1,024 entries. Thread-safe; one
- * worker thread.
+ * the last 1.25 {@link Builder#tombstoneTtl}; the stream is capped at 1,024 entries. Thread-safe;
+ * one worker thread.
  */
 public final class RedisMembershipSync implements RoutingListener, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(RedisMembershipSync.class);
@@ -131,6 +133,7 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
 
   private volatile boolean closed;
   private volatile @Nullable Thread worker;
+  private long nextPruneMillis; // worker only
   private @Nullable RoutingEngine engine;
 
   private RedisMembershipSync(Builder b) {
@@ -238,6 +241,9 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
           }
         }
         publishPending(c, target);
+        if (wallMillis.getAsLong() - nextPruneMillis >= 0) {
+          prune(c);
+        }
         List<StreamMessage<byte[], byte[]>> messages =
             c.xread(
                 XReadArgs.Builder.count(256).block(READ_BLOCK),
@@ -389,15 +395,43 @@ public final class RedisMembershipSync implements RoutingListener, AutoCloseable
         continue;
       }
       known.add(s.id());
-      if (s.removed() && now - s.changedAtMillis() > tombstoneTtlMillis) {
-        c.eval(PRUNE, ScriptOutputType.INTEGER, new byte[][] {hashKey}, e.getKey(), e.getValue());
-      }
+      pruneIfOld(c, s, e.getKey(), e.getValue(), now);
     }
+    nextPruneMillis = now + pruneIntervalMillis();
     for (Backend b : target.backends().all()) {
       if (!known.contains(b.id())) {
         seed(c, target, b, draining);
       }
     }
+  }
+
+  /**
+   * Deletes the tombstones older than {@link Builder#tombstoneTtl} (the worker's regular cycle,
+   * every quarter of it, besides each re-sync); a value another replica changed meanwhile stays.
+   */
+  private void prune(RedisCommands<byte[], byte[]> c) {
+    long now = wallMillis.getAsLong();
+    nextPruneMillis = now + pruneIntervalMillis(); // a failure below waits for the next re-sync
+    for (Map.Entry<byte[], byte[]> e : c.hgetall(hashKey).entrySet()) {
+      BackendState s;
+      try {
+        s = BackendState.decode(e.getValue());
+      } catch (IllegalArgumentException ex) {
+        continue; // counted when applied
+      }
+      pruneIfOld(c, s, e.getKey(), e.getValue(), now);
+    }
+  }
+
+  private void pruneIfOld(
+      RedisCommands<byte[], byte[]> c, BackendState s, byte[] field, byte[] value, long now) {
+    if (s.removed() && now - s.changedAtMillis() > tombstoneTtlMillis) {
+      c.eval(PRUNE, ScriptOutputType.INTEGER, new byte[][] {hashKey}, field, value);
+    }
+  }
+
+  private long pruneIntervalMillis() {
+    return tombstoneTtlMillis / 4;
   }
 
   /**

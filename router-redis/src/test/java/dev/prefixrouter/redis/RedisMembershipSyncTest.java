@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -120,6 +121,53 @@ class RedisMembershipSyncTest {
     assertThat(b.get("huge")).isEmpty();
     assertThat(b.get("many")).isEmpty();
     assertThat(b.sync().stats().undecodable()).isZero();
+  }
+
+  /**
+   * A tombstone older than tombstoneTtl is deleted by the worker's regular cycle while Redis stays
+   * up: it used to be deleted only on attach and after an outage, so a long-lived fleet kept every
+   * removed backend's tombstone.
+   */
+  @Test
+  void oldTombstonesArePrunedWhileRedisStaysUp() {
+    java.util.concurrent.atomic.AtomicLong wall =
+        new java.util.concurrent.atomic.AtomicLong(1_000_000_000L);
+    RedisMembershipSync sync =
+        RedisMembershipSync.builder(SharedRedis.URI)
+            .keyPrefix(redis.prefix)
+            .replicaId("a")
+            .retryInterval(Duration.ofMillis(20))
+            .commandTimeout(Duration.ofSeconds(2))
+            .tombstoneTtl(Duration.ofMinutes(4))
+            .wallMillis(wall::get)
+            .build();
+    open.add(sync);
+    RoutingEngine engine =
+        RoutingEngine.builder()
+            .listener(sync)
+            .backend(Backend.of("b0", "m"))
+            .backend(Backend.of("b1", "m"))
+            .build();
+    sync.attach(engine);
+    await(sync::redisUp);
+    byte[] field = "b1".getBytes(StandardCharsets.UTF_8);
+    String hash = redis.prefix + "backends";
+    engine.backends().remove("b1");
+    await(() -> sync.stats().published() == 3); // two seeds and the tombstone
+    RedisClient client = RedisClient.create(SharedRedis.URI);
+    try (StatefulRedisConnection<byte[], byte[]> raw = client.connect(ByteArrayCodec.INSTANCE)) {
+      byte[] key = hash.getBytes(StandardCharsets.UTF_8);
+      assertThat(BackendState.decode(raw.sync().hget(key, field)).removed()).isTrue();
+      wall.addAndGet(Duration.ofMinutes(4).toMillis()); // not older than the TTL yet
+      LockSupport.parkNanos(Duration.ofMillis(300).toNanos()); // several worker cycles
+      assertThat(raw.sync().hexists(key, field)).isTrue();
+      wall.addAndGet(Duration.ofMinutes(1).plusMillis(1).toMillis()); // a quarter TTL later
+      await(() -> !raw.sync().hexists(key, field));
+      assertThat(raw.sync().hexists(key, "b0".getBytes(StandardCharsets.UTF_8))).isTrue();
+      assertThat(sync.redisUp()).isTrue();
+    } finally {
+      client.shutdown();
+    }
   }
 
   @Test
