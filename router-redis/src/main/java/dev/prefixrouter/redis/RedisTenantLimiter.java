@@ -596,7 +596,10 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
     return transitions.sum();
   }
 
-  /** Requests admitted by the local fallback bucket while Redis was down. */
+  /**
+   * Requests admitted by the local share: while Redis was down, or while Redis was up and the
+   * tenant's lease was late (those charged to the fleet by the next lease).
+   */
   public long fallbackAdmissions() {
     return fallbackAdmissions.sum();
   }
