@@ -570,7 +570,15 @@ final class SimBackend {
     }
   }
 
+  /**
+   * Reserves {@code n} private blocks, evicting least recently used unreferenced cached blocks as
+   * needed; evicts nothing when even a cache emptied of them could not fit {@code n} (vLLM's block
+   * pool checks its free count, evictable blocks included, before it allocates).
+   */
   private boolean allocate(int n) {
+    if (usedBlocks() - evictable.size() + n > profile.capacityBlocks()) {
+      return false;
+    }
     while (usedBlocks() + n > profile.capacityBlocks() && !evictable.isEmpty()) {
       Iterator<Long> it = evictable.keySet().iterator();
       long k = it.next();

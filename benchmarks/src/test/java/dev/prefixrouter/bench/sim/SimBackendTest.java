@@ -1,0 +1,86 @@
+package dev.prefixrouter.bench.sim;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.prefixrouter.api.Prompt;
+import dev.prefixrouter.api.spi.BlockHasher;
+import java.util.HashMap;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link SimBackend}'s fidelity to vLLM v1's scheduler and block pool: prefix blocks cached as they
+ * are scheduled, KV events once per block entering or leaving the cache, preemption and recompute,
+ * admission that evicts nothing it cannot use, a decode leg on an idle backend.
+ */
+class SimBackendTest {
+
+  /** Counts what the backend tells. */
+  private static final class Heard implements SimBackend.Listener {
+    final Map<Integer, Integer> finished = new HashMap<>();
+    final Map<Integer, SimBackend.Seq> seqs = new HashMap<>();
+    final Map<Long, Integer> stored = new HashMap<>();
+    final Map<Long, Integer> removed = new HashMap<>();
+
+    @Override
+    public void onFirstToken(SimBackend.Seq seq, long now) {}
+
+    @Override
+    public void onFinished(SimBackend.Seq seq, long now) {
+      finished.merge(seq.request.id(), 1, Integer::sum);
+      seqs.put(seq.request.id(), seq);
+    }
+
+    @Override
+    public void onStored(SimBackend backend, long[] keys, int from, int to, int[] tokens) {
+      for (int i = from; i < to; i++) {
+        stored.merge(keys[i], 1, Integer::sum);
+      }
+    }
+
+    @Override
+    public void onRemoved(SimBackend backend, long key) {
+      removed.merge(key, 1, Integer::sum);
+    }
+  }
+
+  private static SimBackend.Seq seq(int id, int[] tokens, int output) {
+    SimRequest r = new SimRequest(id, 0, "t", null, tokens, output);
+    long[] keys = BlockHasher.keysOf(FleetSimulator.HASHER, Prompt.ofTokens(tokens), 0);
+    return new SimBackend.Seq(r, null, keys, 0);
+  }
+
+  /** Runs steps back to back until the backend is idle (or {@code maxSteps}); returns the time. */
+  private static long drive(SimBackend b, long now, int maxSteps) {
+    for (int i = 0; i < maxSteps; i++) {
+      long d = b.planStep();
+      if (d < 0) {
+        break;
+      }
+      now += d;
+      b.finishStep(now, d);
+    }
+    return now;
+  }
+
+  // 5. a failed admission evicts nothing
+
+  @Test
+  void anAdmissionThatCannotFitEvictsNothing() {
+    Heard heard = new Heard();
+    SimBackend b = new SimBackend("b", BackendProfile.h100(10), heard);
+    SimBackend.Seq z = seq(1, Workloads.segment(61, 64), 1);
+    b.enqueue(z);
+    long now = drive(b, 0, 10);
+    SimBackend.Seq probe = seq(9, Workloads.segment(61, 64), 1);
+    assertThat(b.cachedPrefixBlocks(probe)).isEqualTo(3);
+    b.enqueue(seq(2, Workloads.segment(62, 48), 100)); // 4 blocks, running
+    now = drive(b, now, 1);
+    SimBackend.Seq wide = seq(3, Workloads.segment(63, 160), 1); // needs 11 of the 10
+    b.enqueue(wide);
+    b.planStep();
+    assertThat(b.waiting).containsExactly(wide);
+    assertThat(b.cachedPrefixBlocks(probe)).isEqualTo(3);
+    assertThat(heard.removed).isEmpty();
+  }
+}
