@@ -366,16 +366,19 @@ final class SimBackend {
     return Double.NaN;
   }
 
-  /** Applies the planned step at its end time. */
+  /**
+   * Applies the planned step at its end time: tokens are produced, requests that finished free
+   * their blocks, then requests whose output filled a block get another one (preempting the newest
+   * other running request when none is free), as vLLM frees finished requests before it allocates
+   * the next step's slots. A request that finished is never a preemption victim.
+   */
   void finishStep(long now, long duration) {
     busyNanos += duration;
     prefillTokens += plannedPrefill;
     decodeTokens += plannedDecodes;
     List<Seq> done = new ArrayList<>();
-    for (Seq s : new ArrayList<>(running)) {
-      if (!running.contains(s)) {
-        continue; // preempted during this loop
-      }
+    List<Seq> grow = new ArrayList<>();
+    for (Seq s : running) {
       if (s.prefilled >= s.promptLength()) {
         // decode step
         s.generated++;
@@ -383,13 +386,7 @@ final class SimBackend {
           onToken.accept(s, now);
         }
         if (s.generated % BackendProfile.BLOCK == 0 && s.generated < s.request.outputTokens()) {
-          if (!allocate(1)) {
-            preemptNewest(s);
-            if (!allocate(1)) {
-              continue;
-            }
-          }
-          s.privateBlocks++;
+          grow.add(s);
         }
         if (s.generated >= s.request.outputTokens()) {
           done.add(s);
@@ -415,6 +412,18 @@ final class SimBackend {
       running.remove(s);
       release(s);
       listener.onFinished(s, now);
+    }
+    for (Seq s : grow) {
+      if (!running.contains(s)) {
+        continue; // preempted to make room for another
+      }
+      if (!allocate(1)) {
+        preemptNewest(s);
+        if (!allocate(1)) {
+          continue;
+        }
+      }
+      s.privateBlocks++;
     }
   }
 

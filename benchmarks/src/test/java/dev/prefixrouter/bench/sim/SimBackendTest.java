@@ -63,6 +63,44 @@ class SimBackendTest {
     return now;
   }
 
+  // 3. a preemption victim is never a request that finished in the same step
+
+  @Test
+  void aRequestFinishingInTheStepThatPreemptsIsNotTheVictimAndFinishesOnce() {
+    Heard heard = new Heard();
+    SimBackend b = new SimBackend("b", BackendProfile.h100(6), heard);
+    SimBackend.Seq a = seq(1, Workloads.segment(31, 32), 16);
+    SimBackend.Seq c = seq(2, Workloads.segment(32, 32), 40);
+    b.enqueue(a);
+    b.enqueue(c);
+    drive(b, 0, 500);
+    assertThat(heard.finished).containsOnly(Map.entry(1, 1), Map.entry(2, 1));
+    assertThat(a.generated).isEqualTo(16);
+    assertThat(c.generated).isEqualTo(40);
+    assertThat(b.hasWork()).isFalse();
+    assertThat(b.kvUsage()).isZero();
+  }
+
+  @Test
+  void preemptionUnderDecodeGrowthRecomputesAndEveryRequestFinishesOnce() {
+    Heard heard = new Heard();
+    SimBackend b = new SimBackend("b", BackendProfile.h100(12), heard);
+    int[] shared = Workloads.segment(40, 32);
+    SimBackend.Seq[] all = new SimBackend.Seq[4];
+    for (int i = 0; i < all.length; i++) {
+      all[i] = seq(i, Workloads.concat(shared, Workloads.segment(41 + i, 8)), 60 + 10 * i);
+      b.enqueue(all[i]);
+    }
+    drive(b, 0, 5_000);
+    assertThat(b.preemptions).isPositive();
+    assertThat(b.hasWork()).isFalse();
+    for (SimBackend.Seq s : all) {
+      assertThat(heard.finished).containsEntry(s.request.id(), 1);
+      assertThat(s.generated).isEqualTo(s.request.outputTokens());
+    }
+    assertThat(b.kvUsage()).isZero();
+  }
+
   // 5. a failed admission evicts nothing
 
   @Test
