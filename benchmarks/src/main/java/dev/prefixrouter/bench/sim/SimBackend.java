@@ -201,6 +201,12 @@ final class SimBackend {
       waiting.pollFirst();
       running.add(s);
       encodeExtraMs += encode(s);
+      if (s.prefilled >= s.promptLength()) { // a decode leg: its KV arrived whole, it decodes now
+        s.plannedChunk = 0;
+        decodes++;
+        budget--;
+        continue;
+      }
       int chunk = Math.min(budget, s.promptLength() - s.prefilled);
       s.plannedChunk = chunk;
       prefill += chunk;

@@ -121,4 +121,24 @@ class SimBackendTest {
     assertThat(b.cachedPrefixBlocks(probe)).isEqualTo(3);
     assertThat(heard.removed).isEmpty();
   }
+
+  // 6. a decode leg decodes on an idle backend
+
+  @Test
+  void aTransferredRequestDecodesOnAnIdleBackend() {
+    Heard heard = new Heard();
+    SimBackend b = new SimBackend("b", BackendProfile.h100(1_000), heard);
+    SimBackend.Seq s = seq(1, Workloads.segment(71, 100), 8);
+    s.transferred = true;
+    s.firstTokenSent = true;
+    s.generated = 1;
+    b.enqueue(s);
+    assertThat(b.planStep()).isPositive();
+    b.finishStep(1, 1);
+    drive(b, 1, 100);
+    assertThat(heard.finished).containsOnly(Map.entry(1, 1));
+    assertThat(s.generated).isEqualTo(8);
+    assertThat(b.prefillTokens).isZero();
+    assertThat(b.decodeTokens).isEqualTo(7);
+  }
 }
