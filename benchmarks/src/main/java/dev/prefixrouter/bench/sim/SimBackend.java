@@ -43,6 +43,7 @@ final class SimBackend {
     final Object lease; // the router's Routed, opaque here
     final long[] keys; // full prompt blocks
     int hitBlocks; // leading blocks served from cache at admission
+    int cachedBlocks; // leading prompt blocks in the cache pinned by this request
     int prefilled; // prompt tokens computed (including the cached ones)
     int generated;
     int privateBlocks;
@@ -447,6 +448,7 @@ final class SimBackend {
       return false;
     }
     s.hitBlocks = hit;
+    s.cachedBlocks = hit;
     s.privateBlocks = need;
     s.prefilled = hit * BackendProfile.BLOCK;
     if (lowerCapacity > 0 && !s.transferred) {
@@ -539,29 +541,49 @@ final class SimBackend {
     }
   }
 
-  /** The prompt's uncached full blocks become cached (pinned by this request). */
+  /** The prompt's full blocks not yet in the cache for this request become cached. */
   private void completePrefill(Seq s) {
-    int from = s.hitBlocks;
-    for (int i = from; i < s.keys.length; i++) {
+    cacheUpTo(s, s.keys.length);
+    if (blendFraction >= 0) {
+      rememberChunks(s);
+    }
+  }
+
+  /**
+   * The request's full prompt blocks from {@code s.cachedBlocks} up to {@code upTo} enter the cache
+   * pinned by it, each giving back the private block that held it. A block already cached (another
+   * request computed it too, or the hit cap left it to be recomputed) is only pinned: one physical
+   * copy is kept, so only blocks new to the cache are told as stored (one BlockStored per block
+   * entering the cache, as one BlockRemoved is told when it leaves).
+   */
+  private void cacheUpTo(Seq s, int upTo) {
+    upTo = Math.min(upTo, s.keys.length);
+    int runFrom = -1;
+    for (int i = s.cachedBlocks; i < upTo; i++) {
       long k = s.keys[i];
       Integer r = refs.get(k);
       if (r == null) {
         refs.put(k, 1);
+        if (runFrom < 0) {
+          runFrom = i;
+        }
       } else {
         if (r == 0) {
           evictable.remove(k);
         }
         refs.put(k, r + 1);
+        if (runFrom >= 0) {
+          listener.onStored(this, s.keys, runFrom, i, s.request.tokens());
+          runFrom = -1;
+        }
       }
       s.privateBlocks--;
       privateBlocks--;
     }
-    if (s.keys.length > from) {
-      listener.onStored(this, s.keys, from, s.keys.length, s.request.tokens());
+    if (runFrom >= 0) {
+      listener.onStored(this, s.keys, runFrom, upTo, s.request.tokens());
     }
-    if (blendFraction >= 0) {
-      rememberChunks(s);
-    }
+    s.cachedBlocks = Math.max(s.cachedBlocks, upTo);
   }
 
   private void pin(long k) {
@@ -620,10 +642,10 @@ final class SimBackend {
 
   /** Frees a finished or preempted request: tail blocks become evictable first. */
   private void release(Seq s) {
-    int cachedUpTo = s.prefilled >= s.promptLength() ? s.keys.length : s.hitBlocks;
-    for (int i = cachedUpTo - 1; i >= 0; i--) {
+    for (int i = s.cachedBlocks - 1; i >= 0; i--) {
       unpin(s.keys[i]);
     }
+    s.cachedBlocks = 0;
     privateBlocks -= s.privateBlocks;
     s.privateBlocks = 0;
   }

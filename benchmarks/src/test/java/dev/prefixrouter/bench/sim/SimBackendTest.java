@@ -5,7 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.prefixrouter.api.Prompt;
 import dev.prefixrouter.api.spi.BlockHasher;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -61,6 +63,41 @@ class SimBackendTest {
       b.finishStep(now, d);
     }
     return now;
+  }
+
+  // 2. one BlockStored per block entering the cache, one BlockRemoved per block leaving it
+
+  @Test
+  void kvEventsStoreEachBlockOnceAndRemoveItOnce() {
+    Heard heard = new Heard();
+    SimBackend b = new SimBackend("b", BackendProfile.h100(20), heard);
+    int[] doc = Workloads.segment(21, 64); // 4 full blocks
+    SimBackend.Seq x = seq(1, Workloads.concat(doc, Workloads.segment(22, 8)), 1);
+    SimBackend.Seq y = seq(2, Workloads.concat(doc, Workloads.segment(23, 8)), 1);
+    b.enqueue(x);
+    b.enqueue(y); // same step: computed by both
+    long now = drive(b, 0, 10);
+    SimBackend.Seq whole = seq(3, Workloads.segment(24, 64), 1); // exactly 4 full blocks
+    b.enqueue(whole);
+    now = drive(b, now, 10);
+    SimBackend.Seq again = seq(4, Workloads.segment(24, 64), 1); // hit capped at 3: last recomputed
+    b.enqueue(again);
+    now = drive(b, now, 10);
+    assertThat(again.hitBlocks).isEqualTo(3);
+    SimBackend.Seq flush = seq(5, Workloads.segment(25, 16 * 19), 1); // evicts everything else
+    b.enqueue(flush);
+    drive(b, now, 10);
+    assertThat(heard.finished).hasSize(5);
+    Set<Long> keys = new HashSet<>();
+    for (SimBackend.Seq s : new SimBackend.Seq[] {x, y, whole, again}) {
+      for (long k : s.keys) {
+        keys.add(k);
+      }
+    }
+    for (long k : keys) {
+      assertThat(heard.stored.get(k)).as("stores of %d", k).isEqualTo(1);
+      assertThat(heard.removed.get(k)).as("removals of %d", k).isEqualTo(1);
+    }
   }
 
   // 3. a preemption victim is never a request that finished in the same step
