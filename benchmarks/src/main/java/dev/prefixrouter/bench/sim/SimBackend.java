@@ -12,11 +12,12 @@ import java.util.Map;
  * A vLLM-like backend: continuous batching with a per-step token budget, chunked prefill (decodes
  * scheduled first, prefill chunks fill the rest of the budget, FCFS admission), a KV cache of
  * 16-token blocks with prefix reuse (a request pins the leading blocks it hits; its uncached full
- * prompt blocks enter the cache when its prefill completes), LRU eviction of unreferenced cached
- * blocks (a finished request's tail blocks are evicted before its head), and preemption (the newest
- * running request is sent back to the waiting queue and recomputed) when decode growth finds no
- * free block. Opt-in: a lower tier ({@link #lowerTier}) and position-independent chunk reuse
- * ({@link #blend}).
+ * prompt blocks enter the cache as the prefill chunks covering them are scheduled, as in vLLM v1,
+ * so a request admitted after that hits them while they are still being computed), LRU eviction of
+ * unreferenced cached blocks (a finished request's tail blocks are evicted before its head), and
+ * preemption (the newest running request is sent back to the waiting queue and recomputed) when
+ * decode growth finds no free block. Opt-in: a lower tier ({@link #lowerTier}) and
+ * position-independent chunk reuse ({@link #blend}).
  */
 final class SimBackend {
 
@@ -172,7 +173,12 @@ final class SimBackend {
     return hit;
   }
 
-  /** Plans one step; returns its duration, or -1 if there is nothing to do. */
+  /**
+   * Plans one step; returns its duration, or -1 if there is nothing to do. As vLLM v1's {@code
+   * allocate_slots} caches a request's full blocks for the tokens it schedules, every full prompt
+   * block a prefill chunk covers enters the cache as the chunk is scheduled (pinned by its request,
+   * told as stored): a request admitted later, in this step or a later one, hits it.
+   */
   long planStep() {
     int budget = profile.tokenBudget();
     int decodes = 0;
@@ -190,6 +196,7 @@ final class SimBackend {
       if (s.prefilled < s.promptLength()) {
         int chunk = Math.min(budget, s.promptLength() - s.prefilled);
         s.plannedChunk = chunk;
+        cacheUpTo(s, (s.prefilled + chunk) / BackendProfile.BLOCK);
         prefill += chunk;
         budget -= chunk;
       }
@@ -210,6 +217,7 @@ final class SimBackend {
       }
       int chunk = Math.min(budget, s.promptLength() - s.prefilled);
       s.plannedChunk = chunk;
+      cacheUpTo(s, (s.prefilled + chunk) / BackendProfile.BLOCK);
       prefill += chunk;
       budget -= chunk;
     }
@@ -258,9 +266,10 @@ final class SimBackend {
    * at {@code now} and nothing else arrived. Replays this backend's scheduler (the step in
    * progress, then decodes first, running prefills in order, FCFS admission within the token budget
    * and {@code maxSeqs}) on copies of its sequences; a sequence's hit at admission counts the
-   * blocks cached now plus those that sequences ahead finish prefilling in the replay (a prefix
-   * being prefilled becomes a hit for whoever is admitted after it completes). Ignores KV capacity
-   * (no admission stall, eviction or preemption) and encode time. Changes nothing.
+   * blocks cached now plus those that sequences ahead have been scheduled to prefill in the replay
+   * (a prefix block becomes a hit for whoever is admitted after the chunk covering it is scheduled,
+   * as in {@link #planStep}). Ignores KV capacity (no admission stall, eviction or preemption) and
+   * encode time. Changes nothing.
    */
   double shadowTtftMs(long[] newKeys, int promptLength, long now) {
     int n = running.size() + waiting.size() + 1;
@@ -317,9 +326,6 @@ final class SimBackend {
               if (i == me) {
                 return (t - now) / 1e6;
               }
-              for (long k : ks[i]) {
-                fresh.add(k);
-              }
               gen[i] = Math.max(gen[i], 1);
               if (gen[i] >= out[i]) {
                 gone[i] = true;
@@ -342,6 +348,7 @@ final class SimBackend {
       for (int i = 0; i < n && budget > 0; i++) {
         if (in[i] && !gone[i] && done[i] < len[i]) {
           chunk[i] = Math.min(budget, len[i] - done[i]);
+          scheduled(ks[i], done[i], chunk[i], fresh);
           prefill += chunk[i];
           budget -= chunk[i];
         }
@@ -361,6 +368,7 @@ final class SimBackend {
           done[i] = hit * BackendProfile.BLOCK;
         }
         chunk[i] = Math.min(budget, len[i] - done[i]);
+        scheduled(ks[i], done[i], chunk[i], fresh);
         prefill += chunk[i];
         budget -= chunk[i];
       }
@@ -371,6 +379,14 @@ final class SimBackend {
       decodesPlanned = true;
     }
     return Double.NaN;
+  }
+
+  /** The shadow's {@link #cacheUpTo}: the full blocks a chunk of {@code chunk} tokens covers. */
+  private static void scheduled(long[] keys, int done, int chunk, java.util.Set<Long> fresh) {
+    int to = Math.min(keys.length, (done + chunk) / BackendProfile.BLOCK);
+    for (int b = done / BackendProfile.BLOCK; b < to; b++) {
+      fresh.add(keys[b]);
+    }
   }
 
   /**

@@ -65,6 +65,45 @@ class SimBackendTest {
     return now;
   }
 
+  // 1. prefix blocks are cached as they are scheduled
+
+  @Test
+  void twoRequestsSharingAPrefixAdmittedInOneStepTheSecondHitsTheFirstsScheduledBlocks() {
+    Heard heard = new Heard();
+    SimBackend b = new SimBackend("b", BackendProfile.h100(1_000), heard);
+    int[] prefix = Workloads.segment(1, 64);
+    SimBackend.Seq first = seq(1, Workloads.concat(prefix, Workloads.segment(2, 20)), 4);
+    SimBackend.Seq second = seq(2, Workloads.concat(prefix, Workloads.segment(3, 20)), 4);
+    b.enqueue(first);
+    b.enqueue(second);
+    assertThat(b.planStep()).isPositive();
+    assertThat(b.running).containsExactly(first, second); // admitted in the same step
+    drive(b, 0, 100);
+    assertThat(heard.finished).containsEntry(1, 1).containsEntry(2, 1);
+    assertThat(first.hitBlocks).isZero();
+    assertThat(second.hitBlocks).isEqualTo(4);
+    assertThat(b.prefillTokens).isEqualTo(84 + 20);
+  }
+
+  @Test
+  void aFollowerHitsTheBlocksALongPrefillHasScheduledSoFar() {
+    Heard heard = new Heard();
+    SimBackend b = new SimBackend("b", BackendProfile.h100(10_000), heard);
+    int[] leaderPrompt = Workloads.segment(11, 20_000);
+    SimBackend.Seq leader = seq(1, leaderPrompt, 2);
+    b.enqueue(leader);
+    long now = drive(b, 0, 1); // the first 8,192 tokens
+    assertThat(leader.prefilled).isEqualTo(8_192);
+    int[] shared = java.util.Arrays.copyOf(leaderPrompt, 12_000);
+    SimBackend.Seq follower = seq(2, Workloads.concat(shared, Workloads.segment(12, 1_000)), 2);
+    b.enqueue(follower);
+    drive(b, now, 100);
+    assertThat(heard.finished).containsEntry(1, 1).containsEntry(2, 1);
+    // the leader's second chunk (to 16,384 tokens) was scheduled before the follower was admitted
+    assertThat(follower.hitBlocks).isEqualTo(12_000 / 16);
+    assertThat(b.kvUsage()).isZero();
+  }
+
   // 2. one BlockStored per block entering the cache, one BlockRemoved per block leaving it
 
   @Test
