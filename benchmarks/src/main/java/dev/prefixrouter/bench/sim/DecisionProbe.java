@@ -101,7 +101,7 @@ final class DecisionProbe implements FleetSimulator.DecisionTap {
     String task = task(r.session());
     for (int b = 0; b < backends; b++) {
       for (SimBackend.Seq s : bs[b].running) {
-        if (s.prefilled < s.promptLength()) {
+        if (s.prefilled < s.prefillTarget()) {
           count(current, b, task, s);
         }
       }

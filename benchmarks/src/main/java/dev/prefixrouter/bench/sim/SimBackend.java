@@ -15,9 +15,10 @@ import java.util.Map;
  * prompt blocks enter the cache as the prefill chunks covering them are scheduled, as in vLLM v1,
  * so a request admitted after that hits them while they are still being computed), LRU eviction of
  * unreferenced cached blocks (a finished request's tail blocks are evicted before its head), and
- * preemption (the newest running request is sent back to the waiting queue and recomputed) when
- * decode growth finds no free block. Opt-in: a lower tier ({@link #lowerTier}) and
- * position-independent chunk reuse ({@link #blend}).
+ * preemption (the newest running request is sent back to the waiting queue and recomputed: its
+ * prompt and the output it generated are prefilled again, with the hits found then; its reported
+ * hit stays the first admission's) when decode growth finds no free block. Opt-in: a lower tier
+ * ({@link #lowerTier}) and position-independent chunk reuse ({@link #blend}).
  */
 final class SimBackend {
 
@@ -43,7 +44,9 @@ final class SimBackend {
     final SimRequest request;
     final Object lease; // the router's Routed, opaque here
     final long[] keys; // full prompt blocks
-    int hitBlocks; // leading blocks served from cache at admission
+    int hitBlocks; // leading blocks served from cache at its first admission (what is reported)
+    boolean hitRecorded; // admitted once: a re-admission after preemption keeps hitBlocks
+    int recompute; // output tokens generated before its last preemption: prefilled again
     int cachedBlocks; // leading prompt blocks in the cache pinned by this request
     int prefilled; // prompt tokens computed (including the cached ones)
     int generated;
@@ -67,6 +70,11 @@ final class SimBackend {
 
     int promptLength() {
       return request.tokens().length;
+    }
+
+    /** Tokens its prefill computes: the prompt, and after a preemption the output so far too. */
+    int prefillTarget() {
+      return promptLength() + recompute;
     }
   }
 
@@ -164,7 +172,7 @@ final class SimBackend {
 
   /** Leading prompt blocks cached here now (ground truth), capped as vLLM does at (L−1)/16. */
   int cachedPrefixBlocks(Seq s) {
-    int cap = Math.max(0, (s.promptLength() - 1) / BackendProfile.BLOCK);
+    int cap = Math.max(0, (s.prefillTarget() - 1) / BackendProfile.BLOCK);
     int n = Math.min(cap, s.keys.length);
     int hit = 0;
     while (hit < n && refs.containsKey(s.keys[hit])) {
@@ -183,7 +191,7 @@ final class SimBackend {
     int budget = profile.tokenBudget();
     int decodes = 0;
     for (Seq s : running) {
-      if (s.prefilled >= s.promptLength()) {
+      if (s.prefilled >= s.prefillTarget()) {
         decodes++;
       }
     }
@@ -193,8 +201,8 @@ final class SimBackend {
       if (budget <= 0) {
         break;
       }
-      if (s.prefilled < s.promptLength()) {
-        int chunk = Math.min(budget, s.promptLength() - s.prefilled);
+      if (s.prefilled < s.prefillTarget()) {
+        int chunk = Math.min(budget, s.prefillTarget() - s.prefilled);
         s.plannedChunk = chunk;
         cacheUpTo(s, (s.prefilled + chunk) / BackendProfile.BLOCK);
         prefill += chunk;
@@ -209,13 +217,13 @@ final class SimBackend {
       waiting.pollFirst();
       running.add(s);
       encodeExtraMs += encode(s);
-      if (s.prefilled >= s.promptLength()) { // a decode leg: its KV arrived whole, it decodes now
+      if (s.prefilled >= s.prefillTarget()) { // a decode leg: its KV arrived whole, it decodes now
         s.plannedChunk = 0;
         decodes++;
         budget--;
         continue;
       }
-      int chunk = Math.min(budget, s.promptLength() - s.prefilled);
+      int chunk = Math.min(budget, s.prefillTarget() - s.prefilled);
       s.plannedChunk = chunk;
       cacheUpTo(s, (s.prefilled + chunk) / BackendProfile.BLOCK);
       prefill += chunk;
@@ -284,7 +292,7 @@ final class SimBackend {
     int m = 0;
     for (Seq s : running) {
       ks[m] = s.keys;
-      len[m] = s.promptLength();
+      len[m] = s.prefillTarget();
       done[m] = s.prefilled;
       gen[m] = s.generated;
       out[m] = s.request.outputTokens();
@@ -294,7 +302,7 @@ final class SimBackend {
     }
     for (Seq s : waiting) {
       ks[m] = s.keys;
-      len[m] = s.promptLength();
+      len[m] = s.prefillTarget();
       done[m] = s.prefilled;
       gen[m] = s.generated;
       out[m] = s.request.outputTokens();
@@ -326,7 +334,7 @@ final class SimBackend {
               if (i == me) {
                 return (t - now) / 1e6;
               }
-              gen[i] = Math.max(gen[i], 1);
+              gen[i]++; // the first token, or a recompute's next one
               if (gen[i] >= out[i]) {
                 gone[i] = true;
                 runningCount--;
@@ -402,7 +410,7 @@ final class SimBackend {
     List<Seq> done = new ArrayList<>();
     List<Seq> grow = new ArrayList<>();
     for (Seq s : running) {
-      if (s.prefilled >= s.promptLength()) {
+      if (s.prefilled >= s.prefillTarget()) {
         // decode step
         s.generated++;
         if (onToken != null) {
@@ -417,13 +425,21 @@ final class SimBackend {
       } else if (s.plannedChunk > 0) {
         s.prefilled += s.plannedChunk;
         s.plannedChunk = 0;
-        if (s.prefilled >= s.promptLength()) {
+        if (s.prefilled >= s.prefillTarget()) {
           completePrefill(s);
           if (!s.firstTokenSent) {
             s.generated = 1; // the prefill step yields the first token
             s.firstTokenSent = true;
             s.firstTokenAt = now;
             listener.onFirstToken(s, now);
+          } else if (s.recompute > 0) { // a recompute's prefill yields the next token
+            s.generated++;
+            if (onToken != null) {
+              onToken.accept(s, now);
+            }
+            if (s.generated % BackendProfile.BLOCK == 0 && s.generated < s.request.outputTokens()) {
+              grow.add(s);
+            }
           }
           if (s.generated >= s.request.outputTokens()) {
             done.add(s);
@@ -450,25 +466,32 @@ final class SimBackend {
     }
   }
 
-  /** Pins the hit prefix and reserves blocks for the rest of the prompt plus the first output. */
+  /**
+   * Pins the hit prefix and reserves blocks for the rest of the prompt plus the first output (after
+   * a preemption: plus the output blocks it held). The hit reported is the first admission's.
+   */
   private boolean admit(Seq s) {
     int hit = cachedPrefixBlocks(s);
     for (int i = 0; i < hit; i++) {
       pin(s.keys[i]);
     }
-    int need = s.keys.length - hit + 1;
+    int need = s.keys.length - hit + 1 + s.recompute / BackendProfile.BLOCK;
     if (!allocate(need)) {
       for (int i = 0; i < hit; i++) {
         unpin(s.keys[i]);
       }
       return false;
     }
-    s.hitBlocks = hit;
+    if (!s.hitRecorded) {
+      s.hitBlocks = hit;
+      s.hitRecorded = true;
+    }
     s.cachedBlocks = hit;
     s.privateBlocks = need;
     s.prefilled = hit * BackendProfile.BLOCK;
     if (lowerCapacity > 0 && !s.transferred) {
-      int cap = Math.min(Math.max(0, (s.promptLength() - 1) / BackendProfile.BLOCK), s.keys.length);
+      int cap =
+          Math.min(Math.max(0, (s.prefillTarget() - 1) / BackendProfile.BLOCK), s.keys.length);
       int j = hit;
       while (j < cap && lower.get(s.keys[j]) != null) { // get: refreshes its recency
         j++;
@@ -677,6 +700,7 @@ final class SimBackend {
       victim.prefilled = 0;
       victim.transferred = false; // its KV is gone: recomputed here
       victim.generated = victim.firstTokenSent ? victim.generated : 0;
+      victim.recompute = victim.generated; // prompt and output so far are prefilled again
       victim.admitted = false;
       victim.plannedChunk = 0;
       waiting.addFirst(victim);

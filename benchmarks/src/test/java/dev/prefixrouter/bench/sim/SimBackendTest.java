@@ -177,6 +177,26 @@ class SimBackendTest {
     assertThat(b.kvUsage()).isZero();
   }
 
+  // 4. the reported hit is the first admission's; a recompute prefills the prompt and its output
+
+  @Test
+  void aPreemptedRequestReportsItsFirstHitAndRecomputesItsGeneratedTokens() {
+    Heard heard = new Heard();
+    SimBackend b = new SimBackend("b", BackendProfile.h100(6), heard);
+    SimBackend.Seq a = seq(1, Workloads.segment(51, 32), 20);
+    SimBackend.Seq v = seq(2, Workloads.segment(52, 40), 60);
+    b.enqueue(a);
+    b.enqueue(v);
+    drive(b, 0, 1_000);
+    assertThat(b.preemptions).isEqualTo(1);
+    assertThat(heard.finished).containsOnly(Map.entry(1, 1), Map.entry(2, 1));
+    assertThat(v.generated).isEqualTo(60);
+    // v was admitted with nothing cached; re-admitted it hits its own 2 blocks
+    assertThat(v.hitBlocks).isZero();
+    // preempted at 16 generated tokens: 40 + 16 tokens again, 32 of them cached
+    assertThat(b.prefillTokens).isEqualTo(32 + 40 + (40 + 16 - 32));
+  }
+
   // 5. a failed admission evicts nothing
 
   @Test
