@@ -67,6 +67,7 @@ final class FleetSimulator {
   private final SimConfig config;
   private final List<SimRequest> requests;
   private final long[][] keys;
+  private final int maxTokens; // what the router is told of every request's output
   private final String workload;
   private final PrintStream progress;
   private ReplicaSetup replicaSetup = ReplicaSetup.single();
@@ -86,6 +87,7 @@ final class FleetSimulator {
     this.config = config;
     this.requests = requests;
     this.progress = progress;
+    this.maxTokens = Workloads.clientMaxTokens(requests);
     this.keys = new long[requests.size()][];
     for (int i = 0; i < requests.size(); i++) {
       keys[i] = BlockHasher.keysOf(HASHER, Prompt.ofTokens(requests.get(i).tokens()), 0);
@@ -429,7 +431,7 @@ final class FleetSimulator {
       RouteRequest.Builder rb =
           RouteRequest.builder(r.tenant(), "m")
               .prompt(Prompt.ofTokens(r.tokens()))
-              .maxOutputTokens(r.outputTokens())
+              .maxOutputTokens(maxTokens) // the client's cap, not the sampled length
               .session(r.session())
               .requestId(Integer.toString(r.id()));
       if (r.media() >= 0) {

@@ -295,12 +295,14 @@ final class PdCheck {
     long crossRack;
     double transferMsSum;
     final int[] routed;
+    final int maxTokens; // what the router is told of every request's output
 
     Run(Setup setup, SimConfig config, int prefill, List<SimRequest> requests, long[][] keys) {
       this.setup = setup;
       this.config = config;
       this.requests = requests;
       this.keys = keys;
+      this.maxTokens = Workloads.clientMaxTokens(requests);
       int n = config.backends();
       backends = new SimBackend[n];
       BackendProfile profile = config.profile();
@@ -503,7 +505,7 @@ final class PdCheck {
       RouteRequest request =
           RouteRequest.builder(r.tenant(), "m")
               .prompt(Prompt.ofTokens(r.tokens()))
-              .maxOutputTokens(r.outputTokens())
+              .maxOutputTokens(maxTokens) // the client's cap, not the sampled length
               .requestId(Integer.toString(r.id()))
               .build();
       if (!setup.disaggregated()) {

@@ -22,6 +22,23 @@ import tools.jackson.core.json.JsonFactory;
 final class Workloads {
   private Workloads() {}
 
+  /** The client's {@code max_tokens} granularity: {@link #clientMaxTokens} rounds up to it. */
+  static final int MAX_TOKENS_STEP = 256;
+
+  /**
+   * The {@code max_tokens} every client of a workload sends, which is all a gateway knows of a
+   * request's output: the workload's largest output length rounded up to a multiple of {@value
+   * #MAX_TOKENS_STEP} (one fixed cap per workload, as a client sets one limit for all its calls).
+   * The router is told this cap; the simulated backends still generate each request's own length.
+   */
+  static int clientMaxTokens(java.util.List<SimRequest> requests) {
+    int largest = 1;
+    for (SimRequest r : requests) {
+      largest = Math.max(largest, r.outputTokens());
+    }
+    return (largest + MAX_TOKENS_STEP - 1) / MAX_TOKENS_STEP * MAX_TOKENS_STEP;
+  }
+
   private static final int VOCAB_FROM = 1_000;
   private static final int VOCAB_SIZE = 120_000;
 

@@ -3,6 +3,7 @@ package dev.prefixrouter.bench.sim;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -126,5 +127,30 @@ class FleetSimulatorTest {
     }
     assertThat(unshared.tokenHitRate()).isLessThan(one.tokenHitRate() - 0.05);
     assertThat(shared.tokenHitRate()).isGreaterThan(one.tokenHitRate() - 0.02);
+  }
+
+  /**
+   * A gateway knows the client's max_tokens, not how many tokens the model will produce: the router
+   * is told the workload's client cap (its largest output rounded up to 256), while the backends
+   * still generate each request's sampled length.
+   */
+  @Test
+  void theRouterIsToldTheClientsMaxTokensNotTheSampledOutputLength() {
+    List<SimRequest> requests = small(40);
+    int largest = requests.stream().mapToInt(SimRequest::outputTokens).max().orElseThrow();
+    int cap = (largest + 255) / 256 * 256;
+    List<Integer> seen = new ArrayList<>();
+    PolicyResult r =
+        new FleetSimulator("cap", SimConfig.defaults(4, 2_000), requests, null)
+            .routers(
+                (policy, engine) ->
+                    (request, sim) -> {
+                      seen.add(request.maxOutputTokens());
+                      return engine.route(request);
+                    })
+            .run("est-ttft");
+    assertThat(r.completed()).isEqualTo(128);
+    assertThat(seen).hasSize(128).containsOnly(cap);
+    assertThat(cap).isGreaterThan(largest - 1);
   }
 }
