@@ -21,6 +21,13 @@ import org.slf4j.LoggerFactory;
  * application's own {@code RoutingEngine} bean does not get it: only its backends present at
  * startup are subscribed). Inert until {@link #attach}; a descriptor update of a subscribed backend
  * changes nothing. Thread-safe; each call only queues a command for the subscriber's I/O thread.
+ *
+ * <p><b>One endpoint, one backend.</b> The KV-event port is one for every backend and the engine's
+ * HTTP port says nothing about its KV-event port (vLLM's {@code --kv-events-config} is independent
+ * of {@code --port}), so two engines on one host (e.g. {@code :8000} and {@code :8001}) map to the
+ * same endpoint. The subscriber refuses an endpoint subscribed for another backend, and so does
+ * this membership: the backend that comes second is not subscribed (a WARN names both) and routes
+ * on predictions; it is not subscribed later when the first leaves (add it again then).
  */
 public final class KvEventMembership implements RoutingListener {
   private static final Logger log = LoggerFactory.getLogger(KvEventMembership.class);
@@ -61,14 +68,14 @@ public final class KvEventMembership implements RoutingListener {
   }
 
   @Override
-  public void onBackendRemoved(Backend backend) {
+  public synchronized void onBackendRemoved(Backend backend) {
     KvEventSubscriber s = subscriber;
     if (s != null && subscribed.remove(backend.id()) != null) {
       s.unsubscribe(backend.id());
     }
   }
 
-  private void follow(KvEventSubscriber s, String id) {
+  private synchronized void follow(KvEventSubscriber s, String id) {
     String url = urls.get(id);
     if (url == null) {
       log.warn("backend {} has no url: its KV events are not subscribed (routing predicts)", id);
@@ -79,18 +86,59 @@ public final class KvEventMembership implements RoutingListener {
     for (int r = 0; r < ranks; r++) {
       endpoints.add("tcp://" + host + ":" + (port + r));
     }
-    List<String> before = subscribed.put(id, List.copyOf(endpoints));
+    List<String> before = subscribed.get(id);
     if (endpoints.equals(before)) {
       return; // an update of the descriptor, or attach racing an add
     }
+    String clash = holder(id, endpoints);
+    if (clash != null) {
+      // the port is one for every backend, so two engines on one host map to one endpoint: the
+      // events of one engine must not be applied to the other's cache
+      log.warn(
+          "backend {}: its KV-event endpoint {} is already followed for backend {} (two engines on"
+              + " host {} with one prefix-router.kv-events.port): backend {} is not subscribed"
+              + " and routes on predictions; give each engine its own host (or run one engine per"
+              + " host) to follow both",
+          id,
+          endpoints.get(0),
+          clash,
+          host,
+          id);
+      if (subscribed.remove(id) != null) {
+        s.unsubscribe(id);
+      }
+      return;
+    }
+    subscribed.put(id, List.copyOf(endpoints));
     if (before != null) {
       s.unsubscribe(id);
     }
-    for (int r = 0; r < ranks; r++) {
-      s.subscribe(
-          id,
-          endpoints.get(r),
-          replayPort == null ? null : "tcp://" + host + ":" + (replayPort + r));
+    try {
+      for (int r = 0; r < ranks; r++) {
+        s.subscribe(
+            id,
+            endpoints.get(r),
+            replayPort == null ? null : "tcp://" + host + ":" + (replayPort + r));
+      }
+    } catch (IllegalArgumentException refused) {
+      // an endpoint subscribed for another backend by someone else than this membership
+      log.warn("backend {}: its KV events are not subscribed: {}", id, refused.getMessage());
+      subscribed.remove(id);
+      s.unsubscribe(id);
     }
+  }
+
+  /** Another backend already subscribed at one of {@code endpoints}, or null. */
+  private @Nullable String holder(String id, List<String> endpoints) {
+    for (Map.Entry<String, List<String>> e : subscribed.entrySet()) {
+      if (!e.getKey().equals(id)) {
+        for (String endpoint : e.getValue()) {
+          if (endpoints.contains(endpoint)) {
+            return e.getKey();
+          }
+        }
+      }
+    }
+    return null;
   }
 }

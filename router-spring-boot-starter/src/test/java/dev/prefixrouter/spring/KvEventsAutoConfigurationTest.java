@@ -129,6 +129,37 @@ class KvEventsAutoConfigurationTest {
     }
   }
 
+  /**
+   * Two engines on one host (HTTP :8000 and :8001) map to one KV-event endpoint (the port is one
+   * for every backend): the second backend is not subscribed, where it silently took the first's
+   * socket before (the first's entries then stayed for ever).
+   */
+  @Test
+  void twoBackendsOnOneHostAreNotBothSubscribedToOneEndpoint() {
+    runner
+        .withPropertyValues(
+            "prefix-router.backends[0].id=b0",
+            "prefix-router.backends[0].url=http://127.0.0.1:8000",
+            "prefix-router.backends[0].models=m",
+            "prefix-router.backends[1].id=b1",
+            "prefix-router.backends[1].url=http://127.0.0.1:8001",
+            "prefix-router.backends[1].models=m",
+            "prefix-router.kv-events.enabled=true",
+            "prefix-router.kv-events.port=5557")
+        .run(
+            ctx -> {
+              KvEventMembership membership = ctx.getBean(KvEventMembership.class);
+              RoutingEngine engine = ctx.getBean(RoutingEngine.class);
+              assertThat(membership.subscribed())
+                  .containsOnlyKeys("b0")
+                  .containsEntry("b0", java.util.List.of("tcp://127.0.0.1:5557"));
+              engine.backends().remove("b0");
+              ctx.getBean(BackendUrls.class).put("b2", "http://127.0.0.1:8002");
+              engine.backends().add(Backend.of("b2", "m")); // the endpoint is free again
+              assertThat(membership.subscribed()).containsOnlyKeys("b2");
+            });
+  }
+
   @Test
   void dataParallelRanksAreSubscribedAtTheirPortOffsets() throws Exception {
     try (ZContext zmq = new ZContext(1)) {

@@ -6,6 +6,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -133,6 +134,8 @@ public final class KvEventSubscriber implements AutoCloseable {
   private final KvEventStats stats = new KvEventStats();
   private final ZContext context = new ZContext(1);
   private final Map<String, Endpoint> endpoints = new LinkedHashMap<>(); // I/O thread only
+  // endpoint -> the backend it is subscribed for, as the callers see it (before the I/O thread)
+  private final Map<String, String> owners = new HashMap<>(); // guarded by itself
   private final Thread io;
   private final @Nullable Thread applier; // null when batches are applied on the I/O thread
   private volatile boolean closed;
@@ -170,11 +173,21 @@ public final class KvEventSubscriber implements AutoCloseable {
 
   /**
    * Subscribes to one engine endpoint for a backend. A backend may have several endpoints (one per
-   * data-parallel rank); subscribing an endpoint again replaces its replay endpoint.
+   * data-parallel rank); subscribing an endpoint again for the same backend replaces its replay
+   * endpoint.
+   *
+   * <p>An endpoint belongs to one backend at a time: one engine's stream describes one engine's
+   * cache. Subscribing an endpoint that is subscribed for another backend is refused; {@link
+   * #unsubscribe} that backend first (the endpoint is free again as soon as {@code unsubscribe}
+   * returns). Endpoints are compared as strings: {@code tcp://localhost:5557} and {@code
+   * tcp://127.0.0.1:5557} are different endpoints to this check.
    *
    * @param endpoint the engine's PUB address, e.g. {@code tcp://10.0.0.5:5557}
    * @param replayEndpoint the engine's replay ROUTER address, or null if it has none (gaps then
    *     always mark the backend unknown)
+   * @throws IllegalArgumentException if an address is not one, or if {@code endpoint} is subscribed
+   *     for another backend
+   * @throws IllegalStateException if the subscriber is closed
    */
   public void subscribe(String backendId, String endpoint, @Nullable String replayEndpoint) {
     Objects.requireNonNull(backendId, "backendId");
@@ -183,34 +196,51 @@ public final class KvEventSubscriber implements AutoCloseable {
     if (replayEndpoint != null) {
       checkEndpoint(replayEndpoint, "replayEndpoint");
     }
-    if (closed) {
-      throw new IllegalStateException("the subscriber is closed");
+    synchronized (owners) {
+      if (closed) {
+        throw new IllegalStateException("the subscriber is closed");
+      }
+      String owner = owners.get(endpoint);
+      if (owner != null && !owner.equals(backendId)) {
+        throw new IllegalArgumentException(
+            "endpoint '"
+                + shorten(endpoint)
+                + "' is already subscribed for backend '"
+                + shorten(owner)
+                + "', not subscribed for '"
+                + shorten(backendId)
+                + "': one engine's events describe one backend (unsubscribe the other first)");
+      }
+      owners.put(endpoint, backendId);
+      commands.add(
+          () -> {
+            Endpoint old = endpoints.remove(endpoint);
+            if (old != null) {
+              old.close();
+            }
+            endpoints.put(endpoint, new Endpoint(backendId, endpoint, replayEndpoint));
+          });
     }
-    commands.add(
-        () -> {
-          Endpoint old = endpoints.remove(endpoint);
-          if (old != null) {
-            old.close();
-          }
-          endpoints.put(endpoint, new Endpoint(backendId, endpoint, replayEndpoint));
-        });
   }
 
   /** Closes every endpoint of a backend (e.g. when it leaves the fleet). */
   public void unsubscribe(String backendId) {
     Objects.requireNonNull(backendId, "backendId");
-    commands.add(
-        () ->
-            endpoints
-                .values()
-                .removeIf(
-                    e -> {
-                      if (e.backendId.equals(backendId)) {
-                        e.close();
-                        return true;
-                      }
-                      return false;
-                    }));
+    synchronized (owners) {
+      owners.values().removeIf(backendId::equals);
+      commands.add(
+          () ->
+              endpoints
+                  .values()
+                  .removeIf(
+                      e -> {
+                        if (e.backendId.equals(backendId)) {
+                          e.close();
+                          return true;
+                        }
+                        return false;
+                      }));
+    }
   }
 
   /** A snapshot of the counters. */

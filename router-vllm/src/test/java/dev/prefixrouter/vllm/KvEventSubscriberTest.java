@@ -1,6 +1,7 @@
 package dev.prefixrouter.vllm;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.prefixrouter.api.AllBlocksCleared;
 import dev.prefixrouter.api.BlockRemoved;
@@ -277,6 +278,24 @@ class KvEventSubscriberTest {
     pub.publish(removed(1));
     assertThat(seen.poll(10, TimeUnit.SECONDS)).isEqualTo(1L);
     assertThat(sub.stats().applyErrors()).isEqualTo(1);
+  }
+
+  /**
+   * Endpoints were keyed by address only: a second backend subscribing the same address took the
+   * first one's socket silently (its entries stayed for ever, and unsubscribing it did nothing).
+   */
+  @Test
+  void anEndpointSubscribedForAnotherBackendIsRefused() throws Exception {
+    join(pub.replayEndpoint);
+    assertThatThrownBy(() -> sub.subscribe("b1", pub.endpoint, pub.replayEndpoint))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("already subscribed for backend 'b0'");
+    pub.publish(removed(0));
+    Applied a = next();
+    assertThat(a.backend()).as("the endpoint stays b0's").isEqualTo("b0");
+    sub.subscribe("b0", pub.endpoint, null); // the same backend again: allowed
+    sub.unsubscribe("b0");
+    sub.subscribe("b1", pub.endpoint, pub.replayEndpoint); // free once b0 is unsubscribed
   }
 
   @Test
