@@ -49,7 +49,13 @@ import org.zeromq.ZMQ;
  * backend's confirmed state is unknown: an {@link AllBlocksCleared} is applied for it, so the index
  * drops what it believed and falls back to predictions, instead of trusting entries whose removal
  * may have been lost. A live seq at or below the last live seq means the engine restarted (its
- * cache is empty and its hash seed may be new): cleared the same way.
+ * cache is empty and its hash seed may be new): cleared the same way. So does, after the connection
+ * was lost (the socket monitor's {@code EVENT_DISCONNECTED}, or a SUB socket replaced as silent or
+ * stalled), a first seq other than the next one: a restarted engine may have published past the
+ * last seq seen before the SUB socket reconnected, and its seq then looks like a gap, whose replay
+ * would "succeed" against the new process's buffer and keep the old process's blocks. After a
+ * restart the engine's buffer is replayed from seq 0, best effort (an engine that did not restart,
+ * only lost the connection, then has its blocks cleared and rebuilt from what it still buffers).
  *
  * <p><b>Threads and bounds.</b> One I/O thread polls every socket (replays run on it, each bounded
  * by the replay timeout, during which other endpoints wait and buffer in ZMQ), decodes each batch
@@ -388,6 +394,7 @@ public final class KvEventSubscriber implements AutoCloseable {
 
   /** Reads what one socket has, at most 1024 messages, so that other sockets get their turn. */
   private void drain(Endpoint e) {
+    e.readMonitor(System.nanoTime());
     for (int n = 0; n < 1024 && !closed; n++) {
       List<byte[]> frames = receive(e.sub, ZMQ.DONTWAIT);
       if (frames == null) {
@@ -423,7 +430,10 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
     long seq = ByteBuffer.wrap(frames.get(1)).getLong();
     byte[] payload = frames.get(2);
-    if (e.lastLive != Long.MIN_VALUE && Long.compareUnsigned(seq, e.lastLive) <= 0) {
+    boolean reconnected = e.reconnected;
+    e.reconnected = false;
+    if (e.lastLive != Long.MIN_VALUE
+        && (Long.compareUnsigned(seq, e.lastLive) <= 0 || (reconnected && seq != e.last + 1))) {
       stats.restarts.increment();
       log.info(
           "KV events of backend {} at {} restarted at seq {} (was {}): its cached blocks are"
@@ -623,6 +633,8 @@ public final class KvEventSubscriber implements AutoCloseable {
     long last = Long.MIN_VALUE; // last seq accepted (live or replayed)
     long lastLive = Long.MIN_VALUE; // last seq seen on the live stream
     long lastHeard = System.nanoTime();
+    // the connection was lost since the last live batch: its next batch may be a new process's
+    boolean reconnected;
     // the engine's KV-cache groups known not to be full attention (their removals are skipped)
     final KvEventDecoder.Groups groups = new KvEventDecoder.Groups();
 
@@ -723,6 +735,16 @@ public final class KvEventSubscriber implements AutoCloseable {
      * ZMTP greeting).
      */
     boolean stalled(long now) {
+      readMonitor(now);
+      return handshakeBy != Long.MAX_VALUE && now - handshakeBy > 0;
+    }
+
+    /**
+     * Reads the monitor's pending events. Also read before the SUB socket's messages are: JeroMQ
+     * writes a disconnection before the reconnected connection can deliver anything, so the first
+     * batch after a reconnection is known as such.
+     */
+    void readMonitor(long now) {
       ZMQ.Event ev;
       while ((ev = ZMQ.Event.recv(monitor, ZMQ.DONTWAIT)) != null) {
         if (ev.getEvent() == ZMQ.EVENT_HANDSHAKE_PROTOCOL) {
@@ -731,9 +753,9 @@ public final class KvEventSubscriber implements AutoCloseable {
           connectFailed = false;
         } else if (ev.getEvent() == ZMQ.EVENT_DISCONNECTED) {
           handshakeBy = now + stallTimeout; // ZMQ reconnects: it must greet again
+          reconnected = true;
         }
       }
-      return handshakeBy != Long.MAX_VALUE && now - handshakeBy > 0;
     }
 
     /**
@@ -743,6 +765,8 @@ public final class KvEventSubscriber implements AutoCloseable {
      * next greeting.
      */
     void reopen(boolean afterStall) {
+      readMonitor(System.nanoTime()); // a disconnection it saw must not be lost with it
+      reconnected = true; // the new socket's first batch may come from a restarted engine
       closeSub();
       if (afterStall) {
         stallTimeout = Math.min(2 * stallTimeout, maxStallTimeoutNanos);

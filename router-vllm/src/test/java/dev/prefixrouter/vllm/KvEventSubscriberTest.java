@@ -243,6 +243,37 @@ class KvEventSubscriberTest {
     assertThat(sub.stats().restarts()).isEqualTo(1);
   }
 
+  /**
+   * An engine restarts and its new process publishes past the last seq seen before the SUB socket
+   * reconnects: that looked like a gap, whose replay "succeeded" against the new process's buffer
+   * (the old process's blocks stayed, and the new seq 0.. up to the old last were never applied).
+   */
+  @Test
+  void aRestartedEngineThatPublishedPastTheLastSeqBeforeTheReconnectIsARestart() throws Exception {
+    join(pub.replayEndpoint);
+    pub.publish(removed(0));
+    pub.publish(removed(1));
+    next();
+    next();
+    String endpoint = pub.endpoint;
+    String replayEndpoint = pub.replayEndpoint;
+    pub.close(); // the engine stops; a new process binds the same ports and counts from 0
+    pub = new TestPublisher("kv", 100, endpoint, replayEndpoint);
+    for (int i = 0; i < 5; i++) {
+      pub.lose(removed(100 + i)); // seq 0..4, published before the SUB socket reconnected
+    }
+    pub.awaitSubscriber();
+    pub.publish(removed(105)); // seq 5: past the old process's last seq (1)
+    assertThat(pub.serveReplay()).as("the new process's buffer, from its start").isZero();
+    assertThat(next().events()).containsExactly(AllBlocksCleared.INSTANCE);
+    for (int i = 0; i < 5; i++) {
+      assertThat(next().events()).isEqualTo(removedEvents(100 + i));
+    }
+    assertThat(next().events()).isEqualTo(removedEvents(105));
+    assertThat(sub.stats().restarts()).isEqualTo(1);
+    assertThat(sub.stats().gaps()).isZero();
+  }
+
   @Test
   void aJoinMidStreamReplaysWhatTheEngineStillBuffers() throws Exception {
     pub.lose(removed(0));

@@ -34,6 +34,42 @@ final class TestPublisher implements AutoCloseable {
     replayEndpoint = "tcp://127.0.0.1:" + replay.bindToRandomPort("tcp://127.0.0.1");
   }
 
+  /**
+   * A publisher bound at the given addresses (e.g. those of one just closed: a restarted engine),
+   * retrying for up to 10 s while the old sockets still hold them.
+   */
+  TestPublisher(String topic, int bufferSteps, String endpoint, String replayEndpoint) {
+    this.topic = topic.getBytes(StandardCharsets.UTF_8);
+    this.bufferSteps = bufferSteps;
+    pub.setLinger(0);
+    replay.setLinger(0);
+    bindRetrying(pub, endpoint);
+    bindRetrying(replay, replayEndpoint);
+    this.endpoint = endpoint;
+    this.replayEndpoint = replayEndpoint;
+  }
+
+  private static void bindRetrying(ZMQ.Socket s, String address) {
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (true) {
+      try {
+        if (s.bind(address)) {
+          return;
+        }
+      } catch (RuntimeException inUse) {
+        if (System.nanoTime() > deadline) {
+          throw inUse;
+        }
+      }
+      try {
+        Thread.sleep(20);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new AssertionError(e);
+      }
+    }
+  }
+
   /** Blocks until a subscriber's subscription arrives (so nothing published after is lost). */
   void awaitSubscriber() {
     pub.setReceiveTimeOut(10_000);
