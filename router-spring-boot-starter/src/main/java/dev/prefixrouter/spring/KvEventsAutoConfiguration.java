@@ -167,6 +167,12 @@ public class KvEventsAutoConfiguration {
       counter(
           r,
           s,
+          "prefixrouter.kv.io.failures",
+          "sockets that could not be created (the endpoint is retried) and other failed I/O steps",
+          x -> x.stats().ioFailures());
+      counter(
+          r,
+          s,
           "prefixrouter.kv.replay.failures",
           "gaps not filled",
           x -> x.stats().replayFailures());

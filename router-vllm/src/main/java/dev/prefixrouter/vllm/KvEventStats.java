@@ -33,6 +33,7 @@ public final class KvEventStats {
   final LongAdder appliedEvents = new LongAdder();
   final LongAdder applyErrors = new LongAdder();
   final LongAdder unknownBackend = new LongAdder();
+  final LongAdder ioFailures = new LongAdder();
   private final AtomicLong lastLagMillis = new AtomicLong(-1);
   private volatile int endpoints;
 
@@ -89,6 +90,7 @@ public final class KvEventStats {
         appliedEvents.sum(),
         applyErrors.sum(),
         unknownBackend.sum(),
+        ioFailures.sum(),
         lastLagMillis.get());
   }
 
@@ -128,6 +130,9 @@ public final class KvEventStats {
    * @param appliedEvents events handed to the sink
    * @param applyErrors batches whose sink call threw
    * @param unknownBackend batches the sink refused (no such backend)
+   * @param ioFailures sockets that could not be created (out of file descriptors, JeroMQ's socket
+   *     cap) and other failed steps of the I/O thread; the endpoint concerned is retried with
+   *     backoff (a replay without its socket fails), the other endpoints go on
    * @param lastLagMillis wall-clock age of the last applied batch (engine timestamp to apply), -1
    *     before the first; includes any clock skew between the hosts
    */
@@ -159,5 +164,6 @@ public final class KvEventStats {
       long appliedEvents,
       long applyErrors,
       long unknownBackend,
+      long ioFailures,
       long lastLagMillis) {}
 }

@@ -83,6 +83,14 @@ import org.zeromq.ZMQ;
  * four per endpoint (SUB, the monitor's two PAIRs, the replay DEALER), at most {@value
  * #MAX_SOCKETS} in all.
  *
+ * <p><b>Failures of the I/O thread.</b> A socket that cannot be created (out of file descriptors,
+ * JeroMQ's socket cap) fails that endpoint alone: it is counted ({@link
+ * KvEventStats.Snapshot#ioFailures}), logged once until it recovers, and retried with backoff (from
+ * the reconnect backoff's minimum, doubling up to the handshake deadline's maximum); a replay
+ * without its socket fails like one without an answer. Any other failed step is counted, logged at
+ * most once a minute and retried after a poll interval. The I/O thread runs until {@link #close},
+ * which closes every socket even when closing one of them throws.
+ *
  * <p><b>Lag</b> (an engine's send to the sink's return for that batch). On the subscriber's side a
  * batch costs JeroMQ's receive (its I/O thread, then this I/O thread through the poller: two thread
  * wake-ups, the least JeroMQ allows), the decode (allocating the events and little else, see {@link
@@ -117,6 +125,12 @@ public final class KvEventSubscriber implements AutoCloseable {
   /** Numbers the socket monitors' inproc addresses (unique within the process). */
   private static final AtomicLong MONITORS = new AtomicLong();
 
+  /** Makes the subscriber's sockets; a hook for tests (socket creation failing). */
+  @FunctionalInterface
+  interface SocketFactory {
+    ZMQ.Socket create(ZContext context, SocketType type);
+  }
+
   /** Where decoded batches go; {@code RoutingEngine::applyKvEvents} fits. */
   @FunctionalInterface
   public interface Sink {
@@ -134,6 +148,8 @@ public final class KvEventSubscriber implements AutoCloseable {
   private final long handshakeTimeoutNanos;
   private final long maxStallTimeoutNanos;
   private long nextHandshakeCheck = System.nanoTime(); // I/O thread only
+  private long lastIoWarn = Long.MIN_VALUE; // I/O thread only
+  private final SocketFactory sockets;
   private final BlockingQueue<Work> queue; // unused when applying on the I/O thread
   private final int receiveHighWaterMark; // per SUB socket; 0 = JeroMQ's default
   private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
@@ -159,6 +175,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     this.idleReconnectNanos = b.idleReconnect.toNanos();
     this.handshakeTimeoutNanos = b.handshakeTimeout.toNanos();
     this.maxStallTimeoutNanos = Math.max(handshakeTimeoutNanos, 4 * reconnectMax.toNanos());
+    this.sockets = b.sockets;
     context.getContext().setMaxSockets(MAX_SOCKETS);
     this.queue = new ArrayBlockingQueue<>(b.applyOnIoThread ? 1 : b.queueCapacity);
     this.receiveHighWaterMark = b.applyOnIoThread ? b.queueCapacity : 0;
@@ -302,50 +319,109 @@ public final class KvEventSubscriber implements AutoCloseable {
     List<Endpoint> polled = List.of();
     try {
       while (!closed) {
-        boolean changed = false;
-        Runnable c;
-        while ((c = commands.poll()) != null) {
-          c.run();
-          changed = true;
-        }
-        if (changed || poller == null) {
-          if (poller != null) {
+        try {
+          boolean changed = false;
+          Runnable c;
+          while ((c = commands.poll()) != null) {
+            changed = true;
+            c.run(); // never throws: an endpoint that cannot get its sockets retries them
+          }
+          if (retrySockets()) {
+            changed = true;
+          }
+          if (changed || poller == null) {
+            if (poller != null) {
+              poller.close();
+              poller = null;
+            }
+            polled = new ArrayList<>(endpoints.size());
+            for (Endpoint e : endpoints.values()) {
+              if (e.sub != null) {
+                polled.add(e);
+              }
+            }
+            stats.endpoints(endpoints.size());
+            if (!polled.isEmpty()) {
+              poller = context.createPoller(polled.size());
+              for (Endpoint e : polled) {
+                poller.register(e.sub, ZMQ.Poller.POLLIN);
+              }
+            }
+          }
+          if (poller == null) {
+            waitForCommands();
+            continue;
+          }
+          poller.poll(POLL_MILLIS);
+          for (int i = 0; i < polled.size(); i++) {
+            if (poller.pollin(i)) {
+              drain(polled.get(i));
+            }
+          }
+          if (reopenSilent(polled) | reopenStalled(polled)) {
             poller.close();
+            poller = null; // rebuilt with the new sockets
           }
-          polled = new ArrayList<>(endpoints.values());
-          poller = context.createPoller(Math.max(1, polled.size()));
-          for (Endpoint e : polled) {
-            poller.register(e.sub, ZMQ.Poller.POLLIN);
+        } catch (RuntimeException e) {
+          // e.g. the poller's selector could not be opened (out of file descriptors): every
+          // endpoint waits and the step is tried again; the thread goes on
+          stats.ioFailures.increment();
+          long now = System.nanoTime();
+          if (lastIoWarn == Long.MIN_VALUE || now - lastIoWarn > TimeUnit.MINUTES.toNanos(1)) {
+            lastIoWarn = now;
+            log.error("KV-event I/O thread: a step failed; retrying", e);
           }
-          stats.endpoints(polled.size());
-        }
-        if (polled.isEmpty()) {
+          if (poller != null) {
+            quietly(poller::close);
+            poller = null;
+          }
           waitForCommands();
-          continue;
         }
-        poller.poll(POLL_MILLIS);
-        for (int i = 0; i < polled.size(); i++) {
-          if (poller.pollin(i)) {
-            drain(polled.get(i));
-          }
-        }
-        if (reopenSilent(polled) | reopenStalled(polled)) {
-          poller.close();
-          poller = null; // rebuilt with the new sockets
-        }
-      }
-    } catch (RuntimeException e) {
-      if (!closed) {
-        log.error("KV-event I/O thread stopped", e);
       }
     } finally {
       if (poller != null) {
-        poller.close();
+        quietly(poller::close);
       }
-      endpoints.values().forEach(Endpoint::close);
+      endpoints.values().forEach(e -> quietly(e::close));
       endpoints.clear();
-      context.close();
+      quietly(context::close);
     }
+  }
+
+  /**
+   * {@code e.toString()}, or its class and message when that throws (JeroMQ's {@code
+   * ZMQException.toString()} throws for an error code its enum does not know, e.g. an errno).
+   */
+  private static String describe(RuntimeException e) {
+    try {
+      return e.toString();
+    } catch (RuntimeException x) {
+      return e.getClass().getName() + ": " + e.getMessage();
+    }
+  }
+
+  /** Runs {@code r}, logging what it throws (closing what may already be broken). */
+  private static void quietly(Runnable r) {
+    try {
+      r.run();
+    } catch (RuntimeException e) {
+      log.debug("KV events: closing failed", e);
+    }
+  }
+
+  /**
+   * Opens the SUB sockets of endpoints that could not get one, whose retry time has come; true if
+   * any did.
+   */
+  private boolean retrySockets() {
+    long now = System.nanoTime();
+    boolean any = false;
+    for (Endpoint e : endpoints.values()) {
+      if (e.sub == null && now - e.retryAt >= 0 && e.tryOpenSub(now)) {
+        any = true;
+      }
+    }
+    return any;
   }
 
   private boolean reopenSilent(List<Endpoint> polled) {
@@ -394,6 +470,9 @@ public final class KvEventSubscriber implements AutoCloseable {
 
   /** Reads what one socket has, at most 1024 messages, so that other sockets get their turn. */
   private void drain(Endpoint e) {
+    if (e.sub == null) {
+      return; // lost its socket in this round (a reopen that failed): retried
+    }
     e.readMonitor(System.nanoTime());
     for (int n = 0; n < 1024 && !closed; n++) {
       List<byte[]> frames = receive(e.sub, ZMQ.DONTWAIT);
@@ -533,6 +612,12 @@ public final class KvEventSubscriber implements AutoCloseable {
     long firstAnswerBy = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(replayTimeoutMillis / 2);
     long expect = from;
     ZMQ.Socket d = e.replaySocket();
+    if (d == null) {
+      if (counted) {
+        stats.replayFailures.increment();
+      }
+      return false; // no socket now (counted in ioFailures); the next replay tries again
+    }
     // false: no connection to queue the request on (the address did not resolve): the replay
     // fails at once, and the next one connects again
     boolean sent = sendRequest(d, from);
@@ -557,7 +642,7 @@ public final class KvEventSubscriber implements AutoCloseable {
           stats.replayRetries.increment();
           e.dropReplaySocket();
           d = e.replaySocket();
-          if (!sendRequest(d, from)) {
+          if (d == null || !sendRequest(d, from)) {
             break; // the new connection has nowhere to queue it either
           }
           firstAnswerBy = System.nanoTime() + remaining / 2;
@@ -624,8 +709,13 @@ public final class KvEventSubscriber implements AutoCloseable {
     final String backendId;
     final String endpoint;
     final @Nullable String replayEndpoint;
-    ZMQ.Socket sub;
-    ZMQ.Socket monitor; // PAIR receiving sub's connection events
+    // null while it cannot be created (out of file descriptors, JeroMQ's socket cap): retried at
+    // retryAt, the delay doubling from the reconnect backoff's minimum up to maxStallTimeoutNanos
+    ZMQ.@Nullable Socket sub;
+    ZMQ.@Nullable Socket monitor; // PAIR receiving sub's connection events
+    long retryAt;
+    long retryDelay;
+    boolean openFailed; // the last socket creation threw (logged once until one succeeds)
     long handshakeBy; // System.nanoTime() by which sub must complete a handshake; MAX_VALUE: done
     long stallTimeout = handshakeTimeoutNanos; // doubles while reopens find no handshake
     boolean connectFailed; // the last connect threw (logged once until a handshake)
@@ -642,9 +732,44 @@ public final class KvEventSubscriber implements AutoCloseable {
       this.backendId = backendId;
       this.endpoint = endpoint;
       this.replayEndpoint = replayEndpoint;
-      openSub();
-      if (replayEndpoint != null) {
-        replay = openReplay(replayEndpoint);
+      if (tryOpenSub(System.nanoTime()) && replayEndpoint != null) {
+        replay = replaySocket(); // null if it cannot be created now: made again on need
+      }
+    }
+
+    /**
+     * Opens the SUB socket and its monitor; false if they cannot be created now (counted, logged
+     * once until they can), in which case the endpoint has no socket and is retried with backoff.
+     */
+    boolean tryOpenSub(long now) {
+      try {
+        openSub();
+      } catch (RuntimeException e) {
+        socketFailed(e);
+        retryDelay =
+            retryDelay == 0
+                ? reconnectMin.toNanos()
+                : Math.min(2 * retryDelay, Math.max(maxStallTimeoutNanos, reconnectMin.toNanos()));
+        retryAt = now + retryDelay;
+        return false;
+      }
+      retryDelay = 0;
+      if (openFailed) {
+        openFailed = false;
+        log.info("KV events of backend {}: the socket for {} is open again", backendId, endpoint);
+      }
+      return true;
+    }
+
+    private void socketFailed(RuntimeException e) {
+      stats.ioFailures.increment();
+      if (!openFailed) {
+        openFailed = true;
+        log.warn(
+            "KV events of backend {}: cannot create a socket for {} ({}); retrying",
+            backendId,
+            endpoint,
+            describe(e));
       }
     }
 
@@ -654,41 +779,57 @@ public final class KvEventSubscriber implements AutoCloseable {
      * seen to take over a second); it is replaced after a replay that did not end at its
      * terminator, whose late answers must not reach the next replay.
      */
-    ZMQ.Socket replaySocket() {
+    ZMQ.@Nullable Socket replaySocket() {
       if (replay == null) {
-        replay = openReplay(Objects.requireNonNull(replayEndpoint, "replayEndpoint"));
+        try {
+          replay = openReplay(Objects.requireNonNull(replayEndpoint, "replayEndpoint"));
+        } catch (RuntimeException e) {
+          socketFailed(e); // the replay fails; the next one tries again
+          return null;
+        }
       }
       return replay;
     }
 
     void dropReplaySocket() {
-      if (replay != null) {
-        replay.close();
-        replay = null;
+      ZMQ.Socket r = replay;
+      replay = null;
+      if (r != null) {
+        quietly(r::close);
       }
     }
 
     private ZMQ.Socket openReplay(String address) {
-      ZMQ.Socket d = context.createSocket(SocketType.DEALER);
-      d.setLinger(0);
-      d.setMaxMsgSize(maxMessageBytes);
-      d.setReconnectIVL(reconnectMin.toMillis());
-      d.setReconnectIVLMax(reconnectMax.toMillis());
+      ZMQ.Socket d = sockets.create(context, SocketType.DEALER);
+      try {
+        d.setLinger(0);
+        d.setMaxMsgSize(maxMessageBytes);
+        d.setReconnectIVL(reconnectMin.toMillis());
+        d.setReconnectIVLMax(reconnectMax.toMillis());
+      } catch (RuntimeException e) {
+        quietly(d::close);
+        throw e;
+      }
       connect(d, address);
       return d;
     }
 
     /** A SUB socket with the options and the topic, not connected yet. */
     private ZMQ.Socket unconnectedSub() {
-      ZMQ.Socket s = context.createSocket(SocketType.SUB);
-      s.setLinger(0);
-      s.setMaxMsgSize(maxMessageBytes);
-      s.setReconnectIVL(reconnectMin.toMillis());
-      s.setReconnectIVLMax(reconnectMax.toMillis());
-      if (receiveHighWaterMark > 0) {
-        s.setRcvHWM(receiveHighWaterMark);
+      ZMQ.Socket s = sockets.create(context, SocketType.SUB);
+      try {
+        s.setLinger(0);
+        s.setMaxMsgSize(maxMessageBytes);
+        s.setReconnectIVL(reconnectMin.toMillis());
+        s.setReconnectIVLMax(reconnectMax.toMillis());
+        if (receiveHighWaterMark > 0) {
+          s.setRcvHWM(receiveHighWaterMark);
+        }
+        s.subscribe(topic);
+      } catch (RuntimeException e) {
+        quietly(s::close);
+        throw e;
       }
-      s.subscribe(topic);
       return s;
     }
 
@@ -707,7 +848,7 @@ public final class KvEventSubscriber implements AutoCloseable {
               "KV events of backend {}: cannot connect to {} ({}); retrying",
               backendId,
               address,
-              e.toString());
+              describe(e));
         }
         connectFailed = true;
       }
@@ -723,9 +864,14 @@ public final class KvEventSubscriber implements AutoCloseable {
       if (!s.monitor(address, ZMQ.EVENT_HANDSHAKE_PROTOCOL | ZMQ.EVENT_DISCONNECTED)) {
         throw new IllegalStateException("JeroMQ refused a socket monitor at " + address);
       }
-      ZMQ.Socket m = context.createSocket(SocketType.PAIR);
-      m.setLinger(0);
-      m.connect(address);
+      ZMQ.Socket m = sockets.create(context, SocketType.PAIR);
+      try {
+        m.setLinger(0);
+        m.connect(address);
+      } catch (RuntimeException e) {
+        quietly(m::close);
+        throw e;
+      }
       return m;
     }
 
@@ -735,6 +881,9 @@ public final class KvEventSubscriber implements AutoCloseable {
      * ZMTP greeting).
      */
     boolean stalled(long now) {
+      if (sub == null) {
+        return false; // its socket is being retried
+      }
       readMonitor(now);
       return handshakeBy != Long.MAX_VALUE && now - handshakeBy > 0;
     }
@@ -745,6 +894,9 @@ public final class KvEventSubscriber implements AutoCloseable {
      * batch after a reconnection is known as such.
      */
     void readMonitor(long now) {
+      if (monitor == null) {
+        return;
+      }
       ZMQ.Event ev;
       while ((ev = ZMQ.Event.recv(monitor, ZMQ.DONTWAIT)) != null) {
         if (ev.getEvent() == ZMQ.EVENT_HANDSHAKE_PROTOCOL) {
@@ -772,7 +924,7 @@ public final class KvEventSubscriber implements AutoCloseable {
         stallTimeout = Math.min(2 * stallTimeout, maxStallTimeoutNanos);
       }
       lastHeard = System.nanoTime();
-      openSub();
+      tryOpenSub(lastHeard);
     }
 
     /**
@@ -780,17 +932,39 @@ public final class KvEventSubscriber implements AutoCloseable {
      * unseen), due to greet within the stall timeout, then connected.
      */
     private void openSub() {
-      ZMQ.Socket s = unconnectedSub();
+      ZMQ.Socket s = null;
+      ZMQ.Socket m;
+      try {
+        s = unconnectedSub();
+        m = monitor(s);
+      } catch (RuntimeException e) {
+        if (s != null) {
+          ZMQ.Socket t = s;
+          quietly(() -> t.monitor(null, 0));
+          quietly(t::close);
+        }
+        throw e;
+      }
       sub = s;
-      monitor = monitor(s);
+      monitor = m;
       handshakeBy = System.nanoTime() + stallTimeout;
       connect(s, endpoint);
     }
 
     private void closeSub() {
-      sub.monitor(null, 0); // stops the monitor before its socket goes
-      monitor.close();
-      sub.close();
+      ZMQ.Socket s = sub;
+      ZMQ.Socket m = monitor;
+      sub = null;
+      monitor = null;
+      if (s != null) {
+        quietly(() -> s.monitor(null, 0)); // stops the monitor before its socket goes
+      }
+      if (m != null) {
+        quietly(m::close);
+      }
+      if (s != null) {
+        quietly(s::close);
+      }
     }
 
     void close() {
@@ -841,6 +1015,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     private Duration idleReconnect = Duration.ofSeconds(30);
     private Duration handshakeTimeout = Duration.ofSeconds(5);
     private boolean applyOnIoThread = true;
+    private SocketFactory sockets = ZContext::createSocket;
 
     private Builder(Sink sink) {
       this.sink = Objects.requireNonNull(sink, "sink");
@@ -937,6 +1112,12 @@ public final class KvEventSubscriber implements AutoCloseable {
      */
     public Builder applyOnIoThread(boolean on) {
       this.applyOnIoThread = on;
+      return this;
+    }
+
+    /** How sockets are made (default the context's); for tests. */
+    Builder socketFactory(SocketFactory sockets) {
+      this.sockets = Objects.requireNonNull(sockets, "sockets");
       return this;
     }
 

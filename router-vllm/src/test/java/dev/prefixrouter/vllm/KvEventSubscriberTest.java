@@ -13,9 +13,12 @@ import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.zeromq.SocketType;
+import org.zeromq.ZMQException;
 
 /** The subscriber against a real publisher on loopback (XPUB + ROUTER sockets). */
 class KvEventSubscriberTest {
@@ -327,6 +330,53 @@ class KvEventSubscriberTest {
     sub.subscribe("b0", pub.endpoint, null); // the same backend again: allowed
     sub.unsubscribe("b0");
     sub.subscribe("b1", pub.endpoint, pub.replayEndpoint); // free once b0 is unsubscribed
+  }
+
+  /**
+   * A socket that cannot be created (here the first two SUB sockets of a second endpoint, as out of
+   * file descriptors) failed the whole I/O thread: no backend's events arrived again, while
+   * subscribe() went on returning normally.
+   */
+  @Test
+  void aSocketThatCannotBeCreatedFailsItsEndpointAloneAndIsRetried() throws Exception {
+    sub.close();
+    AtomicInteger failSubs = new AtomicInteger();
+    sub =
+        KvEventSubscriber.builder(
+                (backend, events) -> {
+                  applied.add(new Applied(backend, events, Thread.currentThread().getName()));
+                  return true;
+                })
+            .topic("kv")
+            .replayTimeout(Duration.ofSeconds(5))
+            .idleReconnect(Duration.ofSeconds(4))
+            .socketFactory(
+                (context, type) -> {
+                  if (type == SocketType.SUB
+                      && failSubs.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                    throw new ZMQException("Too many open files", 24);
+                  }
+                  return context.createSocket(type);
+                })
+            .build();
+    join(pub.replayEndpoint);
+    pub.publish(removed(0));
+    assertThat(next().backend()).isEqualTo("b0");
+    try (TestPublisher other = new TestPublisher("kv", 100)) {
+      failSubs.set(2);
+      sub.subscribe("b1", other.endpoint, other.replayEndpoint);
+      pub.publish(removed(1));
+      Applied a = next();
+      assertThat(a.backend()).as("the other endpoint goes on").isEqualTo("b0");
+      assertThat(a.events()).isEqualTo(removedEvents(1));
+      other.awaitSubscriber(); // b1's SUB socket, created on a retry
+      other.publish(removed(7));
+      Applied b = next();
+      assertThat(b.backend()).isEqualTo("b1");
+      assertThat(b.events()).isEqualTo(removedEvents(7));
+      assertThat(sub.stats().ioFailures()).isEqualTo(2);
+      assertThat(sub.stats().endpoints()).isEqualTo(2);
+    }
   }
 
   @Test
