@@ -75,6 +75,13 @@ import org.slf4j.LoggerFactory;
  * IllegalArgumentException}) leaves the descriptor as it was and is logged at most once a minute
  * per backend; the scrape still counts as a success (its load report was applied).
  *
+ * <p><b>Registrations.</b> Each scrape belongs to the backend's registration it started with (its
+ * descriptor instance and URL): a scrape that completes after the id was removed and added again
+ * (another server behind it), after its URL changed or after any update of its descriptor is
+ * dropped, neither reported (load, capacity) nor counted as a failure, so the old server's load,
+ * capacity or unreachability never lands on the new registration. (A report racing a change by less
+ * than the check itself takes still can; the next round corrects its load.)
+ *
  * <p><b>Threads.</b> Nothing starts before {@link #start()} (or {@link #pollOnce()}): then one
  * scheduler thread and an HTTP client whose work runs on a pool of daemon threads (at most about
  * one per backend being scraped). A failure is counted per backend and logged at most once a minute
@@ -273,7 +280,7 @@ public final class MetricsPoller implements AutoCloseable {
     try {
       done =
           get(c, url(base, "metrics"), new CappedBody(maxBodyBytes))
-              .thenAccept(r -> onMetrics(b, t, r))
+              .thenAccept(r -> onMetrics(b, base, t, r))
               .exceptionallyCompose(
                   x -> {
                     if (unwrap(x) instanceof Answered) {
@@ -334,7 +341,21 @@ public final class MetricsPoller implements AutoCloseable {
     return x instanceof CompletionException && x.getCause() != null ? x.getCause() : x;
   }
 
-  private void onMetrics(Backend b, Target t, HttpResponse<byte[]> r) {
+  /**
+   * Whether {@code b}, the descriptor a scrape of {@code base} started with, is still the backend's
+   * registration: the same descriptor instance (a removal and a new add of the id, e.g. {@code
+   * RedisMembershipSync} on a URL change, or any descriptor update, makes a new one) at the same
+   * URL. A scrape that outlived its registration describes another server: its load, capacity and
+   * failure are dropped.
+   */
+  private boolean current(Backend b, String base) {
+    return engine.backends().get(b.id()).orElse(null) == b && base.equals(urlOf.apply(b.id()));
+  }
+
+  private void onMetrics(Backend b, String base, Target t, HttpResponse<byte[]> r) {
+    if (!current(b, base)) {
+      return; // another registration now: the next round scrapes it
+    }
     long now = ticker.getAsLong();
     t.lastReached = now;
     if (r.statusCode() != 200) {
@@ -354,7 +375,9 @@ public final class MetricsPoller implements AutoCloseable {
         engine
             .backends()
             .update(
-                b.id(), cur -> cur.capacityBlocks() == 0 ? cur.withCapacityBlocks(blocks) : cur);
+                b.id(),
+                cur ->
+                    cur == b && cur.capacityBlocks() == 0 ? cur.withCapacityBlocks(blocks) : cur);
       } catch (IllegalArgumentException rejected) {
         // a part of the engine (the prefix index's capacity bound) refuses the published value: the
         // descriptor stays as it was, the load report above stands, the scrape succeeded
@@ -376,6 +399,9 @@ public final class MetricsPoller implements AutoCloseable {
   }
 
   private void onFailure(Backend b, String base, Target t, Throwable x, boolean reached) {
+    if (!current(b, base)) {
+      return; // the old server's failure must not count against the new registration
+    }
     Throwable cause = unwrap(x);
     boolean timedOut = cause instanceof TimeoutException || cause instanceof HttpTimeoutException;
     t.failures.increment();

@@ -139,6 +139,49 @@ class MetricsPollerTest {
     assertThat(poller.totals().scrapes()).isEqualTo(1);
   }
 
+  /**
+   * The backend's id is removed and added again behind another server (RedisMembershipSync on a URL
+   * change) while a scrape of the old server is in flight: the old server's load and capacity were
+   * reported to the new registration (capacity 111 stuck, being set only while 0).
+   */
+  @Test
+  void aScrapeThatOutlivesItsRegistrationIsDropped() throws Exception {
+    CountDownLatch arrived = new CountDownLatch(1);
+    CountDownLatch answer = new CountDownLatch(1);
+    String old =
+        serve(
+            ex -> {
+              arrived.countDown();
+              answer.await(30, TimeUnit.SECONDS);
+              answer(
+                  ex,
+                  200,
+                  "vllm:num_requests_running 30\n"
+                      + "vllm:cache_config_info{num_gpu_blocks=\"111\"} 1\n");
+            });
+    String neu =
+        serve(
+            200, "vllm:num_requests_running 0\nvllm:cache_config_info{num_gpu_blocks=\"999\"} 1\n");
+    RoutingEngine engine = RoutingEngine.builder().backend(Backend.of("A", "m")).build();
+    Map<String, String> urls = new ConcurrentHashMap<>(Map.of("A", old));
+    MetricsPoller poller =
+        track(MetricsPoller.builder(engine, urls::get).timeout(Duration.ofSeconds(10)).build());
+    Thread scrape = new Thread(poller::pollOnce);
+    scrape.start();
+    assertThat(arrived.await(10, TimeUnit.SECONDS)).as("the old server is asked").isTrue();
+    engine.backends().remove("A");
+    urls.put("A", neu);
+    engine.backends().add(Backend.of("A", "m"));
+    answer.countDown();
+    scrape.join(30_000);
+    assertThat(engine.backends().get("A").orElseThrow().capacityBlocks())
+        .as("not the old server's")
+        .isZero();
+    assertThat(engine.inspect().backend("A").orElseThrow().lastLoad()).isNull();
+    poller.pollOnce();
+    assertThat(engine.backends().get("A").orElseThrow().capacityBlocks()).isEqualTo(999);
+  }
+
   @Test
   void aCapacityTheEngineRejectsLeavesTheDescriptorAndTheScrapeSucceeds() throws Exception {
     String url =
