@@ -34,6 +34,7 @@ public final class KvEventStats {
   final LongAdder applyErrors = new LongAdder();
   final LongAdder unknownBackend = new LongAdder();
   final LongAdder ioFailures = new LongAdder();
+  final LongAdder staleBatches = new LongAdder();
   private final AtomicLong lastLagMillis = new AtomicLong(-1);
   private volatile int endpoints;
 
@@ -91,6 +92,7 @@ public final class KvEventStats {
         applyErrors.sum(),
         unknownBackend.sum(),
         ioFailures.sum(),
+        staleBatches.sum(),
         lastLagMillis.get());
   }
 
@@ -133,6 +135,8 @@ public final class KvEventStats {
    * @param ioFailures sockets that could not be created (out of file descriptors, JeroMQ's socket
    *     cap) and other failed steps of the I/O thread; the endpoint concerned is retried with
    *     backoff (a replay without its socket fails), the other endpoints go on
+   * @param staleBatches batches dropped unapplied because their backend was unsubscribed after they
+   *     were read (a backend removed and added again gets none of its old endpoints' batches)
    * @param lastLagMillis wall-clock age of the last applied batch (engine timestamp to apply), -1
    *     before the first; includes any clock skew between the hosts
    */
@@ -165,5 +169,6 @@ public final class KvEventStats {
       long applyErrors,
       long unknownBackend,
       long ioFailures,
+      long staleBatches,
       long lastLagMillis) {}
 }

@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -158,12 +159,15 @@ public final class KvEventSubscriber implements AutoCloseable {
   private final Map<String, Endpoint> endpoints = new LinkedHashMap<>(); // I/O thread only
   // endpoint -> the backend it is subscribed for, as the callers see it (before the I/O thread)
   private final Map<String, String> owners = new HashMap<>(); // guarded by itself
+  // backend -> its subscription's generation, from subscribe to unsubscribe (written under owners)
+  private final Map<String, Long> generations = new ConcurrentHashMap<>();
+  private long nextGeneration; // guarded by owners
   private final Thread io;
   private final @Nullable Thread applier; // null when batches are applied on the I/O thread
   private volatile boolean closed;
 
   /** One backend's batch on its way to the sink. */
-  private record Work(String backendId, List<KvEvent> events, double timestamp) {}
+  private record Work(String backendId, long generation, List<KvEvent> events, double timestamp) {}
 
   private KvEventSubscriber(Builder b) {
     this.sink = b.sink;
@@ -235,22 +239,30 @@ public final class KvEventSubscriber implements AutoCloseable {
                 + "': one engine's events describe one backend (unsubscribe the other first)");
       }
       owners.put(endpoint, backendId);
+      long generation = generations.computeIfAbsent(backendId, k -> ++nextGeneration);
       commands.add(
           () -> {
             Endpoint old = endpoints.remove(endpoint);
             if (old != null) {
               old.close();
             }
-            endpoints.put(endpoint, new Endpoint(backendId, endpoint, replayEndpoint));
+            endpoints.put(endpoint, new Endpoint(backendId, generation, endpoint, replayEndpoint));
           });
     }
   }
 
-  /** Closes every endpoint of a backend (e.g. when it leaves the fleet). */
+  /**
+   * Closes every endpoint of a backend (e.g. when it leaves the fleet). Batches of these endpoints
+   * not yet applied when this returns (read, queued for the apply thread) are dropped: a backend
+   * removed and added again (another server behind the id) gets none of the old server's batches
+   * once this returns, even before the I/O thread closes the sockets ({@link
+   * KvEventSubscriber.Sink#apply} calls already running finish).
+   */
   public void unsubscribe(String backendId) {
     Objects.requireNonNull(backendId, "backendId");
     synchronized (owners) {
       owners.values().removeIf(backendId::equals);
+      generations.remove(backendId); // batches already read from its endpoints are dropped
       commands.add(
           () ->
               endpoints
@@ -564,13 +576,13 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
     stats.count(batch);
     if (!batch.events().isEmpty()) {
-      hand(new Work(e.backendId, batch.events(), batch.timestamp()));
+      hand(new Work(e.backendId, e.generation, batch.events(), batch.timestamp()));
     }
   }
 
   private void markUnknown(Endpoint e) {
     stats.markedUnknown.increment();
-    hand(new Work(e.backendId, List.of(AllBlocksCleared.INSTANCE), 0));
+    hand(new Work(e.backendId, e.generation, List.of(AllBlocksCleared.INSTANCE), 0));
   }
 
   /** Waits for room in the queue (the backlog stays in ZMQ meanwhile); gives up on close. */
@@ -707,6 +719,7 @@ public final class KvEventSubscriber implements AutoCloseable {
   /** One subscribed engine endpoint; touched by the I/O thread only. */
   private final class Endpoint {
     final String backendId;
+    final long generation; // of the backend's subscription this endpoint belongs to
     final String endpoint;
     final @Nullable String replayEndpoint;
     // null while it cannot be created (out of file descriptors, JeroMQ's socket cap): retried at
@@ -728,8 +741,9 @@ public final class KvEventSubscriber implements AutoCloseable {
     // the engine's KV-cache groups known not to be full attention (their removals are skipped)
     final KvEventDecoder.Groups groups = new KvEventDecoder.Groups();
 
-    Endpoint(String backendId, String endpoint, @Nullable String replayEndpoint) {
+    Endpoint(String backendId, long generation, String endpoint, @Nullable String replayEndpoint) {
       this.backendId = backendId;
+      this.generation = generation;
       this.endpoint = endpoint;
       this.replayEndpoint = replayEndpoint;
       if (tryOpenSub(System.nanoTime()) && replayEndpoint != null) {
@@ -992,6 +1006,11 @@ public final class KvEventSubscriber implements AutoCloseable {
 
   /** Hands one batch to the sink; its exceptions are counted and logged. */
   private void apply(Work w) {
+    Long current = generations.get(w.backendId);
+    if (current == null || current != w.generation) {
+      stats.staleBatches.increment(); // its subscription was unsubscribed since it was read
+      return;
+    }
     try {
       if (!sink.apply(w.backendId, w.events)) {
         stats.unknownBackend.increment();

@@ -11,6 +11,7 @@ import java.math.BigInteger;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -376,6 +377,55 @@ class KvEventSubscriberTest {
       assertThat(b.events()).isEqualTo(removedEvents(7));
       assertThat(sub.stats().ioFailures()).isEqualTo(2);
       assertThat(sub.stats().endpoints()).isEqualTo(2);
+    }
+  }
+
+  /**
+   * A backend removed and added again behind another engine: a batch already read from its old
+   * endpoint (here waiting for the apply thread) was applied to the new registration.
+   */
+  @Test
+  void batchesOfAnUnsubscribedEndpointAreNotAppliedToTheBackendAddedAgain() throws Exception {
+    sub.close();
+    CountDownLatch inSink = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    sub =
+        KvEventSubscriber.builder(
+                (backend, events) -> {
+                  if (events.equals(removedEvents(1))) {
+                    inSink.countDown();
+                    try {
+                      release.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                      Thread.currentThread().interrupt();
+                    }
+                  }
+                  applied.add(new Applied(backend, events, Thread.currentThread().getName()));
+                  return true;
+                })
+            .applyOnIoThread(false)
+            .topic("kv")
+            .replayTimeout(Duration.ofSeconds(5))
+            .idleReconnect(Duration.ofSeconds(4))
+            .build();
+    join(pub.replayEndpoint);
+    pub.publish(removed(1));
+    assertThat(inSink.await(10, TimeUnit.SECONDS)).as("the first batch in the sink").isTrue();
+    pub.publish(removed(2)); // read from the old endpoint, waiting in the hand-off queue
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (sub.stats().queued() < 1 && System.nanoTime() < deadline) {
+      Thread.sleep(5);
+    }
+    assertThat(sub.stats().queued()).isEqualTo(1);
+    try (TestPublisher other = new TestPublisher("kv", 100)) {
+      sub.unsubscribe("b0"); // the engine removed b0 and added it again behind another engine
+      sub.subscribe("b0", other.endpoint, other.replayEndpoint);
+      release.countDown();
+      assertThat(next().events()).isEqualTo(removedEvents(1));
+      other.awaitSubscriber();
+      other.publish(removed(9));
+      assertThat(next().events()).as("not the old engine's batch 2").isEqualTo(removedEvents(9));
+      assertThat(sub.stats().staleBatches()).isEqualTo(1);
     }
   }
 
