@@ -1,12 +1,14 @@
 package dev.prefixrouter.spring;
 
 import dev.prefixrouter.api.RoutingEngine;
+import dev.prefixrouter.api.spi.BlockHasher;
 import dev.prefixrouter.vllm.MetricsPoller;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.util.function.ToDoubleFunction;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -37,9 +39,17 @@ public class MetricsPollerAutoConfiguration {
     @Bean(initMethod = "start", destroyMethod = "close")
     @ConditionalOnMissingBean
     MetricsPoller prefixRouterMetricsPoller(
-        PrefixRouterProperties p, RoutingEngine engine, BackendUrls urls) {
+        PrefixRouterProperties p,
+        RoutingEngine engine,
+        BackendUrls urls,
+        ObjectProvider<BlockHasher> hasher) {
       PrefixRouterProperties.Poller q = p.getPoller();
       MetricsPoller.Builder b = MetricsPoller.builder(engine, urls::get);
+      // engines publish their capacity in their own blocks or pages: converted to the index's
+      BlockHasher h = hasher.getIfAvailable();
+      if (h != null) {
+        b.tokensPerBlock(h.tokensPerBlock());
+      }
       PrefixRouterPropertyException.naming(
           "prefix-router.poller.interval", () -> b.interval(q.getInterval()));
       PrefixRouterPropertyException.naming(

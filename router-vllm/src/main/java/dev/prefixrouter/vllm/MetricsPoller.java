@@ -19,6 +19,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -43,8 +44,9 @@ import org.slf4j.LoggerFactory;
 /**
  * Reads each backend's Prometheus {@code /metrics} (vLLM and SGLang names, see {@link
  * EngineMetrics}) into the engine's load reports, sets a backend's KV capacity from {@code
- * cache_config_info} when its descriptor has none, and reports a backend that stays unreachable to
- * the engine's health policy.
+ * cache_config_info} when its descriptor has none (converted from the engine's blocks or pages to
+ * tokens and to the router's blocks of {@link Builder#tokensPerBlock} tokens), and reports a
+ * backend that stays unreachable to the engine's health policy.
  *
  * <pre>{@code
  * MetricsPoller poller = MetricsPoller.builder(engine, id -> urls.get(id)).build();
@@ -144,6 +146,7 @@ public final class MetricsPoller implements AutoCloseable {
   private final long unreachableAfterNanos;
   private final int maxBodyBytes;
   private final LongSupplier ticker;
+  private final int tokensPerBlock;
   private final Map<String, Target> targets = new ConcurrentHashMap<>();
   private final LongAdder scrapes = new LongAdder();
   private final LongAdder failures = new LongAdder();
@@ -186,6 +189,7 @@ public final class MetricsPoller implements AutoCloseable {
     this.unreachableAfterNanos = b.unreachableAfter.toNanos();
     this.maxBodyBytes = b.maxBodyBytes;
     this.ticker = b.ticker;
+    this.tokensPerBlock = b.tokensPerBlock;
   }
 
   /**
@@ -369,8 +373,9 @@ public final class MetricsPoller implements AutoCloseable {
       throw new Answered("no vLLM or SGLang load metrics in the scrape");
     }
     engine.backends().reportLoad(b.id(), m.toLoadReport());
-    if (b.capacityBlocks() == 0 && m.capacityBlocks().isPresent()) {
-      long blocks = m.capacityBlocks().getAsLong();
+    OptionalLong capacity = m.capacityBlocks(tokensPerBlock);
+    if (b.capacityBlocks() == 0 && capacity.isPresent() && capacity.getAsLong() > 0) {
+      long blocks = capacity.getAsLong();
       try {
         engine
             .backends()
@@ -618,6 +623,7 @@ public final class MetricsPoller implements AutoCloseable {
     private Duration unreachableAfter = Duration.ofSeconds(10);
     private int maxBodyBytes = 4 << 20;
     private LongSupplier ticker = System::nanoTime;
+    private int tokensPerBlock = 16;
 
     private Builder(RoutingEngine engine, Function<String, @Nullable String> urlOf) {
       this.engine = Objects.requireNonNull(engine, "engine");
@@ -655,6 +661,20 @@ public final class MetricsPoller implements AutoCloseable {
             "maxBodyBytes must be in [1024, 67108864], was " + bytes);
       }
       this.maxBodyBytes = bytes;
+      return this;
+    }
+
+    /**
+     * Tokens per block of the router's prefix index (its {@code BlockHasher.tokensPerBlock()}), 1
+     * .. 1,048,576 (default 16): the capacity an engine publishes in its own blocks or pages is
+     * converted to tokens and then to these blocks (a vLLM engine at {@code block_size} 64 with
+     * 1,000 blocks holds 4,000 blocks of 16 tokens).
+     */
+    public Builder tokensPerBlock(int tokens) {
+      if (tokens < 1 || tokens > 1 << 20) {
+        throw new IllegalArgumentException("tokensPerBlock must be in [1, 1048576], was " + tokens);
+      }
+      this.tokensPerBlock = tokens;
       return this;
     }
 

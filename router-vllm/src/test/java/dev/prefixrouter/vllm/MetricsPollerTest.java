@@ -124,7 +124,7 @@ class MetricsPollerTest {
             200,
             LOAD
                 + "garbage line {\n"
-                + "vllm:cache_config_info{engine=\"0\",num_gpu_blocks=\"1234\"} 1\n");
+                + "vllm:cache_config_info{block_size=\"16\",engine=\"0\",num_gpu_blocks=\"1234\"} 1\n");
     RoutingEngine engine = RoutingEngine.builder().backend(Backend.of("b0", "m")).build();
     MetricsPoller poller = track(poller(engine, Map.of("b0", url)).build());
     poller.pollOnce();
@@ -157,11 +157,12 @@ class MetricsPollerTest {
                   ex,
                   200,
                   "vllm:num_requests_running 30\n"
-                      + "vllm:cache_config_info{num_gpu_blocks=\"111\"} 1\n");
+                      + "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"111\"} 1\n");
             });
     String neu =
         serve(
-            200, "vllm:num_requests_running 0\nvllm:cache_config_info{num_gpu_blocks=\"999\"} 1\n");
+            200,
+            "vllm:num_requests_running 0\nvllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"999\"} 1\n");
     RoutingEngine engine = RoutingEngine.builder().backend(Backend.of("A", "m")).build();
     Map<String, String> urls = new ConcurrentHashMap<>(Map.of("A", old));
     MetricsPoller poller =
@@ -182,10 +183,52 @@ class MetricsPollerTest {
     assertThat(engine.backends().get("A").orElseThrow().capacityBlocks()).isEqualTo(999);
   }
 
+  /**
+   * Capacities were taken in the engine's own blocks: vLLM's 1,000 blocks of 64 tokens (FlashMLA)
+   * are 4,000 of the router's 16-token blocks (it set 1,000), SGLang's 500,000 pages of one token
+   * are 31,250 (it set 500,000).
+   */
+  @Test
+  void capacitiesAreConvertedFromTheEnginesBlocksToTheRoutersBlocks() throws Exception {
+    String vllm =
+        serve(
+            200,
+            LOAD
+                + "vllm:cache_config_info{block_size=\"64\",engine=\"0\",num_gpu_blocks=\"1000\"} 1\n");
+    String sglang =
+        serve(
+            200,
+            "sglang:num_running_reqs{model_name=\"m\"} 1\n"
+                + "sglang:cache_config_info{page_size=\"1\",num_pages=\"500000\"} 1\n");
+    String pages =
+        serve(
+            200,
+            "sglang:num_running_reqs{model_name=\"m\"} 1\n"
+                + "sglang:cache_config_info{page_size=\"32\",num_pages=\"100\"} 1\n");
+    RoutingEngine engine =
+        RoutingEngine.builder()
+            .backend(Backend.of("v", "m"))
+            .backend(Backend.of("s", "m"))
+            .backend(Backend.of("p", "m"))
+            .build();
+    track(poller(engine, Map.of("v", vllm, "s", sglang, "p", pages)).build()).pollOnce();
+    assertThat(engine.backends().get("v").orElseThrow().capacityBlocks()).isEqualTo(4_000);
+    assertThat(engine.backends().get("s").orElseThrow().capacityBlocks()).isEqualTo(31_250);
+    assertThat(engine.backends().get("p").orElseThrow().capacityBlocks()).isEqualTo(200);
+    RoutingEngine other = RoutingEngine.builder().backend(Backend.of("v", "m")).build();
+    track(poller(other, Map.of("v", vllm)).tokensPerBlock(64).build()).pollOnce();
+    assertThat(other.backends().get("v").orElseThrow().capacityBlocks())
+        .as("at the router's own 64-token blocks")
+        .isEqualTo(1_000);
+  }
+
   @Test
   void aCapacityTheEngineRejectsLeavesTheDescriptorAndTheScrapeSucceeds() throws Exception {
     String url =
-        serve(200, LOAD + "vllm:cache_config_info{engine=\"0\",num_gpu_blocks=\"3000000000\"} 1\n");
+        serve(
+            200,
+            LOAD
+                + "vllm:cache_config_info{block_size=\"16\",engine=\"0\",num_gpu_blocks=\"3000000000\"} 1\n");
     // a part that bounds the capacity as the radix index does (2,147,483,639 blocks)
     Scorer bounded =
         new Scorer() {

@@ -41,7 +41,9 @@ class PrometheusTextTest {
     assertThat(m.running()).isEqualTo(5); // summed over DP engines
     assertThat(m.waiting()).isEqualTo(1);
     assertThat(m.kvUsage()).isEqualTo(0.25); // worst engine
-    assertThat(m.capacityBlocks()).hasValue(163_534);
+    assertThat(m.capacityTokens()).hasValue(163_534L * 16); // blocks of 16 tokens, both engines
+    assertThat(m.capacityBlocks(16)).hasValue(163_534);
+    assertThat(m.capacityBlocks(64)).hasValue(163_534 / 4);
   }
 
   /** Capacities summed over data-parallel engines saturate instead of wrapping to a small one. */
@@ -50,11 +52,11 @@ class PrometheusTextTest {
     String text =
         """
         vllm:num_requests_running{engine="0"} 1
-        vllm:cache_config_info{engine="0",num_gpu_blocks="9223372036854775807"} 1
-        vllm:cache_config_info{engine="1",num_gpu_blocks="9223372036854775807"} 1
-        vllm:cache_config_info{engine="2",num_gpu_blocks="5000"} 1
+        vllm:cache_config_info{block_size="16",engine="0",num_gpu_blocks="9223372036854775807"} 1
+        vllm:cache_config_info{block_size="1",engine="1",num_gpu_blocks="9223372036854775807"} 1
+        vllm:cache_config_info{block_size="16",engine="2",num_gpu_blocks="5000"} 1
         """;
-    assertThat(EngineMetrics.from(PrometheusText.parse(text)).capacityBlocks())
+    assertThat(EngineMetrics.from(PrometheusText.parse(text)).capacityTokens())
         .hasValue(Long.MAX_VALUE);
   }
 
@@ -106,7 +108,8 @@ class PrometheusTextTest {
     assertThat(sglang.running()).isEqualTo(7);
     assertThat(sglang.waiting()).isEqualTo(4);
     assertThat(sglang.kvUsage()).isEqualTo(0.62);
-    assertThat(sglang.capacityBlocks()).hasValue(500_000);
+    assertThat(sglang.capacityTokens()).as("pages of one token").hasValue(500_000);
+    assertThat(sglang.capacityBlocks(16)).hasValue(31_250);
     EngineMetrics none = EngineMetrics.from(PrometheusText.parse("# nothing\nother 1\n"));
     assertThat(none.found()).isFalse();
     assertThat(none.toLoadReport().running()).isZero();
@@ -117,6 +120,18 @@ class PrometheusTextTest {
                     + "vllm:cache_config_info{num_gpu_blocks=\"None\"} 1\n"));
     assertThat(weird.running()).isZero();
     assertThat(weird.kvUsage()).isEqualTo(1.0);
-    assertThat(weird.capacityBlocks()).isEmpty();
+    assertThat(weird.capacityTokens()).isEmpty();
+    EngineMetrics noBlockSize =
+        EngineMetrics.from(
+            PrometheusText.parse(
+                "vllm:num_requests_running 1\nvllm:cache_config_info{num_gpu_blocks=\"100\"} 1\n"));
+    assertThat(noBlockSize.capacityTokens()).as("a block size is never assumed").isEmpty();
+    EngineMetrics tokens =
+        EngineMetrics.from(
+            PrometheusText.parse(
+                "vllm:num_requests_running 1\n"
+                    + "vllm:cache_config_info{block_size=\"16\",kv_cache_size_tokens=\"5000\","
+                    + "num_gpu_blocks=\"300\"} 1\n"));
+    assertThat(tokens.capacityTokens()).as("the engine's own token count wins").hasValue(5_000);
   }
 }
