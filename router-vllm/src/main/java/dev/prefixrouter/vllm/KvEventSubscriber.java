@@ -200,8 +200,9 @@ public final class KvEventSubscriber implements AutoCloseable {
 
   /**
    * Subscribes to one engine endpoint for a backend. A backend may have several endpoints (one per
-   * data-parallel rank); subscribing an endpoint again for the same backend replaces its replay
-   * endpoint.
+   * data-parallel rank); subscribing an endpoint again for the same backend (without an {@link
+   * #unsubscribe} between) replaces its replay endpoint and nothing else: its socket and sequence
+   * state stay, so nothing the engine still buffers is replayed and applied a second time.
    *
    * <p>An endpoint belongs to one backend at a time: one engine's stream describes one engine's
    * cache. Subscribing an endpoint that is subscribed for another backend is refused; {@link
@@ -242,7 +243,12 @@ public final class KvEventSubscriber implements AutoCloseable {
       long generation = generations.computeIfAbsent(backendId, k -> ++nextGeneration);
       commands.add(
           () -> {
-            Endpoint old = endpoints.remove(endpoint);
+            Endpoint old = endpoints.get(endpoint);
+            if (old != null && old.backendId.equals(backendId) && old.generation == generation) {
+              old.replayEndpoint(replayEndpoint); // the same subscription: its seq state stays
+              return;
+            }
+            endpoints.remove(endpoint);
             if (old != null) {
               old.close();
             }
@@ -721,7 +727,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     final String backendId;
     final long generation; // of the backend's subscription this endpoint belongs to
     final String endpoint;
-    final @Nullable String replayEndpoint;
+    @Nullable String replayEndpoint;
     // null while it cannot be created (out of file descriptors, JeroMQ's socket cap): retried at
     // retryAt, the delay doubling from the reconnect backoff's minimum up to maxStallTimeoutNanos
     ZMQ.@Nullable Socket sub;
@@ -803,6 +809,14 @@ public final class KvEventSubscriber implements AutoCloseable {
         }
       }
       return replay;
+    }
+
+    /** A new replay endpoint (the old one's socket is closed, the next replay connects it). */
+    void replayEndpoint(@Nullable String address) {
+      if (!Objects.equals(address, replayEndpoint)) {
+        dropReplaySocket();
+        replayEndpoint = address;
+      }
     }
 
     void dropReplaySocket() {

@@ -429,6 +429,54 @@ class KvEventSubscriberTest {
     }
   }
 
+  /**
+   * Subscribing an endpoint again (the documented way to change its replay endpoint) made a new
+   * endpoint that joined afresh and replayed the engine's buffer from 0: a store applied twice is a
+   * second copy, and the block stays believed resident after the engine's single removal.
+   */
+  @Test
+  void subscribingAnEndpointAgainKeepsItsSequenceAndAppliesNothingTwice() throws Exception {
+    join(pub.replayEndpoint);
+    byte[] h1 =
+        Batches.batch(
+            1.0, p -> Batches.storedArray(p, new Object[] {1L}, null, Batches.tokens(16, 16)));
+    pub.publish(h1); // seq 0
+    List<KvEvent> stored = next().events();
+    // a replay request, if any is made, is answered (the engine still buffers seq 0)
+    Thread server =
+        new Thread(
+            () -> {
+              try {
+                pub.serveReplay(3_000);
+              } catch (AssertionError none) {
+                // no replay asked for within 3 s: as it should be
+              }
+            });
+    server.setDaemon(true);
+    server.start();
+    try (TestPublisher other = new TestPublisher("kv", 100)) {
+      sub.subscribe("b0", pub.endpoint, pub.replayEndpoint); // e.g. a new replay endpoint
+      sub.subscribe("b9", other.endpoint, null); // a marker: commands run in order
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (sub.stats().endpoints() < 2 && System.nanoTime() < deadline) {
+        Thread.sleep(5);
+      }
+      assertThat(sub.stats().endpoints()).isEqualTo(2);
+      // a new SUB socket (as before the fix) would subscribe again: let it, so that it gets seq 1;
+      // the kept one does not, and this only waits
+      pub.subscriptionWithin(1_000);
+      pub.publish(removed(2)); // seq 1
+      List<List<KvEvent>> seen = new java.util.ArrayList<>();
+      while (!seen.contains(removedEvents(2))) {
+        seen.add(next().events());
+      }
+      assertThat(seen).as("h1's store is not applied again").doesNotContain(stored);
+      assertThat(seen).containsExactly(removedEvents(2));
+      assertThat(sub.stats().replays()).isZero();
+    }
+    server.join(10_000); // before the publisher closes
+  }
+
   @Test
   void unsubscribeAndCloseStopCleanly() throws Exception {
     join(pub.replayEndpoint);

@@ -79,6 +79,26 @@ final class TestPublisher implements AutoCloseable {
     }
   }
 
+  /**
+   * Whether a subscription arrives within {@code timeoutMillis} (unsubscriptions before it are
+   * skipped); false if none does.
+   */
+  boolean subscriptionWithin(int timeoutMillis) {
+    long deadline = System.nanoTime() + timeoutMillis * 1_000_000L;
+    long left;
+    while ((left = (deadline - System.nanoTime()) / 1_000_000L) > 0) {
+      pub.setReceiveTimeOut((int) left);
+      byte[] m = pub.recv(0);
+      if (m == null) {
+        return false;
+      }
+      if (m.length > 0 && m[0] == 1) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Publishes the next batch. */
   long publish(byte[] payload) {
     long seq = record(payload);
@@ -120,7 +140,12 @@ final class TestPublisher implements AutoCloseable {
 
   /** Waits for one replay request and answers it from the buffer. */
   long serveReplay() {
-    replay.setReceiveTimeOut(10_000);
+    return serveReplay(10_000);
+  }
+
+  /** Waits up to {@code timeoutMillis} for one replay request and answers it from the buffer. */
+  long serveReplay(int timeoutMillis) {
+    replay.setReceiveTimeOut(timeoutMillis);
     byte[] id = replay.recv(0);
     if (id == null) {
       throw new AssertionError("no replay request");
