@@ -77,6 +77,10 @@ import org.slf4j.LoggerFactory;
  * IllegalArgumentException}) leaves the descriptor as it was and is logged at most once a minute
  * per backend; the scrape still counts as a success (its load report was applied).
  *
+ * <p><b>Age.</b> A load report's {@link dev.prefixrouter.api.LoadReport#age() age} is the time
+ * since its {@code /metrics} request was sent (the engine measured at some point of the exchange;
+ * the oldest is assumed), so a slow answer is not taken as a fresh one.
+ *
  * <p><b>Registrations.</b> Each scrape belongs to the backend's registration it started with (its
  * descriptor instance and URL): a scrape that completes after the id was removed and added again
  * (another server behind it), after its URL changed or after any update of its descriptor is
@@ -280,11 +284,12 @@ public final class MetricsPoller implements AutoCloseable {
   private CompletableFuture<Void> scrape(HttpClient c, Backend b, String base, Target t) {
     t.scrapes.increment();
     scrapes.increment();
+    long sent = ticker.getAsLong();
     CompletableFuture<Void> done;
     try {
       done =
           get(c, url(base, "metrics"), new CappedBody(maxBodyBytes))
-              .thenAccept(r -> onMetrics(b, base, t, r))
+              .thenAccept(r -> onMetrics(b, base, t, r, sent))
               .exceptionallyCompose(
                   x -> {
                     if (unwrap(x) instanceof Answered) {
@@ -356,7 +361,7 @@ public final class MetricsPoller implements AutoCloseable {
     return engine.backends().get(b.id()).orElse(null) == b && base.equals(urlOf.apply(b.id()));
   }
 
-  private void onMetrics(Backend b, String base, Target t, HttpResponse<byte[]> r) {
+  private void onMetrics(Backend b, String base, Target t, HttpResponse<byte[]> r, long sent) {
     if (!current(b, base)) {
       return; // another registration now: the next round scrapes it
     }
@@ -372,7 +377,11 @@ public final class MetricsPoller implements AutoCloseable {
     if (!m.found()) {
       throw new Answered("no vLLM or SGLang load metrics in the scrape");
     }
-    engine.backends().reportLoad(b.id(), m.toLoadReport());
+    // the engine measured somewhere between the request and its answer: the report is as old as
+    // the exchange (the conservative end), not new at its completion
+    engine
+        .backends()
+        .reportLoad(b.id(), m.toLoadReport().withAge(Duration.ofNanos(Math.max(0, now - sent))));
     OptionalLong capacity = m.capacityBlocks(tokensPerBlock);
     if (b.capacityBlocks() == 0 && capacity.isPresent() && capacity.getAsLong() > 0) {
       long blocks = capacity.getAsLong();

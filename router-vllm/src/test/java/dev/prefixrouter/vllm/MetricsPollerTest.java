@@ -128,8 +128,8 @@ class MetricsPollerTest {
     RoutingEngine engine = RoutingEngine.builder().backend(Backend.of("b0", "m")).build();
     MetricsPoller poller = track(poller(engine, Map.of("b0", url)).build());
     poller.pollOnce();
-    assertThat(engine.inspect().backend("b0").orElseThrow().lastLoad())
-        .isEqualTo(LoadReport.of(4, 2, 0.5));
+    LoadReport load = engine.inspect().backend("b0").orElseThrow().lastLoad();
+    assertThat(load.withAge(Duration.ZERO)).isEqualTo(LoadReport.of(4, 2, 0.5));
     assertThat(engine.backends().get("b0").orElseThrow().capacityBlocks()).isEqualTo(1234);
     MetricsPoller.Stats s = poller.stats().get("b0");
     assertThat(s.scrapes()).isEqualTo(1);
@@ -222,6 +222,26 @@ class MetricsPollerTest {
         .isEqualTo(1_000);
   }
 
+  /**
+   * A report was stamped at the scrape's completion (age 0): an answer that took 500 ms passed for
+   * a fresh measurement.
+   */
+  @Test
+  void aLoadReportIsAsOldAsItsExchange() throws Exception {
+    String url =
+        serve(
+            ex -> {
+              Thread.sleep(500);
+              answer(ex, 200, LOAD);
+            });
+    RoutingEngine engine = RoutingEngine.builder().backend(Backend.of("b0", "m")).build();
+    track(poller(engine, Map.of("b0", url)).build()).pollOnce();
+    var b0 = engine.inspect().backend("b0").orElseThrow();
+    assertThat(b0.lastLoad()).isNotNull();
+    assertThat(b0.lastLoad().age()).isGreaterThanOrEqualTo(Duration.ofMillis(500));
+    assertThat(b0.loadAgeNanos()).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(500));
+  }
+
   @Test
   void aCapacityTheEngineRejectsLeavesTheDescriptorAndTheScrapeSucceeds() throws Exception {
     String url =
@@ -255,7 +275,7 @@ class MetricsPollerTest {
         RoutingEngine.builder().scorer(bounded).backend(Backend.of("b0", "m")).build();
     MetricsPoller poller = track(poller(engine, Map.of("b0", url)).build());
     poller.pollOnce();
-    assertThat(engine.inspect().backend("b0").orElseThrow().lastLoad())
+    assertThat(engine.inspect().backend("b0").orElseThrow().lastLoad().withAge(Duration.ZERO))
         .isEqualTo(LoadReport.of(4, 2, 0.5));
     assertThat(engine.backends().get("b0").orElseThrow().capacityBlocks()).isZero();
     MetricsPoller.Stats s = poller.stats().get("b0");
