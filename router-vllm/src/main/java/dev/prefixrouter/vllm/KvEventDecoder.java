@@ -50,13 +50,18 @@ import org.msgpack.value.ValueType;
  * lora_id} (older vLLM hashed the id) is skipped and counted ({@code skippedVariants}): the engine
  * hashed more than the token ids, salt and adapter name, and router keys recomputed from them alone
  * would confirm a prefix no request of that variant uses (a false hit); removals of such blocks
- * then find nothing, harmlessly. The group index and the sliding window are read and type-checked;
- * events of a KV-cache group whose kind is not full attention ({@code full_attention}, {@code
- * mla_attention}, {@code sink_full_attention}) are skipped and counted, since sliding-window groups
- * do not hold the prefix; so is a {@code BlockRemoved} (which names its group but not its kind) of
- * a group the endpoint's stores named as such ({@link #decode(byte[], Groups)}). Unknown event
- * types and unknown fields are skipped and counted; an event with a field of the wrong type, or
- * inconsistent lengths, is skipped and counted as malformed; the rest of the batch is kept.
+ * then find nothing, harmlessly. SGLang's {@code BlockStoredWithMetadata} carries its salt in a
+ * {@code metadata} map ({@code {"cache_salt": ...}}): under the key {@code metadata} in the map
+ * form, in the eighth slot (vLLM's {@code lora_name}) in the array form; the salt is read from
+ * either and handled as a salt from {@code extra_keys} (a salted store with a parent is skipped),
+ * and a metadata entry other than the salt skips the store as a variant, so a salted store is never
+ * applied unsalted. The group index and the sliding window are read and type-checked; events of a
+ * KV-cache group whose kind is not full attention ({@code full_attention}, {@code mla_attention},
+ * {@code sink_full_attention}) are skipped and counted, since sliding-window groups do not hold the
+ * prefix; so is a {@code BlockRemoved} (which names its group but not its kind) of a group the
+ * endpoint's stores named as such ({@link #decode(byte[], Groups)}). Unknown event types and
+ * unknown fields are skipped and counted; an event with a field of the wrong type, or inconsistent
+ * lengths, is skipped and counted as malformed; the rest of the batch is kept.
  *
  * <p>Bounds: the payload (checked by the caller) bounds everything; every array, string and binary
  * header is checked against the bytes left before anything is allocated. Stateless and thread-safe;
@@ -116,6 +121,9 @@ public final class KvEventDecoder {
   private static final String REMOVED = "BlockRemoved";
   private static final String CLEARED = "AllBlocksCleared";
 
+  /** SGLang's {@code BlockStoredWithMetadata}: a map, with {@code cache_salt}. */
+  private static final String METADATA = "metadata";
+
   /**
    * The strings of the format (field names, event types, mediums, group kinds, key tags): a string
    * on the wire equal to one of them is returned as this constant instead of a new {@link String}.
@@ -130,7 +138,7 @@ public final class KvEventDecoder {
     known.addAll(List.of("data_parallel_rank", "attn_dp_rank", "GPU", "CPU", "gpu", "cpu"));
     known.addAll(List.of("disk", "DISK", "cpu_tiered", "sliding_window", "chunked_local"));
     known.addAll(FULL_ATTENTION);
-    known.addAll(List.of(Key.LORA, Key.SALT));
+    known.addAll(List.of(Key.LORA, Key.SALT, METADATA));
     KNOWN = known.toArray(String[]::new);
     KNOWN_UTF8 = new byte[KNOWN.length][];
     for (int i = 0; i < KNOWN.length; i++) {
@@ -313,7 +321,7 @@ public final class KvEventDecoder {
         String key = in.key();
         if (key.equals("type")) {
           f.tag = u.getNextFormat().getValueType() == ValueType.STRING ? in.text() : skip(u);
-        } else if (STORED_FIELDS.contains(key)) {
+        } else if (STORED_FIELDS.contains(key) || key.equals(METADATA)) {
           f.read(key, in);
         } else {
           u.skipValue();
@@ -380,8 +388,10 @@ public final class KvEventDecoder {
     @Nullable List<Key> first; // block 0's extra keys when all are keys (null: none)
     @Nullable Key later; // the one key every later block's extra keys hold (null: none)
     boolean wrongType;
+    @Nullable String metaSalt; // SGLang's metadata.cache_salt
 
     void reset() {
+      metaSalt = null;
       tag = null;
       hashes = null;
       hasParent = false;
@@ -428,9 +438,15 @@ public final class KvEventDecoder {
             }
             case "medium" -> (medium = in.string()) != null;
             case "lora_name" -> {
+              if (format.getValueType() == ValueType.MAP) {
+                // SGLang's BlockStoredWithMetadata, array form: its metadata in vLLM's lora_name
+                // slot ([tag, hashes, parent, tokens, block_size, lora_id, medium, metadata])
+                yield metadata(in);
+              }
               lora = in.string();
               yield lora != null && !lora.isEmpty();
             }
+            case METADATA -> metadata(in);
             case "kv_cache_spec_kind" -> (groupKind = in.string()) != null;
             case "extra_keys" -> extraKeys(in);
             default -> {
@@ -439,6 +455,43 @@ public final class KvEventDecoder {
             }
           };
       wrongType |= !ok;
+    }
+
+    /**
+     * Reads SGLang's {@code metadata} map: {@code cache_salt} (a string, or nil for none) is the
+     * store's salt; a non-string salt is a wrong type (the event is malformed), an empty one or any
+     * other non-nil entry makes the event a variant (whether the engine hashed it is not known: the
+     * store is skipped rather than applied without it).
+     */
+    private boolean metadata(In in) throws IOException {
+      MessageUnpacker u = in.u;
+      if (u.getNextFormat().getValueType() != ValueType.MAP) {
+        u.skipValue();
+        return false;
+      }
+      int n = in.length(u.unpackMapHeader(), METADATA);
+      boolean ok = true;
+      for (int i = 0; i < n; i++) {
+        String key = u.getNextFormat().getValueType() == ValueType.STRING ? in.text() : skip(u);
+        ValueType type = u.getNextFormat().getValueType();
+        if (type == ValueType.NIL) {
+          u.unpackNil();
+        } else if (!Key.SALT.equals(key)) {
+          u.skipValue();
+          variant = true;
+        } else if (type != ValueType.STRING) {
+          u.skipValue();
+          ok = false;
+        } else {
+          String v = in.text();
+          if (v.isEmpty()) {
+            variant = true;
+          } else {
+            metaSalt = v;
+          }
+        }
+      }
+      return ok;
     }
 
     /**
@@ -538,6 +591,18 @@ public final class KvEventDecoder {
      * vLLM, which hashed the id) is a variant too.
      */
     private @Nullable String salt() {
+      String fromKeys = extraKeysSalt();
+      if (metaSalt == null) {
+        return fromKeys;
+      }
+      if (fromKeys != null && !fromKeys.equals(metaSalt)) {
+        variant = true; // two different salts: which one the engine hashed is not known
+        return null;
+      }
+      return metaSalt;
+    }
+
+    private @Nullable String extraKeysSalt() {
       if (loraId && lora == null) {
         variant = true;
       }

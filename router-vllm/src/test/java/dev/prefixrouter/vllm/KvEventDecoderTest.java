@@ -498,4 +498,79 @@ class KvEventDecoderTest {
     assertThatThrownBy(() -> KvEventDecoder.decode(HexFormat.of().parseHex(str)))
         .isInstanceOf(KvEventDecoder.DecodeException.class);
   }
+
+  /** SGLang's BlockStoredWithMetadata in the array form: the metadata map in slot 7. */
+  private static byte[] sglangArray(boolean withOther) throws IOException {
+    MessageBufferPacker p = MessagePack.newDefaultBufferPacker();
+    p.packArrayHeader(3).packDouble(1.0).packArrayHeader(1);
+    p.packArrayHeader(8).packString("BlockStored").packArrayHeader(1).packLong(7).packNil();
+    p.packArrayHeader(16);
+    for (int i = 0; i < 16; i++) {
+      p.packInt(i);
+    }
+    p.packInt(16).packNil().packString("GPU");
+    p.packMapHeader(withOther ? 2 : 1).packString("cache_salt").packString("tenant-a");
+    if (withOther) {
+      p.packString("mm_hash").packString("abc");
+    }
+    p.packInt(0);
+    return p.toByteArray();
+  }
+
+  /** The same event as a map, with a {@code metadata} key. */
+  private static byte[] sglangMap(String salt) throws IOException {
+    MessageBufferPacker q = MessagePack.newDefaultBufferPacker();
+    q.packArrayHeader(3).packDouble(1.0).packArrayHeader(1);
+    q.packMapHeader(8)
+        .packString("type")
+        .packString("BlockStored")
+        .packString("block_hashes")
+        .packArrayHeader(1)
+        .packLong(7)
+        .packString("parent_block_hash")
+        .packNil()
+        .packString("token_ids")
+        .packArrayHeader(16);
+    for (int i = 0; i < 16; i++) {
+      q.packInt(i);
+    }
+    q.packString("block_size").packInt(16).packString("lora_id").packNil();
+    q.packString("medium").packString("GPU");
+    q.packString("metadata").packMapHeader(1).packString("cache_salt");
+    if (salt == null) {
+      q.packNil();
+    } else {
+      q.packString(salt);
+    }
+    q.packInt(0);
+    return q.toByteArray();
+  }
+
+  /**
+   * SGLang's salted store was dropped as malformed in the array form (its metadata read as
+   * lora_name) and applied unsalted in the map form (metadata skipped): false hits for unsalted
+   * requests.
+   */
+  @Test
+  void sglangMetadataCarriesTheCacheSaltInBothForms() throws Exception {
+    KvEventDecoder.Batch array = KvEventDecoder.decode(sglangArray(false));
+    assertThat(array.malformedEvents()).isZero();
+    assertThat(array.events()).hasSize(1);
+    assertThat(((BlockStored) array.events().get(0)).cacheSalt()).isEqualTo("tenant-a");
+    assertThat(((BlockStored) array.events().get(0)).loraName()).isNull();
+    KvEventDecoder.Batch map = KvEventDecoder.decode(sglangMap("tenant-a"));
+    assertThat(map.events()).hasSize(1);
+    assertThat(((BlockStored) map.events().get(0)).cacheSalt()).isEqualTo("tenant-a");
+    assertThat(map.unknownFields()).isZero();
+    KvEventDecoder.Batch none = KvEventDecoder.decode(sglangMap(null));
+    assertThat(((BlockStored) none.events().get(0)).cacheSalt()).as("a nil salt").isNull();
+  }
+
+  /** Metadata this decoder does not know may have been hashed: skipped, never applied without. */
+  @Test
+  void sglangMetadataWithAnUnknownEntryIsSkippedAsAVariant() throws Exception {
+    KvEventDecoder.Batch b = KvEventDecoder.decode(sglangArray(true));
+    assertThat(b.events()).isEmpty();
+    assertThat(b.skippedVariants()).isEqualTo(1);
+  }
 }
