@@ -60,9 +60,8 @@ import org.jspecify.annotations.Nullable;
  *       requests will meet where it is placed that this placement decides</td>
  *       <td>{@link Builder#futureWait}</td></tr>
  *   <tr><td>{@code parallel-start}</td><td>a new session that sends requests at once: its first
- *       request where a step starts at once (siblings admitted with it recompute the prefix);
- *       its parallel siblings released from the pin</td><td>{@link Builder#parallelStart},
- *       {@link Builder#releaseParallelSiblings}</td></tr>
+ *       request where a step starts at once; its parallel siblings released from the pin</td>
+ *       <td>{@link Builder#parallelStart}, {@link Builder#releaseParallelSiblings}</td></tr>
  *   <tr><td>{@code replica-value}</td><td>credit for a second holder of a hot prefix whose
  *       holders are all busy: the collisions its next requests will not wait for</td>
  *       <td>{@link Builder#replicaValue}</td></tr>
@@ -242,6 +241,7 @@ public final class EstimatedTtftScorer implements Scorer {
           new ParallelStartTerm(
               b.parallelStartWeight,
               b.releaseParallelSiblings,
+              b.releaseSiblingsOnlyToIdle,
               b.coefficients,
               b.sessionTtl.toNanos(),
               b.maxSessions);
@@ -988,6 +988,7 @@ public final class EstimatedTtftScorer implements Scorer {
     private double parallelStartWeight = 1;
     private PendingPrefixScope pendingPrefix = PendingPrefixScope.SESSION;
     private boolean releaseParallelSiblings = true;
+    private boolean releaseSiblingsOnlyToIdle = false;
     private double replicaHorizonSeconds = 10;
     private double replicaMinLoad = 0.05;
     private double extraWorkWeight = 2;
@@ -1470,17 +1471,16 @@ public final class EstimatedTtftScorer implements Scorer {
      * (a step in progress, 0 when idle), {@code P(b)} the configured coefficients' prefill time of
      * the request's uncached tokens without the intercept, and {@code s} the learned number of a
      * new session's requests that arrive while its first one's prefill runs (its parallel siblings:
-     * a map-reduce job's maps on one document). On a busy backend the siblings arriving before the
-     * first request is admitted are admitted with it, before its prefix is cached, and each
-     * recomputes it; on an idle one the first request's step starts at once and they hit. Sessions
+     * a map-reduce job's maps on one document). On a busy backend the first request and its
+     * siblings wait for the step in progress; on an idle one its step starts at once. Sessions
      * whose requests follow each other have {@code s} about 0 and pay nothing; requests without a
      * session and later requests of a session pay nothing. See {@code ParallelStartTerm}. {@code
-     * weight} 0 turns it off. Default 1 (since issue #18 session 18; off before): with {@link
-     * #releaseParallelSiblings} it takes map-reduce jobs sent as one session per job (8–16 maps at
-     * once on a 4k document) from TTFT mean 1.03× / 0.94× / 0.91× the best anchor's at 1× / 2× / 4×
-     * to 0.97× / 0.87× / 0.81× and p95 from 1.09× / 0.94× / 0.84× to 1.07× / 0.92× / 0.83× on
-     * held-out seeds (benchmarks/README.md); sequential sessions (agentic tool loops, chats) have
-     * no siblings and route exactly as without it.
+     * weight} 0 turns it off. Default 1 (since issue #18 session 18; off before): on map-reduce
+     * jobs sent as one session per job (8–16 maps at once on a 4k document) the fan-out's TTFT is
+     * lower with it (on the simulator corrected in session 32, with the release, p95 / mean 119.5 /
+     * 86.0 ms against 142.0 / 104.0 without the term at 1×, seed 1; benchmarks/README.md);
+     * sequential sessions (agentic tool loops, chats) have no siblings and route exactly as without
+     * it.
      *
      * @throws IllegalArgumentException unless weight is in [0, 1000]
      */
@@ -1494,22 +1494,24 @@ public final class EstimatedTtftScorer implements Scorer {
 
     /**
      * Which requests count a prefix another request is still about to prefill on a candidate as not
-     * cached there. The index holds a routed request's blocks at once, but an engine caches them
-     * only once that prefill has run and admits every waiting request at a step boundary: a request
-     * routed with the same prefix to a busy backend before the step in progress ends is admitted
-     * with the first and recomputes the prefix. Where the scope applies, those tokens are uncached
-     * in the decision (for the terms and rules that read the decision's cached tokens, see {@code
-     * PendingPrefixes}) and for the engine ({@link EstimatedTtftScorer#cachedTokens}: pending
-     * prefill, the decision's {@code matchedTokens}, the first tokens the calibration learns from).
-     * Requests that share no new prefix with a request routed to a busy backend within its step,
-     * and requests to idle backends, route as without it.
+     * cached there. The index holds a routed request's blocks at once; a request routed with the
+     * same prefix to a busy backend before the step in progress ends waits behind the first one's
+     * prefill (derived from an engine model in which it recomputes the prefix; vLLM v1 lets it hit
+     * the blocks scheduled, see {@code PendingPrefixes}). Where the scope applies, those tokens are
+     * uncached in the decision (for the terms and rules that read the decision's cached tokens, see
+     * {@code PendingPrefixes}) and for the engine ({@link EstimatedTtftScorer#cachedTokens}:
+     * pending prefill, the decision's {@code matchedTokens}, the first tokens the calibration
+     * learns from). Requests that share no new prefix with a request routed to a busy backend
+     * within its step, and requests to idle backends, route as without it.
      *
      * <p>Default {@link PendingPrefixScope#SESSION} (since issue #18 session 26): a session's
      * siblings sent at once (map-reduce maps of one job) spread to backends that start them at once
-     * (fan-out TTFT p95 at light load about 0.7x of the holder-first placement); an identical copy
-     * of a prompt a candidate holds is never pending there (spread, each copy would re-prefill the
-     * whole prompt), and {@link PendingPrefixScope#ALL} also spreads sessionless fan-outs at a
-     * small cost to agentic and mixed-length traffic (benchmarks/README.md, session 26).
+     * (on the simulator corrected in session 32, with parallel siblings released, about even with
+     * the view off: fan-out TTFT p95 / mean 119.5 / 86.0 ms against 116.0 / 86.9 at 1×, seed 1); an
+     * identical copy of a prompt a candidate holds is never pending there (spread, each copy would
+     * re-prefill the whole prompt), and {@link PendingPrefixScope#ALL} also spreads sessionless
+     * fan-outs at a small cost to agentic and mixed-length traffic (benchmarks/README.md, session
+     * 26).
      *
      * @throws IllegalArgumentException if scope is null
      */
@@ -1533,17 +1535,32 @@ public final class EstimatedTtftScorer implements Scorer {
     /**
      * Whether the session rule releases a parallel sibling: a request of a session whose first
      * request was routed less than that one's prefill time (at the configured coefficients) ago is
-     * not held on the session's pin when the best-ranked candidate has no prefill queued (the
-     * router's pending prefill tokens and the reported waiting count 0), and goes where its cost is
-     * lowest; a sibling, released or not, does not move the pin. Until the first request's prefill
-     * completes its prefix is not cached on the pin, so holding the sibling there buys a place
-     * behind it (or, on a busy backend, a recompute of the prefix in the same step), which the
-     * costs price against a fresh prefill elsewhere; a best candidate with a prefill queued would
-     * admit the sibling with that one, so it is held then. Later requests are held as before. See
-     * {@code ParallelStartTerm}. Default true (since issue #18 session 18).
+     * not held on the session's pin and goes where its cost is lowest (with {@link
+     * #releaseSiblingsOnlyToIdle}, only when the best-ranked candidate has no prefill queued); a
+     * sibling, released or not, does not move the pin. Holding the sibling on the pin buys a place
+     * behind the first request's prefill, which the costs price against a fresh prefill elsewhere.
+     * Later requests are held as before. See {@code ParallelStartTerm}. Default true (since issue
+     * #18 session 18).
      */
     public Builder releaseParallelSiblings(boolean release) {
       this.releaseParallelSiblings = release;
+      return this;
+    }
+
+    /**
+     * With {@link #releaseParallelSiblings}: release a parallel sibling only when the best-ranked
+     * candidate has no prefill queued (the router's pending prefill tokens and the reported waiting
+     * count both 0), and hold it on the pin otherwise. Default false since issue #18 session 32
+     * (true in sessions 18–31): measured on the simulator once it caches a prompt's blocks as their
+     * prefill is scheduled (as vLLM v1 does), holding put map-reduce maps behind each other on the
+     * pin; released always, a fan-out's TTFT (seeds 1–4, over the best anchor's) went at 1× from
+     * mean 1.11–1.13× to 0.98–0.99× and p95 0.90–1.08× to 0.97–1.02×, at 2× from mean 1.06–1.07× to
+     * 0.96–0.98× and p95 0.90–0.91× to 0.90–0.98×, at 4× from mean 0.89–0.94× to 0.81–0.88× (p95
+     * 0.71–0.84× to 0.68–0.85×); RL rollouts sharing a session 3–7 % slower (still about 0.35× the
+     * best anchor's), agentic traffic and chats unchanged (benchmarks/README.md, session 32).
+     */
+    public Builder releaseSiblingsOnlyToIdle(boolean onlyToIdle) {
+      this.releaseSiblingsOnlyToIdle = onlyToIdle;
       return this;
     }
 

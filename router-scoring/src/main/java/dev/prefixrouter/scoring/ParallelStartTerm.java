@@ -8,10 +8,13 @@ import java.util.Arrays;
 /**
  * Parallel start of a new session ({@link EstimatedTtftScorer.Builder#parallelStart}). Some
  * sessions send several requests at once on a new shared prefix (a map-reduce job's maps on one
- * document). An engine caches a prefix only once its prefill has run, and admits every request
- * waiting when it plans a step: a sibling admitted in the same step as the session's first request
- * recomputes the prefix (that step grows by a whole prefill, and every request of the session waits
- * for it); one admitted after it hits.
+ * document). Siblings on one backend share its steps: the later ones wait behind the first one's
+ * prefill chunks and then decode together, while a backend with no step in progress starts a
+ * request at once. (The term was first derived from an engine model in which a sibling admitted in
+ * the same step as the first request recomputes the prefix; vLLM v1 caches a prompt's blocks as
+ * their prefill is scheduled, so such a sibling hits them, and the simulator was corrected to do so
+ * in issue #18 session 32. Measured on the corrected simulator the term still lowers a fan-out's
+ * TTFT: benchmarks/README.md, session 32.)
  *
  * <p><b>The cost</b> (first request of a session only). On a backend with nothing in flight the
  * first request's step starts as it arrives and its siblings queue behind it; on a backend with a
@@ -30,15 +33,16 @@ import java.util.Arrays;
  * every backend is busy (or idle) ranks as without the term.
  *
  * <p><b>The release</b> ({@link EstimatedTtftScorer.Builder#releaseParallelSiblings}). While the
- * first request's prefill runs, its prefix is not cached on the session's pin: holding a sibling
- * there buys a place behind it, or on a busy backend a recompute in the same step. The session rule
- * then does not hold a sibling when the best-ranked candidate has no prefill queued (the router's
- * pending prefill tokens and the reported waiting count both 0: its next step starts the sibling's
- * prefill alone, among decodes), and a released sibling does not move the session's pin (the later
- * siblings and the session's later requests go where its first request went, which holds the
- * prefix). A best candidate with a prefill queued would admit the sibling with that prefill; the
- * sibling is held then (measured: releasing there wins at light load and loses a tenth of TTFT p95
- * at 4x, benchmarks/README.md issue #18 session 18).
+ * first request's prefill runs, holding a sibling on the session's pin buys a place behind it. The
+ * session rule then does not hold a parallel sibling: it goes where its cost is lowest, and a
+ * released sibling does not move the session's pin (the later requests of the session go where its
+ * first request went, which holds the prefix). With {@link
+ * EstimatedTtftScorer.Builder#releaseSiblingsOnlyToIdle} (the default of issue #18 sessions 18–31)
+ * a sibling is released only when the best-ranked candidate has no prefill queued (the router's
+ * pending prefill tokens and the reported waiting count both 0) and held otherwise; on the
+ * corrected simulator that held map-reduce maps behind each other on the pin (fan-out TTFT mean
+ * 1.06–1.13× the best anchor's at 1× and 2×, against 0.96–0.99× released always;
+ * benchmarks/README.md, session 32).
  *
  * <p>Sessions whose requests follow each other (chats, tool loops) have {@code s} 0 and are never
  * siblings: they route exactly as without the term. Requests without a session pay 0.
@@ -58,6 +62,7 @@ final class ParallelStartTerm implements CostTerm {
 
   private final double weight;
   private final boolean release;
+  private final boolean onlyToIdle;
   private final TtftCoefficients coefficients;
   private final Object lock = new Object();
 
@@ -76,11 +81,13 @@ final class ParallelStartTerm implements CostTerm {
   ParallelStartTerm(
       double weight,
       boolean release,
+      boolean onlyToIdle,
       TtftCoefficients coefficients,
       long sessionTtlNanos,
       long maxSessions) {
     this.weight = weight;
     this.release = release;
+    this.onlyToIdle = onlyToIdle;
     this.coefficients = coefficients;
     this.firsts = InProcessSessionPins.cache(Duration.ofNanos(sessionTtlNanos), maxSessions);
   }
@@ -126,12 +133,15 @@ final class ParallelStartTerm implements CostTerm {
 
   /**
    * Whether the session rule lets this decision's request of {@code session} go where its cost is
-   * lowest: release on, the request a parallel sibling ({@link #sibling}), and the best-ranked
-   * candidate with no prefill queued.
+   * lowest: release on and the request a parallel sibling ({@link #sibling}); with {@code
+   * onlyToIdle}, also the best-ranked candidate with no prefill queued.
    */
   boolean releases(Candidates c, String session) {
     if (!sibling(session, c.ctx().nowNanos())) {
       return false;
+    }
+    if (!onlyToIdle) {
+      return true;
     }
     int top = c.order()[0];
     return c.ctx().pendingPrefillTokens(top) == 0 && c.waiting(top) == 0;

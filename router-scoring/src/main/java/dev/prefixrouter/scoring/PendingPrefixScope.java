@@ -3,8 +3,11 @@ package dev.prefixrouter.scoring;
 /**
  * Which requests the est-TTFT scorer's pending-prefix view applies to ({@link
  * EstimatedTtftScorer.Builder#pendingPrefix(PendingPrefixScope)}): a prefix another request is
- * still about to prefill on a busy backend counts as not cached there, because a request admitted
- * in the same engine step recomputes it.
+ * still about to prefill on a busy backend counts as not cached there. (Derived from an engine
+ * model in which a request admitted in the same step recomputes it; vLLM v1 caches blocks as their
+ * prefill is scheduled, so such a request hits them but still waits behind that prefill. On the
+ * simulator corrected for that in issue #18 session 32, with parallel siblings released from their
+ * session's pin, the view changes a session fan-out's TTFT little.)
  */
 public enum PendingPrefixScope {
   /** Every prefix counts as cached as soon as the index holds it. */

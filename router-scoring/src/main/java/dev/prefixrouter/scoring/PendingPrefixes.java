@@ -7,11 +7,12 @@ import java.util.concurrent.locks.StampedLock;
  * No credit for a prefix whose prefill has not started ({@link
  * EstimatedTtftScorer.Builder#pendingPrefix}): a view of each decision's cached tokens, applied
  * before the terms and rules run. The router's index holds a routed request's blocks from the
- * moment it is routed; the engine caches them only once that request's prefill has run, and admits
- * every request waiting when it plans a step. A request routed to a backend whose step is in
- * progress waits for the step boundary; a second request with the same prefix routed there before
- * that boundary is admitted with it and recomputes the prefix (the step grows by a whole prefill);
- * one routed after it waits for the step and hits.
+ * moment it is routed; on a busy backend that request waits for the step in progress, and a second
+ * request with the same prefix routed there meanwhile waits behind its prefill. (The view was
+ * derived from an engine model in which that second request, admitted in the same step, recomputes
+ * the prefix; vLLM v1 caches a prompt's blocks as their prefill is scheduled, so it hits them. The
+ * simulator was corrected in issue #18 session 32; there, with parallel siblings released from
+ * their session's pin, the view changes a session fan-out's TTFT little, benchmarks/README.md.)
  *
  * <p><b>Copies stay together.</b> A request whose whole prompt the candidate already holds (an
  * identical copy: best-of-n samples, an RL group's rollouts) sees nothing pending there. Sent to

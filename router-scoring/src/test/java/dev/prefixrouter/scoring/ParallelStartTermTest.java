@@ -98,7 +98,17 @@ class ParallelStartTermTest {
   }
 
   private static String route(boolean release, long nowMs, long pendingOnB1, SessionPins pins) {
-    EstimatedTtftScorer s = plain().releaseParallelSiblings(release).sessionPins(pins).build();
+    return route(release, false, nowMs, pendingOnB1, pins);
+  }
+
+  private static String route(
+      boolean release, boolean onlyToIdle, long nowMs, long pendingOnB1, SessionPins pins) {
+    EstimatedTtftScorer s =
+        plain()
+            .releaseParallelSiblings(release)
+            .releaseSiblingsOnlyToIdle(onlyToIdle)
+            .sessionPins(pins)
+            .build();
     s.onRouted(request("job-1", 4096, 0), 0); // pins job-1 to b0
     FakeContext ctx = sibling(nowMs, pendingOnB1);
     s.score(ctx);
@@ -146,14 +156,32 @@ class ParallelStartTermTest {
   }
 
   @Test
-  void aSiblingIsHeldWhenTheBestHasAPrefillQueuedOrTheFirstsPrefillIsDone() {
-    // b1 has 1,000 tokens of prefill queued: still the cheaper, but it would admit the sibling
-    // with that prefill
+  void aSiblingIsReleasedEvenWhenTheBestHasAPrefillQueuedUnlessOnlyToIdle() {
+    // b1 has 1,000 tokens of prefill queued and is still the cheaper: released there (the
+    // default since issue #18 session 32), held on the pin when released only to idle backends
     assertThat(route(true, 2, 1000, InProcessSessionPins.create(Duration.ofMinutes(5), 100)))
+        .startsWith("1 ")
+        .endsWith("| pin b0");
+    assertThat(route(true, true, 2, 1000, InProcessSessionPins.create(Duration.ofMinutes(5), 100)))
         .isEqualTo("0 session affinity | pin b0");
+    assertThat(route(true, true, 2, 0, InProcessSessionPins.create(Duration.ofMinutes(5), 100)))
+        .as("only to idle: b1 has nothing queued")
+        .startsWith("1 ");
+  }
+
+  @Test
+  void aLaterRequestIsHeldOnThePinWhenTheFirstsPrefillIsDone() {
     // 2 s later the first request's prefill is long done: a later request, held as before
-    assertThat(route(true, 2000, 0, InProcessSessionPins.create(Duration.ofMinutes(5), 100)))
-        .isEqualTo("0 session affinity | pin b0");
+    for (boolean onlyToIdle : new boolean[] {false, true}) {
+      assertThat(
+              route(
+                  true,
+                  onlyToIdle,
+                  2000,
+                  0,
+                  InProcessSessionPins.create(Duration.ofMinutes(5), 100)))
+          .isEqualTo("0 session affinity | pin b0");
+    }
   }
 
   @Test

@@ -142,12 +142,14 @@ final class ScorerProbe {
    * scope, balance never moves sessions, nocal, nobal, {@code nudge=MS}: {@link #nudge}, {@code
    * k=K}: the SHRUNK scope's backend shrinkage, {@code bal=T/M/H}: balance tolerance, ms per share
    * and half-life in routes, {@code ps=W}: parallel-start weight, {@code rel}: release parallel
-   * siblings; both off unless given, the default has {@code ps=1,rel} since issue #18 session 18),
-   * {@code rvt=H}: the replica-value term with horizon H seconds (off unless given; the default has
-   * {@code rvt=10} since issue #18 session 19), {@code rvload=L} its load guard (default 0.05),
-   * {@code cg=W}: congestion weight; research prototypes of the replica value (session 19): {@code
-   * rv=H} (holders' busy share averaged over decisions), {@code rvi=H} (busy now), {@code rvage=S}
-   * (least age of a prefix, default 1 s), with {@code rvload} 0 unless given. So {@code
+   * siblings; both off unless given, the default has {@code ps=1,rel} since issue #18 session 18;
+   * {@code relidle}: release them only to a best candidate with no prefill queued, the default of
+   * sessions 18–31, so their {@code rel} is {@code rel,relidle} now), {@code rvt=H}: the
+   * replica-value term with horizon H seconds (off unless given; the default has {@code rvt=10}
+   * since issue #18 session 19), {@code rvload=L} its load guard (default 0.05), {@code cg=W}:
+   * congestion weight; research prototypes of the replica value (session 19): {@code rv=H}
+   * (holders' busy share averaged over decisions), {@code rvi=H} (busy now), {@code rvage=S} (least
+   * age of a prefix, default 1 s), with {@code rvload} 0 unless given. So {@code
    * x:fw=64,tau=0,ps=1,rel,rvt=10} is the default. Research terms of issue #18 session 19, added
    * only when given: {@code imp=W} (and {@code imptau=S}): {@link #imposedWait}; {@code live=W}
    * (and {@code liveh=H}): {@link #liveWait}; {@code coldguard=MS}: {@link #coldGuard}; {@code pp}:
@@ -233,6 +235,7 @@ final class ScorerProbe {
         case "coldguard" -> b.addTerm(coldGuard(Double.parseDouble(kv[1])));
         case "ps" -> b.parallelStart(Double.parseDouble(kv[1]));
         case "rel" -> b.releaseParallelSiblings(true);
+        case "relidle" -> b.releaseSiblingsOnlyToIdle(true);
         case "cg" -> b.congestionWeight(Double.parseDouble(kv[1]));
         case "rv" -> rv = Double.parseDouble(kv[1]);
         case "rvi" -> rvi = Double.parseDouble(kv[1]);
