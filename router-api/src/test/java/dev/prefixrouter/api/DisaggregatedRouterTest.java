@@ -339,29 +339,37 @@ class DisaggregatedRouterTest {
     assertThat(limiter.balance("t")).isEqualTo(1_000);
   }
 
+  /**
+   * A limiter that admits one request at a time (permits counts those held; a released permit goes
+   * back) and charges no tokens.
+   */
+  private static dev.prefixrouter.api.spi.TenantLimiter onePermit(
+      java.util.concurrent.atomic.AtomicInteger permits) {
+    return new dev.prefixrouter.api.spi.TenantLimiter() {
+      @Override
+      public dev.prefixrouter.api.spi.Admission tryAcquire(String t, long tokens, long now) {
+        if (permits.get() >= 1) {
+          return dev.prefixrouter.api.spi.Admission.denied(1, "one request at a time");
+        }
+        permits.incrementAndGet();
+        return dev.prefixrouter.api.spi.Admission.GRANTED;
+      }
+
+      @Override
+      public void adjust(String t, long delta, long now) {}
+
+      @Override
+      public void release(String t, long tokens, long now) {
+        permits.decrementAndGet();
+      }
+    };
+  }
+
   @Test
   void aPairWithNoDecodeBackendGivesItsRequestPermitBack() {
     java.util.concurrent.atomic.AtomicInteger permits =
         new java.util.concurrent.atomic.AtomicInteger();
-    dev.prefixrouter.api.spi.TenantLimiter onePermit =
-        new dev.prefixrouter.api.spi.TenantLimiter() {
-          @Override
-          public dev.prefixrouter.api.spi.Admission tryAcquire(String t, long tokens, long now) {
-            if (permits.get() >= 1) {
-              return dev.prefixrouter.api.spi.Admission.denied(1, "one request at a time");
-            }
-            permits.incrementAndGet();
-            return dev.prefixrouter.api.spi.Admission.GRANTED;
-          }
-
-          @Override
-          public void adjust(String t, long delta, long now) {}
-
-          @Override
-          public void release(String t, long tokens, long now) {
-            permits.decrementAndGet();
-          }
-        };
+    dev.prefixrouter.api.spi.TenantLimiter onePermit = onePermit(permits);
     RoutingEngine e =
         RoutingEngine.builder()
             .ticker(clock::get)
@@ -388,25 +396,7 @@ class DisaggregatedRouterTest {
   void aDecodeFailoverTakesNoSecondRequestPermit() {
     java.util.concurrent.atomic.AtomicInteger permits =
         new java.util.concurrent.atomic.AtomicInteger();
-    dev.prefixrouter.api.spi.TenantLimiter onePermit =
-        new dev.prefixrouter.api.spi.TenantLimiter() {
-          @Override
-          public dev.prefixrouter.api.spi.Admission tryAcquire(String t, long tokens, long now) {
-            if (permits.get() >= 1) {
-              return dev.prefixrouter.api.spi.Admission.denied(1, "one request at a time");
-            }
-            permits.incrementAndGet();
-            return dev.prefixrouter.api.spi.Admission.GRANTED;
-          }
-
-          @Override
-          public void adjust(String t, long delta, long now) {}
-
-          @Override
-          public void release(String t, long tokens, long now) {
-            permits.decrementAndGet();
-          }
-        };
+    dev.prefixrouter.api.spi.TenantLimiter onePermit = onePermit(permits);
     RoutingEngine e =
         RoutingEngine.builder()
             .ticker(clock::get)

@@ -318,25 +318,29 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
    */
   private Admission overdue(Tenant t, long tokens, long now) {
     t.fallback.charge(t.spent.getAndSet(0), now);
-    long wait = t.fallback.tryTake(tokens, now);
-    if (wait > 0) {
-      t.rejected.increment();
-      return Admission.denied(
-          wait,
-          "tenant '"
-              + t.name
-              + "' is over its local share (1/"
-              + expectedReplicas
-              + ") of its token quota while its fleet lease is late (needs "
-              + tokens
-              + ")");
+    Admission denied = fromLocalShare(t, tokens, now, "its fleet lease is late");
+    if (denied != null) {
+      return denied;
     }
-    fallbackAdmissions.increment();
     t.balance.addAndGet(-tokens);
     return Admission.GRANTED;
   }
 
   private Admission fallback(Tenant t, long tokens, long now) {
+    Admission denied = fromLocalShare(t, tokens, now, "Redis is unreachable");
+    if (denied != null) {
+      return denied;
+    }
+    long cap = t.fallback.capacity();
+    t.fallbackOutstanding.accumulateAndGet(tokens, (o, x) -> Math.min(cap, o + x));
+    return Admission.GRANTED;
+  }
+
+  /**
+   * Takes {@code tokens} from the tenant's local share: null when taken (counted as a fallback
+   * admission), else the denial, saying {@code why} the local share is in use.
+   */
+  private @Nullable Admission fromLocalShare(Tenant t, long tokens, long now, String why) {
     long wait = t.fallback.tryTake(tokens, now);
     if (wait > 0) {
       t.rejected.increment();
@@ -346,14 +350,14 @@ public final class RedisTenantLimiter implements TenantLimiter, AutoCloseable {
               + t.name
               + "' is over its local share (1/"
               + expectedReplicas
-              + ") of its token quota while Redis is unreachable (needs "
+              + ") of its token quota while "
+              + why
+              + " (needs "
               + tokens
               + ")");
     }
     fallbackAdmissions.increment();
-    long cap = t.fallback.capacity();
-    t.fallbackOutstanding.accumulateAndGet(tokens, (o, x) -> Math.min(cap, o + x));
-    return Admission.GRANTED;
+    return null;
   }
 
   /**
