@@ -184,12 +184,13 @@ public final class ChunkAffinityRouter {
 
   /**
    * The chunk ids as remembered: within the namespace whose content seed is {@code namespace} (see
-   * {@link #held}); the seed's 16 hex digits, then the id: a key's size does not grow with the
+   * {@link #held}); the seed in hex and a colon, then the id: a key's size does not grow with the
    * tenant or salt, and two namespaces share keys only if their 64-bit seeds collide.
    */
   private static Set<String> keys(long namespace, Collection<String> chunkIds) {
     Set<String> keys = new HashSet<>(chunkIds.size() * 2);
-    String prefix = String.format("%016x", namespace);
+    String prefix =
+        Long.toHexString(namespace) + ':'; // hex has no ':': (seed, id) -> key injective
     for (String id : chunkIds) {
       keys.add(prefix + id);
     }

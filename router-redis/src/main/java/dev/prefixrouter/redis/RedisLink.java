@@ -83,4 +83,14 @@ final class RedisLink implements AutoCloseable {
       res.shutdown(0, 1, TimeUnit.SECONDS);
     }
   }
+
+  /** Orders Redis stream ids ({@code ms-seq}) as Redis does. */
+  static int compareStreamIds(String a, String b) {
+    int da = a.indexOf('-');
+    int db = b.indexOf('-');
+    int ms = Long.compare(Long.parseLong(a.substring(0, da)), Long.parseLong(b.substring(0, db)));
+    return ms != 0
+        ? ms
+        : Long.compare(Long.parseLong(a.substring(da + 1)), Long.parseLong(b.substring(db + 1)));
+  }
 }

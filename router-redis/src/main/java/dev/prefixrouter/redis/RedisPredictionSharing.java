@@ -287,21 +287,12 @@ public final class RedisPredictionSharing implements PredictionSink, AutoCloseab
     }
     List<StreamMessage<byte[], byte[]>> newest =
         c.xrevrange(streamKey, Range.create("-", "+"), Limit.from(1));
-    boolean lost = newest.isEmpty() || compareIds(newest.get(0).getId(), lastId) < 0;
-    if (lost || compareIds(lastId, windowStart) < 0) {
+    boolean lost =
+        newest.isEmpty() || RedisLink.compareStreamIds(newest.get(0).getId(), lastId) < 0;
+    if (lost || RedisLink.compareStreamIds(lastId, windowStart) < 0) {
       return windowStart;
     }
     return lastId;
-  }
-
-  /** Orders stream ids {@code ms-seq}. */
-  static int compareIds(String a, String b) {
-    int da = a.indexOf('-');
-    int db = b.indexOf('-');
-    int c = Long.compare(Long.parseLong(a.substring(0, da)), Long.parseLong(b.substring(0, db)));
-    return c != 0
-        ? c
-        : Long.compare(Long.parseLong(a.substring(da + 1)), Long.parseLong(b.substring(db + 1)));
   }
 
   /** Applies one entry unless it is this replica's own; returns the (maybe grown) key buffer. */

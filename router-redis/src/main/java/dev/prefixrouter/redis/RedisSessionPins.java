@@ -292,7 +292,9 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
     List<StreamMessage<String, String>> oldest =
         c.xrange(streamKey, Range.create("-", "+"), Limit.from(1));
     boolean first = lastId.equals("0-0"); // nothing read yet: intact only if nothing was added
-    if (oldest.isEmpty() ? first : !first && compareIds(oldest.get(0).getId(), lastId) <= 0) {
+    if (oldest.isEmpty()
+        ? first
+        : !first && RedisLink.compareStreamIds(oldest.get(0).getId(), lastId) <= 0) {
       return lastId;
     }
     log.info(
@@ -303,16 +305,6 @@ public final class RedisSessionPins implements SessionPins, AutoCloseable {
     long stale = now - refreshNanos - 1;
     local.asMap().replaceAll((k, p) -> new Pin(p.backendId(), stale, p.seen()));
     return newestId(c);
-  }
-
-  /** Orders stream ids {@code ms-seq}. */
-  static int compareIds(String a, String b) {
-    int da = a.indexOf('-');
-    int db = b.indexOf('-');
-    int ms = Long.compare(Long.parseLong(a.substring(0, da)), Long.parseLong(b.substring(0, db)));
-    return ms != 0
-        ? ms
-        : Long.compare(Long.parseLong(a.substring(da + 1)), Long.parseLong(b.substring(db + 1)));
   }
 
   private String newestId(RedisCommands<String, String> c) {

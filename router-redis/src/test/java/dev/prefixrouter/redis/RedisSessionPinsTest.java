@@ -182,9 +182,9 @@ class RedisSessionPinsTest {
 
   @Test
   void compareIdsOrdersStreamIds() {
-    assertThat(RedisSessionPins.compareIds("5-1", "5-1")).isZero();
-    assertThat(RedisSessionPins.compareIds("5-2", "5-10")).isNegative();
-    assertThat(RedisSessionPins.compareIds("10-0", "9-99")).isPositive();
+    assertThat(RedisLink.compareStreamIds("5-1", "5-1")).isZero();
+    assertThat(RedisLink.compareStreamIds("5-2", "5-10")).isNegative();
+    assertThat(RedisLink.compareStreamIds("10-0", "9-99")).isPositive();
   }
 
   @Test

@@ -828,28 +828,33 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     private ZMQ.Socket openReplay(String address) {
-      ZMQ.Socket d = sockets.create(context, SocketType.DEALER);
-      try {
-        d.setLinger(0);
-        d.setMaxMsgSize(maxMessageBytes);
-        d.setReconnectIVL(reconnectMin.toMillis());
-        d.setReconnectIVLMax(reconnectMax.toMillis());
-      } catch (RuntimeException e) {
-        quietly(d::close);
-        throw e;
-      }
+      ZMQ.Socket d = withOptions(SocketType.DEALER);
       connect(d, address);
       return d;
     }
 
-    /** A SUB socket with the options and the topic, not connected yet. */
-    private ZMQ.Socket unconnectedSub() {
-      ZMQ.Socket s = sockets.create(context, SocketType.SUB);
+    /**
+     * A new socket of {@code type} with the options every endpoint socket has (no linger, the
+     * message bound, the reconnect interval); closed again if setting them throws.
+     */
+    private ZMQ.Socket withOptions(SocketType type) {
+      ZMQ.Socket s = sockets.create(context, type);
       try {
         s.setLinger(0);
         s.setMaxMsgSize(maxMessageBytes);
         s.setReconnectIVL(reconnectMin.toMillis());
         s.setReconnectIVLMax(reconnectMax.toMillis());
+      } catch (RuntimeException e) {
+        quietly(s::close);
+        throw e;
+      }
+      return s;
+    }
+
+    /** A SUB socket with the options and the topic, not connected yet. */
+    private ZMQ.Socket unconnectedSub() {
+      ZMQ.Socket s = withOptions(SocketType.SUB);
+      try {
         if (receiveHighWaterMark > 0) {
           s.setRcvHWM(receiveHighWaterMark);
         }
