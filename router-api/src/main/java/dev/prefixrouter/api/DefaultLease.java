@@ -46,6 +46,7 @@ final class DefaultLease implements Lease {
   private final long startNanos;
   private final long queuedBefore;
   private final int decodesBefore;
+  private final @Nullable Object scorerToken; // the scorer's onRoutedLease value, for onEnded
   // plain fields behind VarHandles: two atomics would double the lease. No initializer: OPEN is 0,
   // the default, and an initializer would be a volatile store, a full fence on every route
   private volatile int state;
@@ -58,13 +59,15 @@ final class DefaultLease implements Lease {
       List<BackendEntry> excluded,
       long startNanos,
       long queuedBefore,
-      int decodesBefore) {
+      int decodesBefore,
+      @Nullable Object scorerToken) {
     this.pipeline = pipeline;
     this.entry = entry;
     this.excluded = excluded;
     this.startNanos = startNanos;
     this.queuedBefore = queuedBefore;
     this.decodesBefore = decodesBefore;
+    this.scorerToken = scorerToken;
   }
 
   /** Binds the decision this lease belongs to (before the lease is used); returns it. */
@@ -314,7 +317,7 @@ final class DefaultLease implements Lease {
         entry.addActiveTokens(-reservedTokens());
         if (pipeline.scorerWantsEnded() && entry.claim()) {
           try {
-            pipeline.scorer().onEnded(entry.slot);
+            pipeline.scorer().onEnded(entry.slot, scorerToken);
           } catch (RuntimeException ex) {
             // the lease has ended: its tenant's true-up must still run
             pipeline.listeners().ignored(pipeline.scorer(), ex);

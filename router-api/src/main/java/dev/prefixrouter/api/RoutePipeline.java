@@ -75,7 +75,9 @@ final class RoutePipeline {
     this.seeds = new IsolationSeeds(hasher, b.prefixIsolation, b.loraAdapters);
     this.maxFallbacks = b.maxFallbacks;
     this.retryBudget = b.retryBudget;
-    this.scorerWantsEnded = overrides(scorer, "onEnded", int.class);
+    this.scorerWantsEnded =
+        overrides(scorer, "onEnded", int.class)
+            || overrides(scorer, "onEnded", int.class, Object.class);
     for (RejectReason r : RejectReason.values()) {
       rejected.put(r, new LongAdder());
     }
@@ -541,11 +543,12 @@ final class RoutePipeline {
         e.addActiveTokens(reserved);
         int decodesBefore = e.runningDecodes();
         e.countPlacement(promptTokens, matchedTokens, attemptNo == 0);
+        @Nullable Object token;
         try {
           if (keyCount > 0) {
             index.recordRouted(keys, keyCount, e.slot, now);
           }
-          scorer.onRouted(c, cand);
+          token = scorer.onRoutedLease(c, cand);
         } catch (Throwable t) {
           // no lease will end this placement: its counts go now, or they would stay forever
           // (the caller refunds the tenant; the placement statistics keep the attempt; an index
@@ -557,7 +560,7 @@ final class RoutePipeline {
           e.addActiveTokens(-reserved);
           throw t;
         }
-        lease = new DefaultLease(this, e, excluded, now, queuedBefore, decodesBefore);
+        lease = new DefaultLease(this, e, excluded, now, queuedBefore, decodesBefore, token);
         routed =
             lease.open(
                 new Routed(
@@ -660,8 +663,8 @@ final class RoutePipeline {
   }
 
   /**
-   * Whether the scorer overrides {@link Scorer#onEnded} (else a lease's end skips the call and the
-   * backend claim around it).
+   * Whether the scorer overrides either {@link Scorer#onEnded} (else a lease's end skips the call
+   * and the backend claim around it).
    */
   boolean scorerWantsEnded() {
     return scorerWantsEnded;

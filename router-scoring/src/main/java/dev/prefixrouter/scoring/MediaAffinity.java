@@ -12,6 +12,7 @@ import java.util.Objects;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Media affinity: a request carrying media ({@link RouteRequest#media()}, content digests) prefers
@@ -162,6 +163,18 @@ public final class MediaAffinity implements Scorer {
   @Override
   public void onRouted(ScoringContext ctx, int candidate) {
     delegate.onRouted(ctx, candidate);
+    recordMedia(ctx, candidate);
+  }
+
+  /** Forwarded, so a delegate's per-lease token reaches its {@code onEnded(int, Object)}. */
+  @Override
+  public @Nullable Object onRoutedLease(ScoringContext ctx, int candidate) {
+    Object token = delegate.onRoutedLease(ctx, candidate);
+    recordMedia(ctx, candidate);
+    return token;
+  }
+
+  private void recordMedia(ScoringContext ctx, int candidate) {
     Set<String> media = ctx.request().media();
     if (media.isEmpty()) {
       return;
@@ -216,6 +229,11 @@ public final class MediaAffinity implements Scorer {
   @Override
   public void onEnded(int slot) {
     delegate.onEnded(slot);
+  }
+
+  @Override
+  public void onEnded(int slot, @Nullable Object token) {
+    delegate.onEnded(slot, token);
   }
 
   @Override

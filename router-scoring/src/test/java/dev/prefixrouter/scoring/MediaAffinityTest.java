@@ -22,7 +22,7 @@ class MediaAffinityTest {
   private final AtomicLong clock = new AtomicLong(1_000_000_000L);
 
   /** A delegate whose cost is 10 ms per open lease (ms, like est-ttft); ties by candidate order. */
-  private static final class TenMsPerLease implements Scorer {
+  private static class TenMsPerLease implements Scorer {
     @Override
     public String name() {
       return "ten";
@@ -105,6 +105,27 @@ class MediaAffinityTest {
     assertThat(routed(e, req("img-x")).backendId())
         .as("img-x evicted from b's one-item memory by img-z")
         .isEqualTo("a");
+  }
+
+  @Test
+  void aDelegatesLeaseTokenReachesItsEnd() {
+    List<Object> ended = new ArrayList<>();
+    Object token = new Object();
+    Scorer tokens =
+        new TenMsPerLease() {
+          @Override
+          public Object onRoutedLease(ScoringContext ctx, int candidate) {
+            return token;
+          }
+
+          @Override
+          public void onEnded(int slot, Object t) {
+            ended.add(t);
+          }
+        };
+    RoutingEngine e = engine(MediaAffinity.wrap(tokens, 30, 16, Duration.ofMinutes(1)));
+    routed(e, req("img-x")).lease().complete(new Usage(3, 1, 0));
+    assertThat(ended).containsExactly(token);
   }
 
   @Test

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.OptionalLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Research instrument (issue #18): what a policy's estimate says per decision against what would
@@ -248,6 +249,11 @@ final class DecisionProbe implements FleetSimulator.DecisionTap {
       }
 
       @Override
+      public @Nullable Object onRoutedLease(ScoringContext ctx, int candidate) {
+        return delegate.onRoutedLease(ctx, candidate);
+      }
+
+      @Override
       public void onFirstToken(FirstTokenObservation o) {
         delegate.onFirstToken(o);
       }
@@ -274,6 +280,11 @@ final class DecisionProbe implements FleetSimulator.DecisionTap {
       @Override
       public void onEnded(int slot) {
         delegate.onEnded(slot);
+      }
+
+      @Override
+      public void onEnded(int slot, @Nullable Object token) {
+        delegate.onEnded(slot, token);
       }
 
       @Override

@@ -3,6 +3,7 @@ package dev.prefixrouter.api.spi;
 import dev.prefixrouter.api.Backend;
 import java.util.Map;
 import java.util.OptionalLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Ranks the eligible candidates of a request. Affinity, saturation and tie-breaking policies live
@@ -52,6 +53,18 @@ public interface Scorer extends SlotLifecycle {
   /** The candidate at rank 0 that the engine actually routed to; called before route returns. */
   default void onRouted(ScoringContext ctx, int candidate) {}
 
+  /**
+   * {@link #onRouted} for a scorer that keeps state per request until it ends (such as the blocks a
+   * request holds active on its backend): what it returns (or {@code null}) is kept with the
+   * request's lease and handed to {@link #onEnded(int, Object)} when that lease ends, once. The
+   * engine calls this in place of {@code onRouted}; the default calls {@code onRouted} and returns
+   * {@code null}. A scorer that wraps another forwards both this and {@code onEnded(int, Object)}.
+   */
+  default @Nullable Object onRoutedLease(ScoringContext ctx, int candidate) {
+    onRouted(ctx, candidate);
+    return null;
+  }
+
   /** A lease reached its first token; feeds online calibration. */
   default void onFirstToken(FirstTokenObservation observation) {}
 
@@ -82,6 +95,14 @@ public interface Scorer extends SlotLifecycle {
 
   /** A lease on {@code slot} ended (completed or failed), whether or not it saw a first token. */
   default void onEnded(int slot) {}
+
+  /**
+   * A lease on {@code slot} ended, with what {@link #onRoutedLease} returned for it ({@code null}
+   * when it returned nothing). The default calls {@link #onEnded(int)}.
+   */
+  default void onEnded(int slot, @Nullable Object token) {
+    onEnded(slot);
+  }
 
   /** A backend joined the engine; the default keeps no per-backend state. */
   @Override

@@ -1,0 +1,79 @@
+package dev.prefixrouter.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.prefixrouter.api.spi.Scorer;
+import dev.prefixrouter.api.spi.ScoringContext;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.Test;
+
+/** A scorer's per-lease token: returned when routed, handed back once when that lease ends. */
+class ScorerLeaseTokenTest {
+
+  /** Returns a fresh token per route and records the tokens ended, with their slots. */
+  static final class TokenScorer implements Scorer {
+    final List<Object> routed = Collections.synchronizedList(new ArrayList<>());
+    final List<Object> ended = Collections.synchronizedList(new ArrayList<>());
+    final List<Integer> endedSlots = Collections.synchronizedList(new ArrayList<>());
+
+    @Override
+    public String name() {
+      return "tokens";
+    }
+
+    @Override
+    public void score(ScoringContext ctx) {
+      ctx.sortByCost(0);
+    }
+
+    @Override
+    public @Nullable Object onRoutedLease(ScoringContext ctx, int candidate) {
+      Object token = new Object();
+      routed.add(token);
+      return token;
+    }
+
+    @Override
+    public void onEnded(int slot, @Nullable Object token) {
+      endedSlots.add(slot);
+      ended.add(token);
+    }
+  }
+
+  private static RouteRequest req() {
+    return RouteRequest.builder("t", "m").prompt(Prompt.ofTokens(1, 2, 3)).build();
+  }
+
+  @Test
+  void eachLeaseHandsItsOwnTokenBackOnceHoweverItEnds() {
+    TokenScorer s = new TokenScorer();
+    RoutingEngine engine =
+        RoutingEngine.builder()
+            .backend(Backend.of("a", "m"))
+            .backend(Backend.of("b", "m"))
+            .scorer(s)
+            .build();
+    Routed completed = (Routed) engine.route(req());
+    Routed failed = (Routed) engine.route(req());
+    Routed streaming = (Routed) engine.route(req());
+    assertThat(s.routed).hasSize(3).doesNotHaveDuplicates();
+    assertThat(s.ended).isEmpty();
+
+    failed.lease().fail(new Failure(Failure.Kind.CONNECT, "refused"));
+    streaming.lease().firstToken();
+    completed.lease().complete(new Usage(3, 1, 0));
+    completed.lease().complete(new Usage(3, 1, 0)); // idempotent: no second end
+    assertThat(s.ended).containsExactly(s.routed.get(1), s.routed.get(0));
+
+    Routed retried = (Routed) failed.lease().failover(); // a new lease on b, a new token
+    streaming.lease().fail(new Failure(Failure.Kind.SERVER_ERROR, "broke off"));
+    retried.lease().complete(new Usage(3, 1, 0));
+    assertThat(s.routed).hasSize(4);
+    assertThat(s.ended)
+        .containsExactly(s.routed.get(1), s.routed.get(0), s.routed.get(2), s.routed.get(3));
+    assertThat(s.endedSlots).containsExactly(0, 0, 0, 1);
+  }
+}
