@@ -3,10 +3,11 @@ package dev.prefixrouter.api;
 /**
  * How well the router's cache beliefs for one backend matched the engine's own count: each
  * completion whose {@link Usage#cachedReported()} compares the engine's {@link
- * Usage#cachedTokens()} with the tokens the router predicted cached there ({@link
- * Routed#matchedTokens()}), both capped at the tokens an engine can serve from cache (the full
- * blocks before the prompt's last token, which the engine always computes). Counts since the
- * backend was added; all {@code >= 0}.
+ * Usage#cachedTokens()} with the tokens the router's index matched there when it routed the request
+ * (its {@link Routed#matchedTokens()} before a scorer's {@link
+ * dev.prefixrouter.api.spi.Scorer#cachedTokens} discount for prefixes still being prefilled), both
+ * capped at the tokens an engine can serve from cache (the full blocks before the prompt's last
+ * token, which the engine always computes). Counts since the backend was added; all {@code >= 0}.
  *
  * @param reports completions that carried the engine's count
  * @param predictedTokens the router's predicted cached tokens, summed over those

@@ -46,6 +46,8 @@ final class DefaultLease implements Lease {
   private final long startNanos;
   private final long queuedBefore;
   private final int decodesBefore;
+  // the index's match at routing, before the scorer's cachedTokens discount: what feedback checks
+  private final int indexMatchedTokens;
   private final @Nullable Object scorerToken; // the scorer's onRoutedLease value, for onEnded
   // plain fields behind VarHandles: two atomics would double the lease. No initializer: OPEN is 0,
   // the default, and an initializer would be a volatile store, a full fence on every route
@@ -60,6 +62,7 @@ final class DefaultLease implements Lease {
       long startNanos,
       long queuedBefore,
       int decodesBefore,
+      int indexMatchedTokens,
       @Nullable Object scorerToken) {
     this.pipeline = pipeline;
     this.entry = entry;
@@ -67,6 +70,7 @@ final class DefaultLease implements Lease {
     this.startNanos = startNanos;
     this.queuedBefore = queuedBefore;
     this.decodesBefore = decodesBefore;
+    this.indexMatchedTokens = indexMatchedTokens;
     this.scorerToken = scorerToken;
   }
 
@@ -173,8 +177,11 @@ final class DefaultLease implements Lease {
   }
 
   /**
-   * Closes the loop: counts the engine's cached tokens against the prediction and, when they differ
-   * by a block or more, tells the index (claim held; a throwing index is logged and ignored).
+   * Closes the loop: counts the engine's cached tokens against the index's match at routing (not
+   * the scorer's discounted {@link Routed#matchedTokens}: a prefix another request was still
+   * prefilling there is the index's belief, and the engine may well serve it by then) and, when
+   * they differ by a block or more, tells the index (claim held; a throwing index is logged and
+   * ignored).
    */
   private void cacheFeedback(Routed r, Usage usage) {
     int prompt =
@@ -185,7 +192,7 @@ final class DefaultLease implements Lease {
     boolean tell =
         entry.cacheFeedback.record(
             prompt,
-            r.matchedTokens(),
+            indexMatchedTokens,
             usage.cachedTokens(),
             queuedBefore,
             pipeline.tokensPerBlock(),

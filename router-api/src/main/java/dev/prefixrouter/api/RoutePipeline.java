@@ -560,7 +560,16 @@ final class RoutePipeline {
           e.addActiveTokens(-reserved);
           throw t;
         }
-        lease = new DefaultLease(this, e, excluded, now, queuedBefore, decodesBefore, token);
+        lease =
+            new DefaultLease(
+                this,
+                e,
+                excluded,
+                now,
+                queuedBefore,
+                decodesBefore,
+                Math.max(0, Math.min(matched, promptTokens)),
+                token);
         routed =
             lease.open(
                 new Routed(

@@ -56,6 +56,44 @@ class CacheFeedbackTest {
   }
 
   @Test
+  void aScorersDiscountForPrefixesStillPrefillingIsNotCountedAsAnUnderPrediction() {
+    index.matchBySlot.put(0, 3); // the index believes 12 tokens are there
+    dev.prefixrouter.api.spi.Scorer discounting =
+        new dev.prefixrouter.api.spi.Scorer() {
+          @Override
+          public String name() {
+            return "discounting";
+          }
+
+          @Override
+          public void score(dev.prefixrouter.api.spi.ScoringContext ctx) {
+            ctx.sortByCost(0);
+          }
+
+          @Override
+          public int cachedTokens(dev.prefixrouter.api.spi.ScoringContext ctx, int candidate) {
+            return 0; // as if another request were still prefilling the matched blocks
+          }
+        };
+    RoutingEngine engine =
+        RoutingEngine.builder()
+            .ticker(clock::get)
+            .hasher(new Fakes.SimpleHasher())
+            .prefixIndex(index)
+            .scorer(discounting)
+            .backend(Backend.of("a", "m"))
+            .build();
+    Routed r = route(engine, 0);
+    assertThat(r.matchedTokens()).isZero(); // the pending prefill charged for all 16
+    r.lease().complete(new Usage(16, 2, 12)); // the engine served the 12 by the time it ran
+    CacheAccuracy a = accuracy(engine);
+    assertThat(a.predictedTokens()).isEqualTo(12);
+    assertThat(a.exact()).isEqualTo(1);
+    assertThat(a.underPredicted()).isZero();
+    assertThat(engineCalls()).isEmpty();
+  }
+
+  @Test
   void underPredictionIsCountedAndReported() {
     RoutingEngine engine = engine(); // nothing believed
     route(engine, 0).lease().complete(new Usage(16, 2, 12));

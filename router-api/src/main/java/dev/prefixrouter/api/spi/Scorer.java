@@ -41,10 +41,11 @@ public interface Scorer extends SlotLifecycle {
    * on the routing thread with the same {@code ctx}, after {@link #score} (and any steering and SLO
    * admission), before {@link #onRouted}, for each candidate it tries to place on, and uses the
    * answer as the decision's {@link dev.prefixrouter.api.Routed#matchedTokens}: the backend's
-   * pending prefill, the first-token observation calibration learns from, and the prediction that
-   * engine-reported cache hits are counted against. An implementation may rely on per-thread state
-   * its {@code score} left for this {@code ctx}. A value outside {@code [0, matchedTokens]} is
-   * clamped into it. The default is {@code ctx.matchedTokens(candidate)}. O(1).
+   * pending prefill and the first-token observation calibration learns from (engine-reported cache
+   * hits are counted against the index's undiscounted match, {@link
+   * dev.prefixrouter.api.CacheAccuracy}). An implementation may rely on per-thread state its {@code
+   * score} left for this {@code ctx}. A value outside {@code [0, matchedTokens]} is clamped into
+   * it. The default is {@code ctx.matchedTokens(candidate)}. O(1).
    */
   default int cachedTokens(ScoringContext ctx, int candidate) {
     return ctx.matchedTokens(candidate);
