@@ -29,6 +29,7 @@ import java.util.function.Supplier;
  *   <tr><td>{@code p2c}</td><td>{@link PowerOfTwo}, seed 42</td></tr>
  *   <tr><td>{@code consistent-hash}</td><td>{@link ConsistentHash}</td></tr>
  *   <tr><td>{@code sglang-cache-aware}</td><td>{@link SglangCacheAware#defaults()}</td></tr>
+ *   <tr><td>{@code sglang-smg}</td><td>{@link SglangCacheAware#smg()}</td></tr>
  *   <tr><td>{@code dynamo-kv}</td><td>{@link DynamoKv#defaults()}</td></tr>
  *   <tr><td>{@code llmd-3-2-2}</td><td>{@link LlmdWeighted#defaults()}</td></tr>
  *   <tr><td>{@code gateway-shipped}</td><td>{@link GatewayEstTtft#shipped()}</td></tr>
@@ -53,6 +54,7 @@ public final class Policies {
           "p2c",
           "consistent-hash",
           "sglang-cache-aware",
+          "sglang-smg",
           "dynamo-kv",
           "llmd-3-2-2",
           "gateway-shipped",
@@ -77,6 +79,7 @@ public final class Policies {
           case "p2c" -> () -> new PowerOfTwo(42);
           case "consistent-hash" -> ConsistentHash::new;
           case "sglang-cache-aware" -> SglangCacheAware::defaults;
+          case "sglang-smg" -> SglangCacheAware::smg;
           case "dynamo-kv" -> DynamoKv::defaults;
           case "llmd-3-2-2" -> LlmdWeighted::defaults;
           case "gateway-shipped" -> GatewayEstTtft::shipped;

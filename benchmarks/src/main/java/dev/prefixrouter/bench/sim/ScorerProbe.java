@@ -128,11 +128,8 @@ final class ScorerProbe {
                   .build());
     }
     v.put("noalpha", () -> EstimatedTtftScorer.builder().calibrateIntercept(false).build());
-    // the default without one built-in term or rule (issue #18, session 33: which still earn
-    // their cost on the corrected simulator), and without the pending-prefix view
-    for (String name : EstimatedTtftScorer.Builder.BUILT_IN) {
-      v.put("wo-" + name, () -> EstimatedTtftScorer.builder().without(name).build());
-    }
+    // the default without the pending-prefix view (issue #18, session 33; without a built-in term
+    // or rule: the policy name est-ttft/-NAME)
     v.put(
         "wo-pending-prefix",
         () -> EstimatedTtftScorer.builder().pendingPrefix(PendingPrefixScope.OFF).build());

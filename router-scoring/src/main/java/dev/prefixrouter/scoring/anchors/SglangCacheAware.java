@@ -15,12 +15,15 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Prefix matches come from the engine's index (SGLang keeps its own per-model tree of what it
  * routed, keyed on characters); ties in load rotate. Published defaults ({@link #defaults()}):
  * threshold 0.3, absolute gap 64, ratio 1.5. Name {@code sglang-cache-aware}; the reason says which
- * branch decided. Thread-safe (one atomic counter); O(n log n) per {@code score}.
+ * branch decided. {@link #smg()} ({@code sglang-smg}) is the gateway's later hit rule, the least
+ * loaded of up to 8 holders of the deepest match. Thread-safe (one atomic counter); O(n log n) per
+ * {@code score}.
  */
 public final class SglangCacheAware implements Scorer {
   private final double cacheThreshold;
   private final int balanceAbs;
   private final double balanceRel;
+  private final int matchedTenants;
   private final AtomicLong rotation = new AtomicLong();
 
   /**
@@ -31,6 +34,25 @@ public final class SglangCacheAware implements Scorer {
    * @throws IllegalArgumentException naming the parameter and value when one is out of range
    */
   public SglangCacheAware(double cacheThreshold, int balanceAbs, double balanceRel) {
+    this(cacheThreshold, balanceAbs, balanceRel, 1);
+  }
+
+  /**
+   * With {@code matchedTenants > 1}, the SGLang model gateway's later form (SMG PR #2161): a cache
+   * hit goes to the least loaded of up to {@code matchedTenants} backends holding the deepest match
+   * (in candidate order; load ties rotate) instead of one fixed holder. Named {@code sglang-smg}
+   * then.
+   *
+   * @param matchedTenants holders of the deepest match a hit chooses among by load, 1 to 64
+   * @throws IllegalArgumentException naming the parameter and value when one is out of range
+   */
+  public SglangCacheAware(
+      double cacheThreshold, int balanceAbs, double balanceRel, int matchedTenants) {
+    if (matchedTenants < 1 || matchedTenants > 64) {
+      throw new IllegalArgumentException(
+          "matchedTenants must be in [1, 64], was " + matchedTenants);
+    }
+    this.matchedTenants = matchedTenants;
     if (!(cacheThreshold >= 0 && cacheThreshold <= 1)) {
       throw new IllegalArgumentException("cacheThreshold must be in [0, 1], was " + cacheThreshold);
     }
@@ -50,9 +72,14 @@ public final class SglangCacheAware implements Scorer {
     return new SglangCacheAware(0.3, 64, 1.5);
   }
 
+  /** The SGLang model gateway's later hit rule (SMG PR #2161): up to 8 holders, least load. */
+  public static SglangCacheAware smg() {
+    return new SglangCacheAware(0.3, 64, 1.5, 8);
+  }
+
   @Override
   public String name() {
-    return "sglang-cache-aware";
+    return matchedTenants > 1 ? "sglang-smg" : "sglang-cache-aware";
   }
 
   @Override
@@ -77,6 +104,9 @@ public final class SglangCacheAware implements Scorer {
       }
       double rate = (double) ctx.matchedBlocks(best) / ctx.keyCount();
       if (rate > cacheThreshold) {
+        if (matchedTenants > 1) {
+          best = leastLoadedHolder(ctx, ctx.matchedBlocks(best), rot);
+        }
         Ranking.chooseFirst(ctx, best, rot);
         ctx.setReason(String.format("sglang: cache hit %.2f", rate));
         return;
@@ -84,5 +114,23 @@ public final class SglangCacheAware implements Scorer {
     }
     ctx.sortByCost(rot); // min load
     ctx.setReason(imbalanced ? "sglang: imbalanced → min load" : "sglang: miss → min load");
+  }
+
+  /** Of the first {@code matchedTenants} candidates matching {@code depth} blocks, least load. */
+  private int leastLoadedHolder(ScoringContext ctx, int depth, int rot) {
+    int n = ctx.size();
+    int start = Math.floorMod(rot, n);
+    int best = -1;
+    int seen = 0;
+    for (int k = 0; k < n && seen < matchedTenants; k++) {
+      int i = (start + k) % n; // load ties rotate
+      if (ctx.matchedBlocks(i) == depth) {
+        seen++;
+        if (best < 0 || ctx.inFlight(i) < ctx.inFlight(best)) {
+          best = i;
+        }
+      }
+    }
+    return best;
   }
 }
