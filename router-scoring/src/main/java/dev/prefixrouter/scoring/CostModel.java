@@ -27,12 +27,14 @@ import org.jspecify.annotations.Nullable;
  * <p><b>Signal.</b> Observed TTFTs may carry no information about the prompt (a host that reports
  * the first token after a fixed or random delay, queueing outside the engine): fitted blindly,
  * prefill comes out nearly free and prefix affinity disappears. The model therefore tracks, with
- * the same forgetting, the correlation between the observed TTFT and the priors' own estimate of
- * its variable part (β·(uncached + queued) + γ·uncached·total + decode·running). The fit is
- * published only while that correlation is significantly positive (t-statistic over the effective
- * sample above {@value #SIGNAL_ON}, dropped again below {@value #SIGNAL_OFF}) and after {@code
- * minObservations}; otherwise the priors hold, and {@code describe()} says which ({@code fitted}
- * 0/1, {@code signalT}).
+ * the same forgetting, the partial correlation between the observed TTFT and the priors' estimate
+ * of the prompt's own prefill (β·uncached + γ·uncached·total) once the priors' load part (β·queued
+ * + decode·running) is removed from both: a TTFT that follows the backend's load but not the
+ * prompt's uncached tokens carries no prefix signal. The fit is published only while that
+ * correlation is significantly positive (t-statistic over the effective sample above {@value
+ * #SIGNAL_ON}, dropped again below {@value #SIGNAL_OFF}) and after {@code minObservations};
+ * otherwise the priors hold (all four coefficients, β and γ among them), and {@code describe()}
+ * says which ({@code fitted} 0/1, {@code signalT}).
  *
  * <p>Writers synchronize on the model; readers copy the {@link #published() published} values
  * without locking (a new fit overwrites them in place). Cost per observation: O(1) (a 4×4 update),
@@ -67,13 +69,18 @@ final class CostModel {
   private double residualScale; // robust scale of |residual|, ms
   private long observations;
   private final double band;
-  // forgotten (weighted) moments of x = the priors' variable estimate and y = observed TTFT, ms
+  // forgotten (weighted) moments of the priors' prefix part p and load part q of the estimate and
+  // of the observed TTFT y, ms (see trackSignal)
   private double sw;
-  private double sx;
+  private double sp;
+  private double sq;
   private double sy;
-  private double sxx;
+  private double spp;
+  private double sqq;
   private double syy;
-  private double sxy;
+  private double spq;
+  private double spy;
+  private double sqy;
   private double signalT;
   private boolean signal;
   private final PublishedCoefficients published;
@@ -162,7 +169,10 @@ final class CostModel {
     return fitted;
   }
 
-  /** The prefix signal's t-statistic (0 before two observations or with no variance). */
+  /**
+   * The prefix signal's t-statistic (0 before three observations, four with a varying load, or with
+   * no variance left).
+   */
   synchronized double signalT() {
     return signalT;
   }
@@ -211,7 +221,10 @@ final class CostModel {
     } else if (Math.abs(residual) > warmup) {
       weight = warmup / Math.abs(residual);
     }
-    trackSignal(u, c, queuedPrefill, decodes, y, weight);
+    // the signal's moments weigh by the Huber weight squared: a down-weighted residual then adds
+    // at most the bound's square to the TTFT's variance (weighted once it added |residual|·bound,
+    // and one cold start masked the prefix signal for ~150 first tokens)
+    trackSignal(u, c, queuedPrefill, decodes, y, weight * weight);
     if (!Double.isNaN(advantage)) {
       compareWithPriors(f, y, weight);
     }
@@ -389,35 +402,55 @@ final class CostModel {
   }
 
   /**
-   * Updates the forgotten moments of (priors' variable estimate, observed TTFT) and the t-statistic
-   * of their correlation over the effective sample size.
+   * Updates the forgotten moments of (the priors' prefix part, their load part, observed TTFT) and
+   * the t-statistic of the partial correlation of the TTFT with the prefix part once the load part
+   * is removed (over the effective sample size). The prefix part is what the prompt's uncached
+   * tokens cost by the priors (β·uncached + γ·uncached·total); the load part is what the backend's
+   * state costs (β·queued + decode·running). A TTFT that follows the load but not the prompt thus
+   * shows no signal (correlating with the whole estimate let it pass and published β at its floor).
+   * Without variance in the load part this is the plain correlation with the prefix part.
    */
   private void trackSignal(
       double uncached, double cached, long queued, int running, double y, double weight) {
     TtftCoefficients k = defaults;
-    double x =
-        k.betaMsPerToken() * (uncached + Math.max(0, queued))
-            + k.gammaMsPerToken2() * uncached * (uncached + cached)
-            + k.decodeMsPerRunning() * Math.max(0, running);
+    double p =
+        k.betaMsPerToken() * uncached + k.gammaMsPerToken2() * uncached * (uncached + cached);
+    double q =
+        k.betaMsPerToken() * Math.max(0, queued) + k.decodeMsPerRunning() * Math.max(0, running);
     sw = lambda * sw + weight;
-    sx = lambda * sx + weight * x;
+    sp = lambda * sp + weight * p;
+    sq = lambda * sq + weight * q;
     sy = lambda * sy + weight * y;
-    sxx = lambda * sxx + weight * x * x;
+    spp = lambda * spp + weight * p * p;
+    sqq = lambda * sqq + weight * q * q;
     syy = lambda * syy + weight * y * y;
-    sxy = lambda * sxy + weight * x * y;
+    spq = lambda * spq + weight * p * q;
+    spy = lambda * spy + weight * p * y;
+    sqy = lambda * sqy + weight * q * y;
     double n = Math.min(observations + 1, lambda < 1 ? 1 / (1 - lambda) : Double.MAX_VALUE);
-    double vx = sxx / sw - (sx / sw) * (sx / sw);
-    double vy = syy / sw - (sy / sw) * (sy / sw);
-    double cov = sxy / sw - (sx / sw) * (sy / sw);
-    // relative floors: a constant feature or a constant TTFT (rounding noise only) has no variance
-    double mx = Math.abs(sx / sw);
-    double my = Math.abs(sy / sw);
-    if (n < 3 || !(vx > 1e-12 * (1 + mx * mx)) || !(vy > 1e-12 * (1 + my * my))) {
+    double mp = sp / sw;
+    double mq = sq / sw;
+    double my = sy / sw;
+    double vp = spp / sw - mp * mp;
+    double vq = sqq / sw - mq * mq;
+    double vy = syy / sw - my * my;
+    double cpy = spy / sw - mp * my;
+    double cpq = spq / sw - mp * mq;
+    double cqy = sqy / sw - mq * my;
+    double dof = n - 2;
+    // relative floors: a constant part or a constant TTFT (rounding noise only) has no variance
+    if (vq > 1e-12 * (1 + mq * mq)) { // remove the load part from both
+      vp -= cpq * cpq / vq;
+      vy -= cqy * cqy / vq;
+      cpy -= cpq * cqy / vq;
+      dof = n - 3;
+    }
+    if (dof < 1 || !(vp > 1e-12 * (1 + mp * mp)) || !(vy > 1e-12 * (1 + my * my))) {
       signalT = 0;
       return;
     }
-    double r = Math.max(-1, Math.min(1, cov / Math.sqrt(vx * vy)));
-    signalT = r >= 1 ? Double.MAX_VALUE : r * Math.sqrt((n - 2) / (1 - r * r));
+    double r = Math.max(-1, Math.min(1, cpy / Math.sqrt(vp * vy)));
+    signalT = r >= 1 ? Double.MAX_VALUE : r * Math.sqrt(dof / (1 - r * r));
   }
 
   /** The dot product of {@code f[a..a+N)} and {@code f[b..b+N)}, summed in index order. */

@@ -94,11 +94,12 @@ import org.jspecify.annotations.Nullable;
  * {@link Builder#calibrationBand band} around the priors and within a {@link Builder#fleetBand
  * band} around the whole fleet's fit (narrowing to that fit as a backend's own recent first tokens
  * run out, {@link Builder#fleetBandEvidence}), and only while the observed TTFTs carry a signal of
- * the prompt's cost (their correlation with the priors' estimate is significant): a host that
- * reports first tokens after a fixed or random delay leaves the priors in place instead of fitting
- * prefill as free. {@code inspect()} shows the values in use, {@code fitted} (1 fitted, 0 priors),
- * {@code fleetBand} (the band around the fleet's fit the backend's fit was last published within)
- * and {@code signalT} (the correlation's t-statistic).
+ * the prompt's cost (their correlation with the priors' estimate of the prompt's uncached prefill,
+ * the load's part removed, is significant): a host that reports first tokens after a fixed or
+ * random delay, or after one that follows its load but not the prompt, leaves the priors in place
+ * instead of fitting prefill as free. {@code inspect()} shows the values in use, {@code fitted} (1
+ * fitted, 0 priors), {@code fleetBand} (the band around the fleet's fit the backend's fit was last
+ * published within) and {@code signalT} (the correlation's t-statistic).
  *
  * <p>Thread-safe. Cost: O(candidates × (terms + rules)) per decision plus one pin lookup for
  * session requests; allocation: none of its own on the steady state (a per-thread {@link

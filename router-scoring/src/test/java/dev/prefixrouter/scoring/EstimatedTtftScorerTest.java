@@ -506,6 +506,36 @@ class EstimatedTtftScorerTest {
     assertThat(s.coefficients(1)).isEqualTo(TtftCoefficients.DEFAULTS);
   }
 
+  /**
+   * A TTFT that follows the backend's load but not the prompt (40 ms + 3 ms per running decode): it
+   * correlated with the priors' whole estimate (decode·running is part of it), so the gate passed
+   * and β was published at its floor (prefill nearly free, prefix affinity lost).
+   */
+  @Test
+  void calibrationKeepsThePriorsWhenTheTtftFollowsTheLoadButNotThePrompt() {
+    EstimatedTtftScorer s = EstimatedTtftScorer.builder().minObservations(20).build();
+    SplittableRandom rnd = new SplittableRandom(18);
+    int fitted = 0;
+    double minBeta = TtftCoefficients.DEFAULTS.betaMsPerToken();
+    for (int i = 0; i < 5_000; i++) {
+      int prompt = 64 + rnd.nextInt(8_000 - 64 + 1);
+      int matched = rnd.nextInt(prompt + 1);
+      int running = rnd.nextInt(61);
+      double ms = 40 + 3 * running + 5 * rnd.nextGaussian();
+      s.onFirstToken(
+          new FirstTokenObservation(0, (long) (ms * 1e6), prompt, matched, 0, running, 0));
+      if (s.describe(0).get("fitted") == 1.0) {
+        fitted++;
+        minBeta = Math.min(minBeta, s.coefficients(0).betaMsPerToken());
+      }
+    }
+    assertThat(fitted).as("first tokens after which a fit was published").isZero();
+    assertThat(minBeta).isEqualTo(TtftCoefficients.DEFAULTS.betaMsPerToken());
+    assertThat(s.describe(0)).containsEntry("fitted", 0.0).containsEntry("observations", 5000.0);
+    assertThat(s.coefficients(0)).isEqualTo(TtftCoefficients.DEFAULTS);
+    assertThat(s.describe(0).get("signalT")).isLessThan(4.0);
+  }
+
   @Test
   void calibrationFollowsASlowerBackendAndStaysWithinTheBand() {
     TtftCoefficients p = TtftCoefficients.DEFAULTS;
