@@ -41,11 +41,14 @@ import org.jspecify.annotations.Nullable;
  * no allocation.
  */
 final class CostModel {
-  /** Warm-up bound on a residual: this many times the prediction ... */
-  private static final double WARMUP_FACTOR = 10;
+  /**
+   * Warm-up bound on a residual (before ten observations): this many times the prediction ... (also
+   * {@link SpeedFactor}'s and {@link IdleSpeed}'s)
+   */
+  static final double WARMUP_FACTOR = 10;
 
   /** ... and at least this many milliseconds. */
-  private static final double WARMUP_FLOOR_MS = 1_000;
+  static final double WARMUP_FLOOR_MS = 1_000;
 
   private static final int N = 4;
   private static final double[] SCALE = {1.0, 1e-3, 1e-6, 1.0};

@@ -9,12 +9,13 @@ package dev.prefixrouter.scoring;
  * </pre>
  *
  * fitted by weighted least squares through the origin with exponential forgetting and a Huber
- * weight against a running residual scale, then shrunk toward 1 by its evidence (credibility
- * weighting): {@code s = (n·ŝ + k) / (n + k)}, where {@code ŝ} is the least-squares factor, {@code
- * n} the forgotten weight of the observations and {@code k} the shrinkage in observations. That is
- * the minimiser of the squared error plus {@code k} pseudo-observations at factor 1, so a backend
- * with few first tokens keeps the fleet's fit and one with many gets its own speed. The factor
- * stays within {@code [1/band, band]}.
+ * weight against a running residual scale (before ten observations against CostModel's warm-up
+ * bound instead, so that a cold start does not seed it), then shrunk toward 1 by its evidence
+ * (credibility weighting): {@code s = (n·ŝ + k) / (n + k)}, where {@code ŝ} is the least-squares
+ * factor, {@code n} the forgotten weight of the observations and {@code k} the shrinkage in
+ * observations. That is the minimiser of the squared error plus {@code k} pseudo-observations at
+ * factor 1, so a backend with few first tokens keeps the fleet's fit and one with many gets its own
+ * speed. The factor stays within {@code [1/band, band]}.
  *
  * <p>One parameter per backend instead of a full fit: on a fleet of equal GPUs the factors stay
  * near 1 (little noise between backends), on a mixed fleet the slower ones learn their factor.
@@ -63,16 +64,23 @@ final class SpeedFactor {
     if (!(variableMs > 0) || !Double.isFinite(variableMs) || !Double.isFinite(excessMs)) {
       return; // carries nothing about the speed (no variable part) or is not a number
     }
-    double residual = excessMs - factor * variableMs;
+    double predicted = factor * variableMs;
+    double residual = excessMs - predicted;
+    // as CostModel's: before ten observations a residual beyond the warm-up bound (a cold start)
+    // is weighted down against that bound and seeds the scale with the bound at most (weighted 1,
+    // one 30 s first token against a 35 ms estimate held the factor near 3 for hundreds)
     double weight = 1.0;
+    double warmup =
+        Math.max(CostModel.WARMUP_FLOOR_MS, CostModel.WARMUP_FACTOR * Math.abs(predicted));
     if (observations >= 10 && residualScale > 0) {
       double k = 3.0 * residualScale;
       if (Math.abs(residual) > k) {
         weight = k / Math.abs(residual);
       }
+    } else if (Math.abs(residual) > warmup) {
+      weight = warmup / Math.abs(residual);
     }
-    double clipped =
-        Math.min(Math.abs(residual), residualScale > 0 ? 5 * residualScale : Math.abs(residual));
+    double clipped = Math.min(Math.abs(residual), residualScale > 0 ? 5 * residualScale : warmup);
     residualScale = observations == 0 ? clipped : 0.95 * residualScale + 0.05 * clipped;
     sw = lambda * sw + weight;
     sxx = lambda * sxx + weight * variableMs * variableMs;
