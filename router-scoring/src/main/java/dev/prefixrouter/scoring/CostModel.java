@@ -88,6 +88,8 @@ final class CostModel {
   private boolean signal;
   private final PublishedCoefficients published;
   private volatile boolean fitted; // whether published holds a fit (else the priors)
+  // whether the fit is held back only by the advantage gate (the priors predict as well)
+  private volatile boolean heldByAdvantage;
   // prequential comparison: forgotten weighted absolute errors of the priors' and the fit's
   // predictions, each made before the observation updates the fit
   private final double advantage;
@@ -170,6 +172,15 @@ final class CostModel {
   /** Whether the published coefficients are fitted (else the priors). */
   boolean fitted() {
     return fitted;
+  }
+
+  /**
+   * Whether the priors are in use because the fit, with enough observations and a prefix signal,
+   * does not predict better than the reference by the advantage (the backend's own evidence then
+   * favours the reference; false without an advantage gate).
+   */
+  boolean heldByAdvantage() {
+    return heldByAdvantage;
   }
 
   /**
@@ -268,6 +279,8 @@ final class CostModel {
     }
     observations++;
     signal = signal ? signalT >= SIGNAL_OFF : signalT >= SIGNAL_ON;
+    heldByAdvantage =
+        observations >= minObservations && signal && !Double.isNaN(advantage) && !better;
     if (observations >= minObservations && signal && (Double.isNaN(advantage) || better)) {
       publishFit();
       fitted = true;

@@ -93,13 +93,14 @@ import org.jspecify.annotations.Nullable;
  * are fitted online from observed TTFTs (robust recursive least squares with forgetting), within a
  * {@link Builder#calibrationBand band} around the priors and within a {@link Builder#fleetBand
  * band} around the whole fleet's fit (narrowing to that fit as a backend's own recent first tokens
- * run out, {@link Builder#fleetBandEvidence}), and only while the observed TTFTs carry a signal of
- * the prompt's cost (their correlation with the priors' estimate of the prompt's uncached prefill,
- * the load's part removed, is significant): a host that reports first tokens after a fixed or
- * random delay, or after one that follows its load but not the prompt, leaves the priors in place
- * instead of fitting prefill as free. {@code inspect()} shows the values in use, {@code fitted} (1
- * fitted, 0 priors), {@code fleetBand} (the band around the fleet's fit the backend's fit was last
- * published within) and {@code signalT} (the correlation's t-statistic).
+ * run out, {@link Builder#fleetBandEvidence}; a backend with no fit of its own yet uses the
+ * fleet's), and only while the observed TTFTs carry a signal of the prompt's cost (their
+ * correlation with the priors' estimate of the prompt's uncached prefill, the load's part removed,
+ * is significant): a host that reports first tokens after a fixed or random delay, or after one
+ * that follows its load but not the prompt, leaves the priors in place instead of fitting prefill
+ * as free. {@code inspect()} shows the values in use, {@code fitted} (1 fitted, 0 priors), {@code
+ * fleetBand} (the band around the fleet's fit the backend's fit was last published within) and
+ * {@code signalT} (the correlation's t-statistic).
  *
  * <p>Thread-safe. Cost: O(candidates × (terms + rules)) per decision plus one pin lookup for
  * session requests; allocation: none of its own on the steady state (a per-thread {@link
@@ -446,8 +447,12 @@ public final class EstimatedTtftScorer implements Scorer {
   /** The model whose coefficients a slot uses (null: the defaults). */
   private @Nullable CostModel effectiveModel(int slot) {
     CostModel f = fleetModel;
-    if (f == null || scope == CalibrationScope.BACKEND) { // BACKEND's fleet fit only bounds
+    if (f == null) {
       return model(slot, false);
+    }
+    if (scope == CalibrationScope.BACKEND) { // BACKEND's fleet fit bounds, and stands in for none
+      CostModel own = model(slot, false);
+      return f.fitted() && withoutOwnFit(own) ? f : own;
     }
     CostModel own = scope == CalibrationScope.HIERARCHICAL ? model(slot, false) : null;
     return own != null && own.fitted() ? own : f;
@@ -514,9 +519,22 @@ public final class EstimatedTtftScorer implements Scorer {
   private static final ThreadLocal<double[]> SHRINK_SCRATCH =
       ThreadLocal.withInitial(() -> new double[5]);
 
+  /**
+   * Scope BACKEND: whether a backend has no fit of its own for the fleet's to stand in for (none
+   * published yet: too few first tokens or no prefix signal in them), as opposed to one that the
+   * advantage gate holds back because the priors predict its first tokens as well.
+   */
+  private static boolean withoutOwnFit(@Nullable CostModel own) {
+    return own == null || (!own.fitted() && !own.heldByAdvantage());
+  }
+
   /** The published coefficients of {@link #effectiveModel} (null: the defaults). */
   private @Nullable PublishedCoefficients published(int slot) {
     if (scope == CalibrationScope.BACKEND) {
+      CostModel f = fleetModel;
+      if (f != null && f.fitted() && withoutOwnFit(model(slot, false))) {
+        return f.published(); // a backend without a fit of its own uses the fleet's
+      }
       PublishedCoefficients[] ps = ownPublished;
       return slot < ps.length ? ps[slot] : null;
     }
@@ -921,8 +939,10 @@ public final class EstimatedTtftScorer implements Scorer {
     }
     if (boundedByFleet()) {
       // the factor the backend's fit was last published within, around the fleet's fit (NaN
-      // while it has published none: it uses the priors)
-      out.put("fleetBand", m != null && m.fitted() ? m.fleetBandInUse() : Double.NaN);
+      // while it has published none: it uses the fleet's fit, or the priors while the fleet has
+      // none either)
+      CostModel own = model(slot, false);
+      out.put("fleetBand", own != null && own.fitted() ? own.fleetBandInUse() : Double.NaN);
     }
     return out;
   }
@@ -1094,7 +1114,10 @@ public final class EstimatedTtftScorer implements Scorer {
      * every backend's first tokens, and each backend's fit is published with every coefficient
      * within [fleet/factor, fleet·factor] of that fleet fit (as of the backend's latest first
      * token, or of its latest renewal: see {@link #fleetBandEvidence}, which narrows the band for a
-     * backend with little recent evidence of its own).
+     * backend with little recent evidence of its own). A backend without a published fit of its own
+     * (too few first tokens, no prefix signal in them) uses the fleet's fit while the fleet has
+     * one, else the priors; one whose fit the {@link #calibrationAdvantage advantage gate} holds
+     * back keeps the priors.
      *
      * <p>Why: per-backend fits are needed for a mixed fleet (a GPU 2× slower fits 1.3× the fleet's
      * cost where half the fleet is such), but on a fleet past saturation each backend's fit absorbs
@@ -1103,7 +1126,8 @@ public final class EstimatedTtftScorer implements Scorer {
      * looked cheap. Measured (benchmarks/README.md, issue #18 session 22): TTFT p95 at 4× the
      * published (b) load, high-cache 1.09 → 0.98 of the best anchor's over four seeds, low-cache's
      * one runaway trajectory of eight (1.63×) gone. Cost: one more O(1) model update per first
-     * token, under the fleet model's lock; nothing per decision.
+     * token, under the fleet model's lock; per decision and candidate, a check whether the backend
+     * has a fit of its own.
      *
      * @throws IllegalArgumentException unless factor ≥ 1
      */

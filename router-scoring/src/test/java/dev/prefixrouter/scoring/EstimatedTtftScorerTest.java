@@ -431,7 +431,8 @@ class EstimatedTtftScorerTest {
     assertThat(fit.gammaMsPerToken2()).isCloseTo(1.5e-6, within(0.5e-6));
     assertThat(fit.decodeMsPerRunning()).isCloseTo(2.0, within(0.6));
     assertThat(s.describe(0)).containsEntry("observations", 5000.0);
-    assertThat(s.coefficients(1)).isEqualTo(TtftCoefficients.DEFAULTS);
+    // slot 1 has no first tokens: it uses the fleet's fit (of slot 0's first tokens)
+    assertThat(s.coefficients(1).betaMsPerToken()).isCloseTo(0.04, within(0.004));
   }
 
   /**
@@ -578,6 +579,40 @@ class EstimatedTtftScorerTest {
       double ms = factor * p.prefillMs(prompt - matched, matched) * (1 + 0.1 * rnd.nextGaussian());
       s.onFirstToken(new FirstTokenObservation(slot, (long) (ms * 1e6), prompt, matched, 0, 0, 0));
     }
+  }
+
+  /**
+   * Default scope (BACKEND with the fleet band): a backend with no fit of its own (here: no first
+   * token yet) is priced with the fleet's published fit, not the priors (it got the priors, 3× too
+   * cheap here, and drew the traffic).
+   */
+  @Test
+  void aBackendWithoutItsOwnFitUsesTheFleetsFit() {
+    EstimatedTtftScorer backend = EstimatedTtftScorer.builder().minObservations(20).build();
+    EstimatedTtftScorer fleet =
+        EstimatedTtftScorer.builder()
+            .minObservations(20)
+            .calibrationScope(CalibrationScope.FLEET)
+            .build();
+    for (int round = 0; round < 500; round++) {
+      for (int slot = 0; slot < 4; slot++) {
+        feed(backend, slot, 3, 1, 100L * round + slot);
+        feed(fleet, slot, 3, 1, 100L * round + slot); // the same first tokens: the same fleet fit
+      }
+    }
+    backend.addBackend(4, dev.prefixrouter.api.Backend.of("b4", "m"));
+    TtftCoefficients fleetFit = fleet.coefficients(4);
+    assertThat(fleetFit.betaMsPerToken())
+        .isGreaterThan(2 * TtftCoefficients.DEFAULTS.betaMsPerToken());
+    assertThat(backend.coefficients(4)).isEqualTo(fleetFit);
+    assertThat(backend.describe(4)).containsEntry("fitted", 1.0);
+    FakeContext a = new FakeContext(5);
+    FakeContext b = new FakeContext(5);
+    a.promptTokens = 4096;
+    b.promptTokens = 4096;
+    backend.score(a);
+    fleet.score(b);
+    assertThat(a.cost(4)).as("the routing path too").isEqualTo(b.cost(4));
   }
 
   @Test
