@@ -15,7 +15,9 @@ public enum CalibrationScope {
    * The fleet's fit for the shape of the cost, times one speed factor per backend learned from its
    * own first tokens and shrunk toward 1 by its evidence (see {@code
    * EstimatedTtftScorer.Builder#speedShrinkage}): a mixed fleet learns one number per backend
-   * instead of four, so a fleet of equal GPUs gets the fleet's fit and a slower GPU its speed.
+   * instead of four, so a fleet of equal GPUs gets the fleet's fit and a slower GPU its speed. The
+   * factors learn only while the fleet's first tokens carry a prefix signal, and the scaled
+   * coefficients stay within the calibration band around the priors.
    */
   FLEET_SCALED,
   /**
@@ -33,7 +35,13 @@ public enum CalibrationScope {
    * queued) show a speed that differs from the fleet's idle-start speed by a margin and
    * significantly (see {@code EstimatedTtftScorer.Builder#speedMargin}). On equal GPUs backends
    * differ by the queueing each absorbed, which idle starts do not carry; a slower GPU is slower on
-   * idle starts too.
+   * idle starts too. As with FLEET_SCALED, speeds learn only while the fleet's first tokens carry a
+   * prefix signal, and the scaled coefficients stay within the calibration band around the priors.
    */
-  IDLE_SPEED
+  IDLE_SPEED;
+
+  /** Whether a per-backend speed factor scales the fleet's fit. */
+  boolean scalesFleetFit() {
+    return this == FLEET_SCALED || this == IDLE_SPEED;
+  }
 }

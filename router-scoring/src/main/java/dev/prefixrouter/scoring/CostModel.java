@@ -175,6 +175,14 @@ final class CostModel {
   }
 
   /**
+   * Whether the observed TTFTs carry a prefix signal (the gate's state, with its hysteresis; a fit
+   * may still wait for {@code minObservations} or the advantage).
+   */
+  synchronized boolean hasSignal() {
+    return signal;
+  }
+
+  /**
    * Whether the priors are in use because the fit, with enough observations and a prefix signal,
    * does not predict better than the reference by the advantage (the backend's own evidence then
    * favours the reference; false without an advantage gate).

@@ -388,27 +388,20 @@ public final class EstimatedTtftScorer implements Scorer {
   }
 
   /**
-   * The coefficients in use for a slot (fitted, or the defaults). A value that a backend's speed
-   * factor scales past a coefficient's range is reported at the range's bound (the scorer itself
-   * uses the scaled value).
+   * The coefficients in use for a slot (fitted, or the defaults). Scaled by a backend's speed
+   * factor (scopes FLEET_SCALED, IDLE_SPEED), each is held within the {@link
+   * Builder#calibrationBand calibration band} around the priors, as the scorer uses them.
    */
   public TtftCoefficients coefficients(int slot) {
-    if (scope == CalibrationScope.SHRUNK || scope == CalibrationScope.IDLE_SPEED) {
+    if (scope == CalibrationScope.SHRUNK
+        || scope == CalibrationScope.IDLE_SPEED
+        || scope == CalibrationScope.FLEET_SCALED) {
       double[] v = new double[5];
       readCoefficients(slot, v, 0);
       return TtftCoefficients.clamped(v[0], v[1], v[2], v[3], v[4]);
     }
     CostModel m = effectiveModel(slot);
-    TtftCoefficients k = m == null ? defaults : m.current();
-    double s = speedFactor(slot);
-    return s == 1.0
-        ? k
-        : TtftCoefficients.clamped(
-            k.alphaMs(),
-            k.betaMsPerToken() * s,
-            k.gammaMsPerToken2() * s,
-            k.decodeMsPerRunning() * s,
-            k.waitingMs() * s);
+    return m == null ? defaults : m.current();
   }
 
   /**
@@ -483,13 +476,37 @@ public final class EstimatedTtftScorer implements Scorer {
       for (int j = 0; j < 5; j++) {
         out[at + j] *= s;
       }
+      holdWithinBand(out, at);
     } else if (scope == CalibrationScope.FLEET_SCALED) {
       double s = speedFactor(slot);
       out[at + 1] *= s;
       out[at + 2] *= s;
       out[at + 3] *= s;
       out[at + 4] *= s;
+      holdWithinBand(out, at);
     }
+  }
+
+  /**
+   * Holds scaled coefficients (alpha, beta, gamma, decode at {@code out[at..at+4)}) within the
+   * calibration band around the priors, as {@link CostModel} publishes a fit: a fleet fit already
+   * at the band's edge times a speed factor up to the band itself reached band² times the prior.
+   */
+  private void holdWithinBand(double[] out, int at) {
+    TtftCoefficients p = defaults;
+    double b = calibrationBand;
+    out[at] = clampTo(out[at], 0, Math.min(10_000, p.alphaMs() * b));
+    out[at + 1] =
+        clampTo(
+            out[at + 1],
+            Math.max(1e-6, p.betaMsPerToken() / b),
+            Math.min(10, p.betaMsPerToken() * b));
+    out[at + 2] = clampTo(out[at + 2], 0, Math.min(1e-3, p.gammaMsPerToken2() * b));
+    out[at + 3] = clampTo(out[at + 3], 0, Math.min(1000, p.decodeMsPerRunning() * b));
+  }
+
+  private static double clampTo(double v, double lo, double hi) {
+    return v >= lo ? Math.min(v, hi) : lo; // NaN: the lower bound
   }
 
   /** Scope SHRUNK: the fleet's fit moved toward the slot's own published fit by its weight. */
@@ -781,11 +798,15 @@ public final class EstimatedTtftScorer implements Scorer {
     int uncached = promptTokens - matchedTokens;
     CostModel f = fleetModel;
     if (f != null) {
-      if (scope == CalibrationScope.FLEET_SCALED) {
+      // speeds learn only while the fleet's first tokens carry a prefix signal: without one the
+      // fleet keeps its priors, and a factor over them would learn the host's delay, not a speed
+      boolean speedEvidence = scope.scalesFleetFit() && f.hasSignal();
+      if (speedEvidence && scope == CalibrationScope.FLEET_SCALED) {
         // against the fleet's fit before it learns from this first token
         observeSpeed(
             f, slot, ttftNanos, uncached, matchedTokens, queuedPrefillTokens, runningDecodes);
-      } else if (scope == CalibrationScope.IDLE_SPEED
+      } else if (speedEvidence
+          && scope == CalibrationScope.IDLE_SPEED
           && queuedPrefillTokens <= speedEvidenceMaxQueued) {
         observeIdleSpeed(
             f, slot, ttftNanos, uncached, matchedTokens, queuedPrefillTokens, runningDecodes);

@@ -721,6 +721,64 @@ class EstimatedTtftScorerTest {
     }
   }
 
+  /**
+   * A fleet fit held at the band's edge (8× the prior β) times a speed factor above 1 was used as
+   * is, up to 64× the prior, though the calibration band is 8×: the scaled coefficients are held
+   * within the band, on the routing path and in the report.
+   */
+  @Test
+  void speedScaledCoefficientsStayWithinTheCalibrationBand() {
+    TtftCoefficients p = TtftCoefficients.DEFAULTS;
+    for (CalibrationScope scope :
+        new CalibrationScope[] {CalibrationScope.FLEET_SCALED, CalibrationScope.IDLE_SPEED}) {
+      EstimatedTtftScorer s =
+          EstimatedTtftScorer.builder().minObservations(20).calibrationScope(scope).build();
+      for (int round = 0; round < 1_000; round++) {
+        for (int slot = 0; slot < 4; slot++) {
+          feed(s, slot, slot < 3 ? 10 : 40, 1, 100L * round + slot); // fleet fit past the band
+        }
+      }
+      assertThat(s.describe(3).get("speedFactor")).as("%s", scope).isGreaterThan(1.5);
+      TtftCoefficients k = s.coefficients(3);
+      assertThat(k.betaMsPerToken()).as("%s", scope).isLessThanOrEqualTo(8 * p.betaMsPerToken());
+      assertThat(k.gammaMsPerToken2()).isLessThanOrEqualTo(8 * p.gammaMsPerToken2());
+      assertThat(k.alphaMs()).isLessThanOrEqualTo(8 * p.alphaMs());
+      FakeContext ctx = new FakeContext(4);
+      ctx.promptTokens = 4096;
+      s.score(ctx);
+      assertThat(ctx.cost(3))
+          .as("%s routes on them", scope)
+          .isCloseTo(k.prefillMs(4096, 0), within(1e-9));
+    }
+  }
+
+  /**
+   * First tokens that carry no prefix signal leave the fleet at its priors; the speed factors
+   * learned from them all the same (a factor over the priors of the host's delay), now not.
+   */
+  @Test
+  void speedFactorsDoNotLearnWhileTheFleetHasNoPrefixSignal() {
+    for (CalibrationScope scope :
+        new CalibrationScope[] {CalibrationScope.FLEET_SCALED, CalibrationScope.IDLE_SPEED}) {
+      EstimatedTtftScorer s =
+          EstimatedTtftScorer.builder().minObservations(20).calibrationScope(scope).build();
+      SplittableRandom rnd = new SplittableRandom(21);
+      for (int round = 0; round < 1_000; round++) {
+        for (int slot = 0; slot < 4; slot++) {
+          int prompt = 100 + rnd.nextInt(8_000);
+          int matched = rnd.nextInt(prompt + 1);
+          // a host's delay, not the prompt's: slot 3's host waits five times as long
+          double ms = (slot < 3 ? 1 : 5) * (200 + 200 * rnd.nextDouble());
+          s.onFirstToken(
+              new FirstTokenObservation(slot, (long) (ms * 1e6), prompt, matched, 0, 0, 0));
+        }
+      }
+      assertThat(s.describe(3)).as("%s", scope).containsEntry("fitted", 0.0);
+      assertThat(s.describe(3)).as("%s", scope).containsEntry("speedFactor", 1.0);
+      assertThat(s.coefficients(3)).as("%s", scope).isEqualTo(TtftCoefficients.DEFAULTS);
+    }
+  }
+
   @Test
   void fleetScaledScopeLearnsOneSpeedPerBackendOverTheFleetsShape() {
     TtftCoefficients p = TtftCoefficients.DEFAULTS;
