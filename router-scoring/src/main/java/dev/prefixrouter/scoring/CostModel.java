@@ -304,10 +304,11 @@ final class CostModel {
   }
 
   /**
-   * Publishes the fit, each coefficient within [fleet/K, fleet·K] of the fleet's published one when
-   * bounded by a fleet (the fleet's as of now): K is the fleet band, or with {@code fleetEvidence}
-   * {@code 1 + (band − 1)·n/(n + fleetEvidence)}, n this backend's decayed first tokens as of the
-   * fleet's count {@link #republish} or {@link #addEvidence} last gave.
+   * Publishes the fit, each coefficient within [fleet/K, max(fleet, prior/band)·K] of the fleet's
+   * published one when bounded by a fleet (the fleet's as of now; the upper bound's floor keeps a
+   * fleet coefficient fitted to 0 from pinning every backend's at 0): K is the fleet band, or with
+   * {@code fleetEvidence} {@code 1 + (band − 1)·n/(n + fleetEvidence)}, n this backend's decayed
+   * first tokens as of the fleet's count {@link #republish} or {@link #addEvidence} last gave.
    */
   private void publishFit() {
     double a = fitAlpha();
@@ -323,10 +324,12 @@ final class CostModel {
         k = 1 + (k - 1) * n / (n + fleetEvidence);
       }
       bandInUse = k;
-      a = clamp(a, f[0] / k, f[0] * k);
-      b = clamp(b, f[1] / k, f[1] * k);
-      g = clamp(g, f[2] / k, f[2] * k);
-      d = clamp(d, f[3] / k, f[3] * k);
+      // above around the fleet's value, or the priors' band floor when the fleet's is below it: a
+      // fleet coefficient fitted to 0 multiplied to [0, 0] and pinned every backend's at 0
+      a = clamp(a, f[0] / k, Math.max(f[0], defaults.alphaMs() / band) * k);
+      b = clamp(b, f[1] / k, Math.max(f[1], defaults.betaMsPerToken() / band) * k);
+      g = clamp(g, f[2] / k, Math.max(f[2], defaults.gammaMsPerToken2() / band) * k);
+      d = clamp(d, f[3] / k, Math.max(f[3], defaults.decodeMsPerRunning() / band) * k);
     }
     published.set(a, b, g, d, defaults.waitingMs());
   }

@@ -1133,12 +1133,13 @@ public final class EstimatedTtftScorer implements Scorer {
      * coefficients may stray from the fleet's, a factor ≥ 1 (default 2; {@code
      * Double.POSITIVE_INFINITY} turns the bound off). The scorer then also fits one model from
      * every backend's first tokens, and each backend's fit is published with every coefficient
-     * within [fleet/factor, fleet·factor] of that fleet fit (as of the backend's latest first
-     * token, or of its latest renewal: see {@link #fleetBandEvidence}, which narrows the band for a
-     * backend with little recent evidence of its own). A backend without a published fit of its own
-     * (too few first tokens, no prefix signal in them) uses the fleet's fit while the fleet has
-     * one, else the priors; one whose fit the {@link #calibrationAdvantage advantage gate} holds
-     * back keeps the priors.
+     * within [fleet/factor, max(fleet, prior/calibrationBand)·factor] of that fleet fit (the floor
+     * keeps a fleet coefficient fitted to 0 from pinning every backend's; as of the backend's
+     * latest first token, or of its latest renewal: see {@link #fleetBandEvidence}, which narrows
+     * the band for a backend with little recent evidence of its own). A backend without a published
+     * fit of its own (too few first tokens, no prefix signal in them) uses the fleet's fit while
+     * the fleet has one, else the priors; one whose fit the {@link #calibrationAdvantage advantage
+     * gate} holds back keeps the priors.
      *
      * <p>Why: per-backend fits are needed for a mixed fleet (a GPU 2× slower fits 1.3× the fleet's
      * cost where half the fleet is such), but on a fleet past saturation each backend's fit absorbs
@@ -1163,12 +1164,12 @@ public final class EstimatedTtftScorer implements Scorer {
     /**
      * With the {@link #fleetBand fleet band} on: how much recent evidence of its own a backend
      * needs for the whole band, {@code k} in [0, 10000] (default 1; 0: the whole band whatever the
-     * evidence, as before this option). A backend's fit is published within [fleet/K, fleet·K] with
-     * {@code K = 1 + (fleetBand − 1) · n / (n + k)}, {@code n} its own first tokens, each decaying
-     * by the {@link #forgetting forgetting factor} at every first token of the fleet; the bound is
-     * renewed at each of its own first tokens and, while it gets none, when its slot's turn comes
-     * (one slot of the scorer's slot table per fleet first token: each at least every max(64,
-     * slots) fleet first tokens).
+     * evidence, as before this option). A backend's fit is published within [fleet/K, max(fleet,
+     * prior/calibrationBand)·K] with {@code K = 1 + (fleetBand − 1) · n / (n + k)}, {@code n} its
+     * own first tokens, each decaying by the {@link #forgetting forgetting factor} at every first
+     * token of the fleet; the bound is renewed at each of its own first tokens and, while it gets
+     * none, when its slot's turn comes (one slot of the scorer's slot table per fleet first token:
+     * each at least every max(64, slots) fleet first tokens).
      *
      * <p>The band depends on the share of first tokens a backend gets, so on the fleet's size: with
      * the default forgetting (0.995) a backend with a 1/N share settles at n ≈ 200/N, K ≈ 1.98 for

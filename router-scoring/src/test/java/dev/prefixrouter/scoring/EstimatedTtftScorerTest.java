@@ -615,6 +615,35 @@ class EstimatedTtftScorerTest {
     assertThat(a.cost(4)).as("the routing path too").isEqualTo(b.cost(4));
   }
 
+  /**
+   * The fleet band was multiplicative around the fleet's value: a fleet coefficient fitted to 0
+   * (here the decode cost: three backends' TTFTs fall with running decodes) bounded every backend's
+   * to [0, 0], so a backend that pays 2 ms per running decode was published at 0. Its upper bound
+   * now starts from the priors' band floor.
+   */
+  @Test
+  void aFleetCoefficientAtZeroDoesNotPinEveryBackendsAtZero() {
+    TtftCoefficients p = TtftCoefficients.DEFAULTS;
+    EstimatedTtftScorer s = EstimatedTtftScorer.builder().minObservations(20).build();
+    SplittableRandom rnd = new SplittableRandom(5);
+    for (int round = 0; round < 1_500; round++) {
+      for (int slot = 0; slot < 4; slot++) {
+        int prompt = 100 + rnd.nextInt(8_000);
+        int matched = rnd.nextInt(prompt + 1);
+        int running = rnd.nextInt(40);
+        double ms = p.prefillMs(prompt - matched, matched) + (slot < 3 ? -2 : 2) * running;
+        ms = Math.max(1, ms * (1 + 0.05 * rnd.nextGaussian()));
+        s.onFirstToken(
+            new FirstTokenObservation(slot, (long) (ms * 1e6), prompt, matched, 0, running, 0));
+      }
+    }
+    assertThat(s.describe(0)).containsEntry("fitted", 1.0);
+    assertThat(s.describe(3)).containsEntry("fitted", 1.0);
+    assertThat(s.coefficients(0).decodeMsPerRunning()).isZero(); // as the fleet's
+    double d3 = s.coefficients(3).decodeMsPerRunning();
+    assertThat(d3).isGreaterThan(0).isLessThanOrEqualTo(2 * p.decodeMsPerRunning() / 8);
+  }
+
   @Test
   void fleetScopeFitsOneModelForEveryBackend() {
     TtftCoefficients p = TtftCoefficients.DEFAULTS;
