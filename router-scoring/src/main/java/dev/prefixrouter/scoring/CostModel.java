@@ -13,7 +13,9 @@ import org.jspecify.annotations.Nullable;
  *          + decode·runningDecodes
  * </pre>
  *
- * Features are scaled (tokens / 1e3, token² / 1e6) for conditioning.
+ * Features are scaled (tokens / 1e3, token² / 1e6) for conditioning and capped at plausible values
+ * (10 M tokens of prefill, 1 M uncached, 10,000 running decodes); the covariance is kept symmetric
+ * with a positive diagonal, and a fit that turns non-finite starts over from the priors.
  *
  * <p><b>Physics.</b> The fit is published only within a band around the configured priors: β in
  * [prior/band, prior·band] (prefill always grows with uncached tokens), γ and the decode cost in
@@ -52,6 +54,18 @@ final class CostModel {
 
   private static final int N = 4;
   private static final double[] SCALE = {1.0, 1e-3, 1e-6, 1.0};
+
+  /**
+   * Caps on the scaled features: 10 M tokens of prefill, a prompt of 1 M uncached tokens, 10,000
+   * running decodes.
+   */
+  private static final double[] FEATURE_CAP = {1.0, 1e4, 1e6, 1e4};
+
+  /** The covariance's initial diagonal (scaled units) ... */
+  private static final double[] PRIOR_P = {1e4, 1e4, 1e4, 1e2};
+
+  /** ... and its floor. */
+  private static final double P_FLOOR = 1e-9;
 
   /** t-statistic of the prefix signal above which the fit is published. */
   static final double SIGNAL_ON = 4.0;
@@ -144,9 +158,8 @@ final class CostModel {
     f[THETA + 1] = defaults.betaMsPerToken() / SCALE[1];
     f[THETA + 2] = defaults.gammaMsPerToken2() / SCALE[2];
     f[THETA + 3] = defaults.decodeMsPerRunning();
-    double[] prior = {1e4, 1e4, 1e4, 1e2};
     for (int i = 0; i < N; i++) {
-      f[P + i * N + i] = prior[i];
+      f[P + i * N + i] = PRIOR_P[i];
     }
     residualScale = 0;
   }
@@ -220,9 +233,11 @@ final class CostModel {
     double c = Math.max(0, matchedTokens);
     double[] f = fit; // guarded by this (synchronized): no per-observation arrays
     f[X] = 1.0;
-    f[X + 1] = (u + queuedPrefill) * SCALE[1];
-    f[X + 2] = u * (u + c) * SCALE[2];
-    f[X + 3] = decodes;
+    // features capped at plausible values: one absurd report (a queued prefill of 10^12 tokens) had
+    // the leverage to drive the covariance's diagonal to 0 and then below, and the fit diverged
+    f[X + 1] = Math.min((u + Math.max(0, queuedPrefill)) * SCALE[1], FEATURE_CAP[1]);
+    f[X + 2] = Math.min(u * (u + c) * SCALE[2], FEATURE_CAP[2]);
+    f[X + 3] = Math.min(Math.max(0, decodes), FEATURE_CAP[3]);
     if (!Double.isFinite(y) || y < 0) {
       return;
     }
@@ -265,6 +280,7 @@ final class CostModel {
     }
     double denom = lambda / weight + dot(f, X, PX);
     if (!(denom > 0) || !Double.isFinite(denom)) {
+      resetFit(); // P is no longer positive definite (the floors below should prevent this)
       return;
     }
     for (int i = 0; i < N; i++) {
@@ -275,6 +291,7 @@ final class CostModel {
         f[P + i * N + j] = (f[P + i * N + j] - f[PX + i] * f[PX + j] / denom) / lambda;
       }
     }
+    keepCovarianceValid(f);
     // keep P bounded (no wind-up when a feature never varies)
     for (int i = 0; i < N; i++) {
       if (f[P + i * N + i] > 1e6) {
@@ -284,6 +301,9 @@ final class CostModel {
           f[P + j * N + i] *= Math.sqrt(g);
         }
       }
+    }
+    if (!finite(f, THETA, P + N * N)) {
+      resetFit(); // a non-finite fit was published as every coefficient's lower bound
     }
     observations++;
     signal = signal ? signalT >= SIGNAL_OFF : signalT >= SIGNAL_ON;
@@ -442,8 +462,9 @@ final class CostModel {
     TtftCoefficients k = defaults;
     double p =
         k.betaMsPerToken() * uncached + k.gammaMsPerToken2() * uncached * (uncached + cached);
-    double q =
-        k.betaMsPerToken() * Math.max(0, queued) + k.decodeMsPerRunning() * Math.max(0, running);
+    double q = // capped as the fit's features are
+        k.betaMsPerToken() * Math.min(Math.max(0, queued), FEATURE_CAP[1] / SCALE[1])
+            + k.decodeMsPerRunning() * Math.min(Math.max(0, running), FEATURE_CAP[3]);
     sw = lambda * sw + weight;
     sp = lambda * sp + weight * p;
     sq = lambda * sq + weight * q;
@@ -478,6 +499,52 @@ final class CostModel {
     }
     double r = Math.max(-1, Math.min(1, cpy / Math.sqrt(vp * vy)));
     signalT = r >= 1 ? Double.MAX_VALUE : r * Math.sqrt(dof / (1 - r * r));
+  }
+
+  /**
+   * Keeps P a valid covariance against rounding: symmetric, its diagonal at least {@link #P_FLOOR},
+   * each off-diagonal within the geometric mean of its diagonals. (The rank-one downdate cancels:
+   * after a high-leverage observation a diagonal came out 0 or negative, the negative one grew by
+   * 1/λ per observation, and the fit diverged, then froze.)
+   */
+  private static void keepCovarianceValid(double[] f) {
+    for (int i = 0; i < N; i++) {
+      if (!(f[P + i * N + i] >= P_FLOOR)) {
+        f[P + i * N + i] = P_FLOOR;
+      }
+    }
+    for (int i = 0; i < N; i++) {
+      for (int j = i + 1; j < N; j++) {
+        double bound = Math.sqrt(f[P + i * N + i] * f[P + j * N + j]);
+        double v = 0.5 * (f[P + i * N + j] + f[P + j * N + i]);
+        v = Math.max(-bound, Math.min(bound, v));
+        f[P + i * N + j] = v;
+        f[P + j * N + i] = v;
+      }
+    }
+  }
+
+  /** Whether {@code f[from..to)} are all finite. */
+  private static boolean finite(double[] f, int from, int to) {
+    for (int i = from; i < to; i++) {
+      if (!Double.isFinite(f[i])) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Starts the fit over from the priors (theta and P as constructed; the moments are kept). */
+  private void resetFit() {
+    double[] f = fit;
+    java.util.Arrays.fill(f, THETA, P + N * N, 0.0);
+    f[THETA] = defaults.alphaMs();
+    f[THETA + 1] = defaults.betaMsPerToken() / SCALE[1];
+    f[THETA + 2] = defaults.gammaMsPerToken2() / SCALE[2];
+    f[THETA + 3] = defaults.decodeMsPerRunning();
+    for (int i = 0; i < N; i++) {
+      f[P + i * N + i] = PRIOR_P[i];
+    }
   }
 
   /** The dot product of {@code f[a..a+N)} and {@code f[b..b+N)}, summed in index order. */
