@@ -412,10 +412,10 @@ public final class RadixPrefixIndex implements PrefixIndex {
    * backend's mirror is modelled with shrinks (evicting its least recently used beliefs at once)
    * when the engine held fewer blocks than believed and the requests prefilling there at routing
    * time cannot explain it, and grows back toward the configured capacity when the engine held
-   * more; a backend that sends KV events is left to its events. The new capacity shows as {@link
-   * IndexSignal#CAPACITY_BLOCKS}. On with {@link Builder#capacityFeedback(boolean)}. An unknown
-   * slot is ignored; negative counts are treated as 0. Takes the structure lock only when the
-   * capacity changes.
+   * more; a backend that sends KV events is left to its events (its first event restores the
+   * configured capacity). The new capacity shows as {@link IndexSignal#CAPACITY_BLOCKS}. On with
+   * {@link Builder#capacityFeedback(boolean)}. An unknown slot is ignored; negative counts are
+   * treated as 0. Takes the structure lock only when the capacity changes.
    */
   @Override
   public void onEngineCached(
@@ -1579,7 +1579,14 @@ public final class RadixPrefixIndex implements PrefixIndex {
         return;
       }
       try {
-        m.eventsSeen = true;
+        if (!m.eventsSeen) {
+          m.eventsSeen = true;
+          if (m.capacity() != m.configured) {
+            // events are authoritative from now on, and capacity feedback no longer runs here: a
+            // capacity it shrank before the first event would otherwise stay shrunk for good
+            resize(m, m.configured);
+          }
+        }
         EventTranslator t = translators[slot];
         if (event instanceof BlockStored s) {
           applyStored(m, t, s, hasher, seed, nowNanos);

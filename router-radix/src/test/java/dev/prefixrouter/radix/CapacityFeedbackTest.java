@@ -106,5 +106,24 @@ class CapacityFeedbackTest {
     assertThat(on.signal(0, IndexSignal.CAPACITY_BLOCKS, 22)).isEqualTo(40);
   }
 
+  /**
+   * A capacity feedback shrank before the backend's first KV event stayed shrunk once events
+   * arrived: feedback stops for a backend with events, and nothing restored the configured size.
+   */
+  @Test
+  void theFirstKvEventRestoresTheConfiguredCapacity() {
+    RadixPrefixIndex index = index(true);
+    for (int p = 0; p < 10; p++) {
+      index.recordRouted(path(p), 4, 0, p);
+    }
+    index.onEngineCached(0, 3, 0, 0, 20);
+    assertThat(index.signal(0, IndexSignal.CAPACITY_BLOCKS, 20)).isEqualTo(37);
+    index.apply(0, new BlockStored(new long[] {7}, null, new int[] {1, 2}, 2, null), H, 21);
+    assertThat(index.signal(0, IndexSignal.CAPACITY_BLOCKS, 21)).isEqualTo(40);
+    index.onEngineCached(0, 3, 0, 0, 22); // events are authoritative there
+    assertThat(index.signal(0, IndexSignal.CAPACITY_BLOCKS, 22)).isEqualTo(40);
+    assertThat(index.listsConsistent(0)).isTrue();
+  }
+
   private static final dev.prefixrouter.api.spi.BlockHasher H = BlockHashers.tokens(2);
 }
