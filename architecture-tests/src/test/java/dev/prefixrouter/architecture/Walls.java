@@ -91,6 +91,38 @@ final class Walls {
               "sun.misc.Unsafe's memory access warns on Java 24+ and is being removed; the hashers"
                   + " are pinned to zero-allocation-hashing's values in tests only");
 
+  /**
+   * A scorer that keeps a per-lease token ({@code onRoutedLease}) also takes it back ({@code
+   * onEnded(int, Object)}): a wrapper forwarding one and not the other would leak its delegate's
+   * per-lease state (the default {@code onEnded(int, Object)} drops the token).
+   */
+  static final ArchRule SCORER_TOKENS_COME_BACK =
+      classes()
+          .that()
+          .implement("dev.prefixrouter.api.spi.Scorer")
+          .should(declareBothOrNeither())
+          .because("a lease token handed out must be handed back when the lease ends");
+
+  private static ArchCondition<JavaClass> declareBothOrNeither() {
+    return new ArchCondition<>("declare onEnded(int, Object) if they declare onRoutedLease") {
+      @Override
+      public void check(JavaClass c, ConditionEvents events) {
+        boolean routed =
+            c.tryGetMethod("onRoutedLease", "dev.prefixrouter.api.spi.ScoringContext", "int")
+                .isPresent();
+        boolean ended = c.tryGetMethod("onEnded", "int", "java.lang.Object").isPresent();
+        if (routed && !ended) {
+          events.add(
+              SimpleConditionEvent.violated(
+                  c,
+                  c.getName()
+                      + " declares onRoutedLease but not onEnded(int, Object): its tokens are"
+                      + " never handed back"));
+        }
+      }
+    };
+  }
+
   static final ArchRule NO_HIDDEN_TYPE_IN_PUBLIC_SIGNATURE =
       classes()
           .that()

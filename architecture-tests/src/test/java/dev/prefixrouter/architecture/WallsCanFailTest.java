@@ -15,6 +15,8 @@ import dev.prefixrouter.radix.archfixture.RadixUsingApi;
 import dev.prefixrouter.radix.archfixture.RadixUsingScoring;
 import dev.prefixrouter.radix.archfixture.RadixUsingUnsafeHashing;
 import dev.prefixrouter.redis.archfixture.RedisUsingScoring;
+import dev.prefixrouter.scoring.archfixture.FullForwardingScorer;
+import dev.prefixrouter.scoring.archfixture.HalfForwardingScorer;
 import dev.prefixrouter.scoring.archfixture.ScoringUsingRadix;
 import dev.prefixrouter.spring.archfixture.SpringUsingBench;
 import dev.prefixrouter.vllm.archfixture.ConnectorUsingRadix;
@@ -34,6 +36,13 @@ class WallsCanFailTest {
   private static List<String> violations(ArchRule rule, Class<?>... types) {
     EvaluationResult result = rule.evaluate(classes(types));
     return result.getFailureReport().getDetails();
+  }
+
+  @Test
+  void aScorerHandingOutLeaseTokensItNeverTakesBackFails() {
+    assertThat(violations(Walls.SCORER_TOKENS_COME_BACK, HalfForwardingScorer.class))
+        .anySatisfy(d -> assertThat(d).contains("HalfForwardingScorer").contains("onEnded"));
+    assertThat(violations(Walls.SCORER_TOKENS_COME_BACK, FullForwardingScorer.class)).isEmpty();
   }
 
   @Test

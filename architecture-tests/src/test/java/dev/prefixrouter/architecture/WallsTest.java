@@ -25,6 +25,8 @@ class WallsTest {
 
   @ArchTest static final ArchRule noUnsafe = Walls.NO_UNSAFE;
 
+  @ArchTest static final ArchRule scorerTokensComeBack = Walls.SCORER_TOKENS_COME_BACK;
+
   @ArchTest
   static final ArchRule noImplOrInternalTypeInAPublicSignature =
       Walls.NO_HIDDEN_TYPE_IN_PUBLIC_SIGNATURE;

@@ -278,9 +278,12 @@ final class CostModel {
       }
       f[PX + i] = s;
     }
-    double denom = lambda / weight + dot(f, X, PX);
-    if (!(denom > 0) || !Double.isFinite(denom)) {
-      resetFit(); // P is no longer positive definite (the floors below should prevent this)
+    double xpx = dot(f, X, PX);
+    double denom = lambda / weight + xpx;
+    if (!(xpx >= 0) || !Double.isFinite(denom)) {
+      // P is no longer positive semidefinite: the pairwise bounds below keep each 2x2 minor valid
+      // but not the whole matrix, and a negative x'Px would let the gain P x / denom explode
+      resetFit();
       return;
     }
     for (int i = 0; i < N; i++) {

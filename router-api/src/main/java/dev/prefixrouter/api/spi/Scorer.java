@@ -57,9 +57,11 @@ public interface Scorer extends SlotLifecycle {
   /**
    * {@link #onRouted} for a scorer that keeps state per request until it ends (such as the blocks a
    * request holds active on its backend): what it returns (or {@code null}) is kept with the
-   * request's lease and handed to {@link #onEnded(int, Object)} when that lease ends, once. The
-   * engine calls this in place of {@code onRouted}; the default calls {@code onRouted} and returns
-   * {@code null}. A scorer that wraps another forwards both this and {@code onEnded(int, Object)}.
+   * request's lease and handed to {@link #onEnded(int, Object)} when that lease ends, once — unless
+   * the backend was removed first: {@link #removeBackend} then stands for the end of every lease
+   * still open there, whose tokens are dropped. The engine calls this in place of {@code onRouted};
+   * the default calls {@code onRouted} and returns {@code null}. A scorer that wraps another
+   * forwards both this and {@code onEnded(int, Object)}.
    */
   default @Nullable Object onRoutedLease(ScoringContext ctx, int candidate) {
     onRouted(ctx, candidate);

@@ -28,7 +28,9 @@ import org.jspecify.annotations.Nullable;
  * <p>Name and reason: {@code dynamo-kv}. Thread-safe (a lock per backend around its active set).
  * Per {@code score}: O(n·k) hash lookups for n candidates and k prompt blocks, plus the sort.
  * Memory: the block keys of the open requests (one entry per distinct block and backend, and each
- * open lease keeps its request's keys), released as leases end or backends leave.
+ * open lease keeps its request's keys), released as leases end or backends leave (a backend's table
+ * of more than 4,096 keys is dropped once its last lease ends). A pair's blocks leave with its
+ * prefill leg, at the first token (the decode leg is not scored).
  */
 public final class DynamoKv implements Scorer {
   private final double overlapWeight;
@@ -37,14 +39,13 @@ public final class DynamoKv implements Scorer {
 
   /** The distinct prompt blocks of a backend's open requests, with how many requests hold each. */
   private static final class Active {
-    private final HashMap<Long, Integer> holders = new HashMap<>();
+    private static final int SHRINK_ABOVE = 1 << 12; // a table this large is dropped once empty
+    private HashMap<Long, Integer> holders = new HashMap<>();
+    private int peak; // the most keys held since the table was last replaced
 
-    synchronized int size() {
-      return holders.size();
-    }
-
-    synchronized int missing(ScoringContext ctx) {
-      int n = 0;
+    /** Active blocks plus the request's blocks not among them, read in one state. */
+    synchronized int decodeBlocks(ScoringContext ctx) {
+      int n = holders.size();
       for (int j = 0; j < ctx.keyCount(); j++) {
         if (!holders.containsKey(ctx.key(j))) {
           n++;
@@ -57,11 +58,16 @@ public final class DynamoKv implements Scorer {
       for (long k : keys) {
         holders.merge(k, 1, Integer::sum);
       }
+      peak = Math.max(peak, holders.size());
     }
 
     synchronized void remove(long[] keys) {
       for (long k : keys) {
         holders.computeIfPresent(k, (key, c) -> c == 1 ? null : c - 1);
+      }
+      if (holders.isEmpty() && peak > SHRINK_ABOVE) { // a HashMap's table never shrinks
+        holders = new HashMap<>();
+        peak = 0;
       }
     }
   }
@@ -95,7 +101,7 @@ public final class DynamoKv implements Scorer {
       double potentialPrefill =
           ctx.pendingPrefillTokens(i) + Math.max(0, ctx.promptTokens() - ctx.matchedTokens(i));
       Active a = active.get(ctx.slot(i));
-      double potentialDecodeBlocks = a == null ? blocks : a.size() + a.missing(ctx);
+      double potentialDecodeBlocks = a == null ? blocks : a.decodeBlocks(ctx);
       ctx.setCost(i, overlapWeight * potentialPrefill / b + potentialDecodeBlocks);
     }
     ctx.sortByCost((int) rotation.getAndIncrement());

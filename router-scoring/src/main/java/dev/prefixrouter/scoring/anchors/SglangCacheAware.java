@@ -40,8 +40,8 @@ public final class SglangCacheAware implements Scorer {
   /**
    * With {@code matchedTenants > 1}, the SGLang model gateway's later form (SMG PR #2161): a cache
    * hit goes to the least loaded of up to {@code matchedTenants} backends holding the deepest match
-   * (in candidate order; load ties rotate) instead of one fixed holder. Named {@code sglang-smg}
-   * then.
+   * (taken in candidate order from an offset that rotates per request, so load ties rotate) instead
+   * of one fixed holder. Named {@code sglang-smg} then.
    *
    * @param matchedTenants holders of the deepest match a hit chooses among by load, 1 to 64
    * @throws IllegalArgumentException naming the parameter and value when one is out of range
