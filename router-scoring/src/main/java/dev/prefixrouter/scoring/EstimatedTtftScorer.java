@@ -1028,7 +1028,7 @@ public final class EstimatedTtftScorer implements Scorer {
     private double futureWaitWeight = 64;
     private Duration futureWaitTau = Duration.ZERO;
     private double parallelStartWeight = 1;
-    private PendingPrefixScope pendingPrefix = PendingPrefixScope.SESSION;
+    private PendingPrefixScope pendingPrefix = PendingPrefixScope.OFF;
     private boolean releaseParallelSiblings = true;
     private boolean releaseSiblingsOnlyToIdle = false;
     private double replicaHorizonSeconds = 10;
@@ -1551,14 +1551,15 @@ public final class EstimatedTtftScorer implements Scorer {
      * learns from). Requests that share no new prefix with a request routed to a busy backend
      * within its step, and requests to idle backends, route as without it.
      *
-     * <p>Default {@link PendingPrefixScope#SESSION} (since issue #18 session 26): a session's
-     * siblings sent at once (map-reduce maps of one job) spread to backends that start them at once
-     * (on the simulator corrected in session 32, with parallel siblings released, about even with
-     * the view off: fan-out TTFT p95 / mean 119.5 / 86.0 ms against 116.0 / 86.9 at 1×, seed 1); an
-     * identical copy of a prompt a candidate holds is never pending there (spread, each copy would
-     * re-prefill the whole prompt), and {@link PendingPrefixScope#ALL} also spreads sessionless
-     * fan-outs at a small cost to agentic and mixed-length traffic (benchmarks/README.md, session
-     * 26).
+     * <p>Default {@link PendingPrefixScope#OFF} since issue #18 session 33 ({@link
+     * PendingPrefixScope#SESSION} in sessions 26–32): on the simulator corrected for vLLM v1's
+     * scheduling, the view only changes a session fan-out's routing, and there it costs TTFT p95 in
+     * 17 of 18 cells (map-reduce maps, seeds 1–6 at 1×/2×/4×: p95 0.1–14.3 % lower with the view
+     * off, 0.6 % higher in one; means within ±1.1 %); agentic traffic, chats, RL rollouts with or
+     * without sessions and the other workloads route identically (benchmarks/README.md, session
+     * 33). {@link PendingPrefixScope#ALL} also spreads sessionless fan-outs at a small cost to
+     * agentic and mixed-length traffic (session 26). In every scope an identical copy of a prompt a
+     * candidate holds is never pending there.
      *
      * @throws IllegalArgumentException if scope is null
      */

@@ -7,10 +7,11 @@ package dev.prefixrouter.scoring;
  * model in which a request admitted in the same step recomputes it; vLLM v1 caches blocks as their
  * prefill is scheduled, so such a request hits them but still waits behind that prefill. On the
  * simulator corrected for that in issue #18 session 32, with parallel siblings released from their
- * session's pin, the view changes a session fan-out's TTFT little.)
+ * session's pin, the view costs a session fan-out TTFT p95, and {@link #OFF} is the default since
+ * session 33.)
  */
 public enum PendingPrefixScope {
-  /** Every prefix counts as cached as soon as the index holds it. */
+  /** Every prefix counts as cached as soon as the index holds it (the default). */
   OFF,
   /**
    * Only a request's own session's siblings: a prefix counts as pending for a request only when a

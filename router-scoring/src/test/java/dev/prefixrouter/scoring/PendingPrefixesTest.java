@@ -89,9 +89,9 @@ class PendingPrefixesTest {
   }
 
   @Test
-  void theDefaultScopeIsTheSessionsOwnSiblings() {
+  void theDefaultScopeIsOff() {
     EstimatedTtftScorer s = plain().build();
-    assertThat(s.pendingPrefixScope()).isEqualTo(PendingPrefixScope.SESSION);
+    assertThat(s.pendingPrefixScope()).isEqualTo(PendingPrefixScope.OFF);
     assertThat(plain().pendingPrefix(true).build().pendingPrefixScope())
         .isEqualTo(PendingPrefixScope.ALL);
     assertThat(plain().pendingPrefix(false).build().pendingPrefixScope())

@@ -412,13 +412,13 @@ public class PrefixRouterProperties {
 
     /**
      * Which requests count a prefix another request is still about to prefill on a busy backend as
-     * not cached there (est-ttft {@code pendingPrefix}): {@code session} (default) only a request's
-     * own session's siblings (map-reduce maps of one job spread to backends that start them at
-     * once), {@code all} every request (also sessionless fan-outs; costs agentic and mixed-length
-     * traffic 0.01–0.02 of their TTFT p95 ratio; benchmarks/README.md, session 26), {@code off}
-     * none. In every scope an identical copy of a prompt a backend holds stays with it.
+     * not cached there (est-ttft {@code pendingPrefix}): {@code off} (default since issue #18
+     * session 33: with vLLM v1's scheduling a sibling hits the blocks being computed, and the view
+     * cost session fan-outs TTFT p95), {@code session} only a request's own session's siblings,
+     * {@code all} every request (benchmarks/README.md, sessions 26 and 33). In every scope an
+     * identical copy of a prompt a backend holds stays with it.
      */
-    private PendingPrefixScope pendingPrefix = PendingPrefixScope.SESSION;
+    private PendingPrefixScope pendingPrefix = PendingPrefixScope.OFF;
 
     /**
      * Whether the fleet-balance term may move a pinned session (est-ttft); false: only time and

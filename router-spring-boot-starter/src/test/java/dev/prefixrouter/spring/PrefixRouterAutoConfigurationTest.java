@@ -287,9 +287,10 @@ class PrefixRouterAutoConfigurationTest {
             "prefix-router.scorer.extra-work-idle-share=Infinity",
             "prefix-router.scorer.extra-work-idle-weight=0")
         .run(ctx -> assertThat(ctx).hasNotFailed());
-    assertPendingPrefix("", PendingPrefixScope.SESSION);
+    assertPendingPrefix("", PendingPrefixScope.OFF);
     assertPendingPrefix("all", PendingPrefixScope.ALL);
     assertPendingPrefix("off", PendingPrefixScope.OFF);
+    assertPendingPrefix("session", PendingPrefixScope.SESSION);
     assertPendingPrefix("false", PendingPrefixScope.OFF); // the Boolean this property was
     for (String bad : new String[] {"true", "sometimes"}) {
       runner
