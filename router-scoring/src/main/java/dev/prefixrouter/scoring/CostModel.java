@@ -153,14 +153,7 @@ final class CostModel {
     this.lambda = forgetting;
     this.minObservations = minObservations;
     this.published = new PublishedCoefficients(defaults);
-    double[] f = fit;
-    f[THETA] = defaults.alphaMs();
-    f[THETA + 1] = defaults.betaMsPerToken() / SCALE[1];
-    f[THETA + 2] = defaults.gammaMsPerToken2() / SCALE[2];
-    f[THETA + 3] = defaults.decodeMsPerRunning();
-    for (int i = 0; i < N; i++) {
-      f[P + i * N + i] = PRIOR_P[i];
-    }
+    resetFit();
     residualScale = 0;
   }
 
@@ -537,7 +530,7 @@ final class CostModel {
     return true;
   }
 
-  /** Starts the fit over from the priors (theta and P as constructed; the moments are kept). */
+  /** Starts the fit from the priors (theta and P; the moments and the residual scale are kept). */
   private void resetFit() {
     double[] f = fit;
     java.util.Arrays.fill(f, THETA, P + N * N, 0.0);
