@@ -99,8 +99,9 @@ import org.jspecify.annotations.Nullable;
  * is significant): a host that reports first tokens after a fixed or random delay, or after one
  * that follows its load but not the prompt, leaves the priors in place instead of fitting prefill
  * as free. {@code inspect()} shows the values in use, {@code fitted} (1 fitted, 0 priors), {@code
- * fleetBand} (the band around the fleet's fit the backend's fit was last published within) and
- * {@code signalT} (the correlation's t-statistic).
+ * fleetFitInUse} (1 while the fleet's fit stands in for the backend's own), {@code fleetBand} (the
+ * band around the fleet's fit the backend's fit was last published within) and the backend's own
+ * {@code observations} and {@code signalT} (the correlation's t-statistic).
  *
  * <p>Thread-safe. Cost: O(candidates × (terms + rules)) per decision plus one pin lookup for
  * session requests; allocation: none of its own on the steady state (a per-thread {@link
@@ -936,6 +937,10 @@ public final class EstimatedTtftScorer implements Scorer {
   @Override
   public Map<String, Double> describe(int slot) {
     CostModel m = effectiveModel(slot);
+    // BACKEND scope: the fleet's fit stands in for a backend without its own; the statistics below
+    // are still the backend's own (its observations, residual scale and signal), not the fleet's
+    boolean fleetStandsIn = scope == CalibrationScope.BACKEND && m != null && m == fleetModel;
+    CostModel stats = fleetStandsIn ? model(slot, false) : m;
     TtftCoefficients k = coefficients(slot);
     Map<String, Double> out = new LinkedHashMap<>();
     out.put("alphaMs", k.alphaMs());
@@ -943,10 +948,13 @@ public final class EstimatedTtftScorer implements Scorer {
     out.put("gammaMsPerToken2", k.gammaMsPerToken2());
     out.put("decodeMsPerRunning", k.decodeMsPerRunning());
     out.put("waitingMs", k.waitingMs());
-    out.put("observations", m == null ? 0.0 : (double) m.observations());
-    out.put("residualScaleMs", m == null ? 0.0 : m.residualScale());
-    out.put("fitted", m != null && m.fitted() ? 1.0 : 0.0);
-    out.put("signalT", m == null ? 0.0 : m.signalT());
+    out.put("observations", stats == null ? 0.0 : (double) stats.observations());
+    out.put("residualScaleMs", stats == null ? 0.0 : stats.residualScale());
+    out.put("fitted", m != null && m.fitted() ? 1.0 : 0.0); // the coefficients in use are a fit
+    out.put("signalT", stats == null ? 0.0 : stats.signalT());
+    if (scope == CalibrationScope.BACKEND && fleetModel != null) {
+      out.put("fleetFitInUse", fleetStandsIn ? 1.0 : 0.0);
+    }
     if (scope == CalibrationScope.HIERARCHICAL || !Double.isNaN(calibrationAdvantage)) {
       // the backend's own fit's forgotten error over the reference's (the fleet's or the priors')
       CostModel own = scope == CalibrationScope.FLEET ? fleetModel : model(slot, false);

@@ -605,7 +605,15 @@ class EstimatedTtftScorerTest {
     assertThat(fleetFit.betaMsPerToken())
         .isGreaterThan(2 * TtftCoefficients.DEFAULTS.betaMsPerToken());
     assertThat(backend.coefficients(4)).isEqualTo(fleetFit);
-    assertThat(backend.describe(4)).containsEntry("fitted", 1.0);
+    assertThat(backend.describe(4))
+        .containsEntry("fitted", 1.0)
+        .containsEntry("fleetFitInUse", 1.0)
+        .as("the backend's own statistics, not the fleet's")
+        .containsEntry("observations", 0.0)
+        .containsEntry("signalT", 0.0);
+    assertThat(backend.describe(0))
+        .containsEntry("fleetFitInUse", 0.0)
+        .containsEntry("observations", 500.0);
     FakeContext a = new FakeContext(5);
     FakeContext b = new FakeContext(5);
     a.promptTokens = 4096;
