@@ -1045,7 +1045,7 @@ public final class EstimatedTtftScorer implements Scorer {
     private double extraWorkGroupHorizon = 1;
     private double extraWorkIdleShare = 0.75;
     private double extraWorkIdleWeight = 0.5;
-    private double extraWorkIdleMinUtilisation = 0.5;
+    private double extraWorkIdleMinUtilisation = 0;
 
     private double turnoverRatio = 4.0;
     private Duration sessionTtl = Duration.ofMinutes(30);
@@ -1706,7 +1706,8 @@ public final class EstimatedTtftScorer implements Scorer {
      * 50 ms load reports; held-out seeds 0.76x -> 0.70x), the other workloads within noise. Without
      * the utilisation condition (every idle candidate paying half) the same overload gain cost
      * map-reduce bursts at 1x and 2x (mean +2 %) and RL-rollout bursts (p95 +1–3 %); with weight 1,
-     * rollouts 4–6 %.
+     * rollouts 4–6 %. That was on the simulator before its session-32 corrections; on the corrected
+     * one the condition is off by default ({@link #extraWorkIdleMinUtilisation}, session 33).
      *
      * @throws IllegalArgumentException unless share is in [0, 1] or +Infinity
      */
@@ -1735,9 +1736,14 @@ public final class EstimatedTtftScorer implements Scorer {
 
     /**
      * The least recent prefill utilisation ({@code ρ}: routed prefill ms per ms over the last ~2 s)
-     * at which an idle candidate pays when {@link #extraWorkIdleShare} makes it pay: default 0.5. A
-     * backend that idles through a burst (a map-reduce fan-out, an RL rollout) has a low ρ and
-     * takes its copy free; one that drains between arrivals of a sustained overload does not.
+     * at which an idle candidate pays when {@link #extraWorkIdleShare} makes it pay: default 0
+     * (every idle candidate pays then) since issue #18 session 33; 0.5 in sessions 25–32, so that a
+     * backend that idled through a burst (a map-reduce fan-out, an RL rollout) took its copy free.
+     * On the simulator corrected for vLLM v1's scheduling such a free copy costs the burst's tail:
+     * a session fan-out's p95 is 3–13 % lower without the condition (seeds 1–2, 1×/2×/4×; means 1–3
+     * % lower), the half-slow fleet's and varying load's at 1× 2–8 % lower, and the other issue #18
+     * workloads within ±2.2 %, the published gateway's hit-rate workload identically
+     * (benchmarks/README.md, session 33).
      *
      * @throws IllegalArgumentException unless utilisation is in [0, 1]
      */

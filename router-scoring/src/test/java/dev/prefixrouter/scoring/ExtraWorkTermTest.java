@@ -260,8 +260,9 @@ class ExtraWorkTermTest {
 
   @Test
   void anIdleCandidateThatWasLightlyUsedTakesItsCopyFree() {
-    EstimatedTtftScorer on = plain().extraWork(2, 0).build(); // idle min utilisation 0.5
-    EstimatedTtftScorer any = plain().extraWork(2, 0).extraWorkIdleMinUtilisation(0).build();
+    // the utilisation condition (the default of sessions 25-32)
+    EstimatedTtftScorer on = plain().extraWork(2, 0).extraWorkIdleMinUtilisation(0.5).build();
+    EstimatedTtftScorer any = plain().extraWork(2, 0).build(); // the default: no such condition
     EstimatedTtftScorer off = plain().extraWork(0, 0).build();
     // b1 took 4 cold prompts 250 ms apart: rho ~0.07 at t = 1000 ms (a burst it idled through)
     coldHistory(on, 4, 250);

@@ -406,9 +406,11 @@ public class PrefixRouterProperties {
 
     /**
      * Least recent prefill utilisation (routed prefill ms per ms) at which an idle candidate pays
-     * the extra-work price, 0..1: a backend that idled through a burst takes its copy free.
+     * the extra-work price, 0..1: default 0 (every idle candidate pays once the fleet is saturated,
+     * since issue #18 session 33); 0.5, the earlier default, lets a backend that idled through a
+     * burst take its copy free.
      */
-    private double extraWorkIdleMinUtilisation = 0.5;
+    private double extraWorkIdleMinUtilisation = 0;
 
     /**
      * Which requests count a prefix another request is still about to prefill on a busy backend as

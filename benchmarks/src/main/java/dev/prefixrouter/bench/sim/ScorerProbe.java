@@ -159,20 +159,21 @@ final class ScorerProbe {
    * only when given: {@code imp=W} (and {@code imptau=S}): {@link #imposedWait}; {@code live=W}
    * (and {@code liveh=H}): {@link #liveWait}; {@code coldguard=MS}: {@link #coldGuard}; {@code pp}:
    * {@code pendingPrefix(ALL)} (issue #18 session 21), {@code pps}: {@code pendingPrefix(SESSION)}
-   * (the default since session 26), {@code ppoff}: {@code pendingPrefix(OFF)} (the default before);
-   * {@code xw=W,xwg=H}: the extra-work term ({@code extraWork(W, H)}, off unless given; the default
-   * has {@code xw=2,xwg=1} since issue #18 session 24, the research term {@code ext=W,extg=H} it
-   * was measured as; {@code xwall}: every candidate priced ({@code xwidle=0}), {@code xwidle=S}:
-   * {@code extraWorkIdleShare(S)}, {@code xwiw=W}: {@code extraWorkIdleWeight(W)}, {@code
-   * xwirho=U}: {@code extraWorkIdleMinUtilisation(U)}; the builder's defaults 0.75 / 0.5 / 0.5
-   * since session 25, so {@code xwidle=Infinity} is session 24's default and {@code
-   * xwall,xwiw=1,xwirho=0} its ungated term). Since issue #18 session 17 the future-wait term
-   * includes its {@code kept} and {@code open} factors; session 16's figures are the term without
-   * them (commit ee1cc58). Calibration: {@code cb=B}: {@code calibrationBand(B)} (default 8),
-   * {@code adv=A}: {@code calibrationAdvantage(A)} (off by default), {@code fb=K}, {@code fbe=E}:
-   * the fleet band and its evidence, {@code noint}: no fitted intercept, {@code prior=F}: the
-   * priors times F; {@code pa=R/W}: {@code prefixAffinity(R, W)} (default 1.5/1, {@code 0/1} off);
-   * {@code adm=W[,admtau=S]}: {@link #admissionWait} (session 28; worse on every overload cell).
+   * (the default in sessions 26–32), {@code ppoff}: {@code pendingPrefix(OFF)} (the default before
+   * and since session 33); {@code xw=W,xwg=H}: the extra-work term ({@code extraWork(W, H)}, off
+   * unless given; the default has {@code xw=2,xwg=1} since issue #18 session 24, the research term
+   * {@code ext=W,extg=H} it was measured as; {@code xwall}: every candidate priced ({@code
+   * xwidle=0}), {@code xwidle=S}: {@code extraWorkIdleShare(S)}, {@code xwiw=W}: {@code
+   * extraWorkIdleWeight(W)}, {@code xwirho=U}: {@code extraWorkIdleMinUtilisation(U)}; the
+   * builder's defaults 0.75 / 0.5 / 0.5 in sessions 25–32 and 0.75 / 0.5 / 0 since session 33, so
+   * {@code xwidle=Infinity} is session 24's default and {@code xwall,xwiw=1,xwirho=0} its ungated
+   * term). Since issue #18 session 17 the future-wait term includes its {@code kept} and {@code
+   * open} factors; session 16's figures are the term without them (commit ee1cc58). Calibration:
+   * {@code cb=B}: {@code calibrationBand(B)} (default 8), {@code adv=A}: {@code
+   * calibrationAdvantage(A)} (off by default), {@code fb=K}, {@code fbe=E}: the fleet band and its
+   * evidence, {@code noint}: no fitted intercept, {@code prior=F}: the priors times F; {@code
+   * pa=R/W}: {@code prefixAffinity(R, W)} (default 1.5/1, {@code 0/1} off); {@code
+   * adm=W[,admtau=S]}: {@link #admissionWait} (session 28; worse on every overload cell).
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
     // without ps / rel / rvt a variant routes as before issue #18 sessions 18 and 19
