@@ -43,15 +43,6 @@ import org.jspecify.annotations.Nullable;
  * no allocation.
  */
 final class CostModel {
-  /**
-   * Warm-up bound on a residual (before ten observations): this many times the prediction ... (also
-   * {@link SpeedFactor}'s and {@link IdleSpeed}'s)
-   */
-  static final double WARMUP_FACTOR = 10;
-
-  /** ... and at least this many milliseconds. */
-  static final double WARMUP_FLOOR_MS = 1_000;
-
   private static final int N = 4;
   private static final double[] SCALE = {1.0, 1e-3, 1e-6, 1.0};
 
@@ -83,7 +74,7 @@ final class CostModel {
   private static final int X = P + N * N;
   private static final int PX = X + N;
   private final double[] fit = new double[PX + N];
-  private double residualScale; // robust scale of |residual|, ms
+  private final RobustScale scale = new RobustScale(); // guarded by this
   private long observations;
   private final double band;
   // forgotten (weighted) moments of the priors' prefix part p and load part q of the estimate and
@@ -154,7 +145,6 @@ final class CostModel {
     this.minObservations = minObservations;
     this.published = new PublishedCoefficients(defaults);
     resetFit();
-    residualScale = 0;
   }
 
   /** The coefficients in use, as a new immutable record (allocates: for inspection). */
@@ -172,7 +162,7 @@ final class CostModel {
   }
 
   double residualScale() {
-    return residualScale;
+    return scale.value();
   }
 
   /** Whether the published coefficients are fitted (else the priors). */
@@ -236,21 +226,9 @@ final class CostModel {
     }
     double predicted = dot(f, THETA, X); // without an intercept fit theta[0] stays the prior's
     double residual = y - predicted;
-    // Huber weight against the running scale; the scale itself learns from clipped residuals.
-    // Before the scale has ten observations, a residual beyond the warm-up bound (a cold start, a
-    // stall: ten times the prediction, at least a second) is weighted down against that bound, and
-    // the scale starts from it at most: one such first token used to seed the scale with itself
-    // and hold the fit back for about a thousand observations
-    double weight = 1.0;
-    double warmup = Math.max(WARMUP_FLOOR_MS, WARMUP_FACTOR * Math.abs(predicted));
-    if (observations >= 10 && residualScale > 0) {
-      double k = 3.0 * residualScale;
-      if (Math.abs(residual) > k) {
-        weight = k / Math.abs(residual);
-      }
-    } else if (Math.abs(residual) > warmup) {
-      weight = warmup / Math.abs(residual);
-    }
+    // Huber weight against the running scale, with the warm-up bound before ten observations (one
+    // cold start used to seed the scale with itself and hold the fit back for about a thousand)
+    double weight = scale.weigh(residual, predicted, observations);
     // the signal's moments weigh by the Huber weight squared: a down-weighted residual then adds
     // at most the bound's square to the TTFT's variance (weighted once it added |residual|·bound,
     // and one cold start masked the prefix signal for ~150 first tokens)
@@ -258,8 +236,6 @@ final class CostModel {
     if (!Double.isNaN(advantage)) {
       compareWithPriors(f, y, weight);
     }
-    double clipped = Math.min(Math.abs(residual), residualScale > 0 ? 5 * residualScale : warmup);
-    residualScale = observations == 0 ? clipped : 0.95 * residualScale + 0.05 * clipped;
 
     // weighted RLS with forgetting: gain g = P x / (lambda/w + x' P x); without an intercept the
     // constant feature is 0, so its row of P stays 0 and theta[0] is never moved

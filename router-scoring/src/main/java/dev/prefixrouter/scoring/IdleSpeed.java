@@ -11,9 +11,9 @@ package dev.prefixrouter.scoring;
  * (the fleet fit's whole estimate: a slower GPU's steps, their fixed part included, are slower)
  * over first tokens routed while the backend had no prefill queued, by weighted least squares
  * through the origin with exponential forgetting and a Huber weight against a running residual
- * scale (before ten observations against CostModel's warm-up bound instead), and the slope's
- * variance from the forgotten residual sum of squares. One instance per backend and one for the
- * whole fleet (every backend's idle-start first tokens).
+ * scale ({@link RobustScale}, with its warm-up bound), and the slope's variance from the forgotten
+ * residual sum of squares. One instance per backend and one for the whole fleet (every backend's
+ * idle-start first tokens).
  *
  * <p>A backend's published {@link #factor()} is its slope over the fleet's, {@code ŝ_b / ŝ_fleet},
  * but only while the two differ by both a relative margin and a significance test ({@code |ŝ_b −
@@ -35,7 +35,7 @@ final class IdleSpeed {
   private double sxx;
   private double sxy;
   private double syy;
-  private double residualScale; // robust scale of |residual|, ms
+  private final RobustScale scale = new RobustScale(); // guarded by this
   private long observations;
   private boolean on;
   private volatile double factor = 1.0;
@@ -79,22 +79,7 @@ final class IdleSpeed {
     double slope = sxx > 0 ? sxy / sxx : 1.0;
     double predicted = slope * variableMs;
     double residual = excessMs - predicted;
-    // as CostModel's: before ten observations a residual beyond the warm-up bound (a cold start)
-    // is weighted down against that bound and seeds the scale with the bound at most (weighted 1,
-    // one 30 s first token against a 35 ms estimate held the slope near 3 for hundreds)
-    double weight = 1.0;
-    double warmup =
-        Math.max(CostModel.WARMUP_FLOOR_MS, CostModel.WARMUP_FACTOR * Math.abs(predicted));
-    if (observations >= 10 && residualScale > 0) {
-      double k = 3.0 * residualScale;
-      if (Math.abs(residual) > k) {
-        weight = k / Math.abs(residual);
-      }
-    } else if (Math.abs(residual) > warmup) {
-      weight = warmup / Math.abs(residual);
-    }
-    double clipped = Math.min(Math.abs(residual), residualScale > 0 ? 5 * residualScale : warmup);
-    residualScale = observations == 0 ? clipped : 0.95 * residualScale + 0.05 * clipped;
+    double weight = scale.weigh(residual, predicted, observations);
     sw = lambda * sw + weight;
     sxx = lambda * sxx + weight * variableMs * variableMs;
     sxy = lambda * sxy + weight * variableMs * excessMs;

@@ -9,13 +9,12 @@ package dev.prefixrouter.scoring;
  * </pre>
  *
  * fitted by weighted least squares through the origin with exponential forgetting and a Huber
- * weight against a running residual scale (before ten observations against CostModel's warm-up
- * bound instead, so that a cold start does not seed it), then shrunk toward 1 by its evidence
- * (credibility weighting): {@code s = (n·ŝ + k) / (n + k)}, where {@code ŝ} is the least-squares
- * factor, {@code n} the forgotten weight of the observations and {@code k} the shrinkage in
- * observations. That is the minimiser of the squared error plus {@code k} pseudo-observations at
- * factor 1, so a backend with few first tokens keeps the fleet's fit and one with many gets its own
- * speed. The factor stays within {@code [1/band, band]}.
+ * weight against a running residual scale ({@link RobustScale}, with its warm-up bound), then
+ * shrunk toward 1 by its evidence (credibility weighting): {@code s = (n·ŝ + k) / (n + k)}, where
+ * {@code ŝ} is the least-squares factor, {@code n} the forgotten weight of the observations and
+ * {@code k} the shrinkage in observations. That is the minimiser of the squared error plus {@code
+ * k} pseudo-observations at factor 1, so a backend with few first tokens keeps the fleet's fit and
+ * one with many gets its own speed. The factor stays within {@code [1/band, band]}.
  *
  * <p>One parameter per backend instead of a full fit: on a fleet of equal GPUs the factors stay
  * near 1 (little noise between backends), on a mixed fleet the slower ones learn their factor.
@@ -30,7 +29,7 @@ final class SpeedFactor {
   private double sw; // forgotten weight of the observations
   private double sxx; // forgotten weighted Σ x²
   private double sxy; // forgotten weighted Σ x·y
-  private double residualScale; // robust scale of |residual|, ms
+  private final RobustScale scale = new RobustScale(); // guarded by this
   private long observations;
   private volatile double factor = 1.0;
 
@@ -66,22 +65,7 @@ final class SpeedFactor {
     }
     double predicted = factor * variableMs;
     double residual = excessMs - predicted;
-    // as CostModel's: before ten observations a residual beyond the warm-up bound (a cold start)
-    // is weighted down against that bound and seeds the scale with the bound at most (weighted 1,
-    // one 30 s first token against a 35 ms estimate held the factor near 3 for hundreds)
-    double weight = 1.0;
-    double warmup =
-        Math.max(CostModel.WARMUP_FLOOR_MS, CostModel.WARMUP_FACTOR * Math.abs(predicted));
-    if (observations >= 10 && residualScale > 0) {
-      double k = 3.0 * residualScale;
-      if (Math.abs(residual) > k) {
-        weight = k / Math.abs(residual);
-      }
-    } else if (Math.abs(residual) > warmup) {
-      weight = warmup / Math.abs(residual);
-    }
-    double clipped = Math.min(Math.abs(residual), residualScale > 0 ? 5 * residualScale : warmup);
-    residualScale = observations == 0 ? clipped : 0.95 * residualScale + 0.05 * clipped;
+    double weight = scale.weigh(residual, predicted, observations);
     sw = lambda * sw + weight;
     sxx = lambda * sxx + weight * variableMs * variableMs;
     sxy = lambda * sxy + weight * variableMs * excessMs;
