@@ -369,23 +369,43 @@ final class CostModel {
 
   private double fitAlpha() {
     return fitIntercept
-        ? clamp(fit[THETA], 0, Math.min(10_000, defaults.alphaMs() * band))
+        ? alphaWithinBand(fit[THETA], defaults, band)
         : defaults.alphaMs(); // the band, as for beta: see the class comment
   }
 
   private double fitBeta() {
-    return clamp(
-        fit[THETA + 1] * SCALE[1],
-        Math.max(1e-6, defaults.betaMsPerToken() / band),
-        Math.min(10, defaults.betaMsPerToken() * band));
+    return betaWithinBand(fit[THETA + 1] * SCALE[1], defaults, band);
   }
 
   private double fitGamma() {
-    return clamp(fit[THETA + 2] * SCALE[2], 0, Math.min(1e-3, defaults.gammaMsPerToken2() * band));
+    return gammaWithinBand(fit[THETA + 2] * SCALE[2], defaults, band);
   }
 
   private double fitDecode() {
-    return clamp(fit[THETA + 3], 0, Math.min(1000, defaults.decodeMsPerRunning() * band));
+    return decodeWithinBand(fit[THETA + 3], defaults, band);
+  }
+
+  /** Alpha held within {@code [0, priors·band]} (and its validity bound); NaN: the lower bound. */
+  static double alphaWithinBand(double v, TtftCoefficients priors, double band) {
+    return clamp(v, 0, Math.min(10_000, priors.alphaMs() * band));
+  }
+
+  /** Beta held within {@code [priors/band, priors·band]} (and its validity bounds). */
+  static double betaWithinBand(double v, TtftCoefficients priors, double band) {
+    return clamp(
+        v,
+        Math.max(1e-6, priors.betaMsPerToken() / band),
+        Math.min(10, priors.betaMsPerToken() * band));
+  }
+
+  /** Gamma held within {@code [0, priors·band]} (and its validity bound). */
+  static double gammaWithinBand(double v, TtftCoefficients priors, double band) {
+    return clamp(v, 0, Math.min(1e-3, priors.gammaMsPerToken2() * band));
+  }
+
+  /** The decode cost held within {@code [0, priors·band]} (and its validity bound). */
+  static double decodeWithinBand(double v, TtftCoefficients priors, double band) {
+    return clamp(v, 0, Math.min(1000, priors.decodeMsPerRunning() * band));
   }
 
   /**

@@ -496,18 +496,10 @@ public final class EstimatedTtftScorer implements Scorer {
   private void holdWithinBand(double[] out, int at) {
     TtftCoefficients p = defaults;
     double b = calibrationBand;
-    out[at] = clampTo(out[at], 0, Math.min(10_000, p.alphaMs() * b));
-    out[at + 1] =
-        clampTo(
-            out[at + 1],
-            Math.max(1e-6, p.betaMsPerToken() / b),
-            Math.min(10, p.betaMsPerToken() * b));
-    out[at + 2] = clampTo(out[at + 2], 0, Math.min(1e-3, p.gammaMsPerToken2() * b));
-    out[at + 3] = clampTo(out[at + 3], 0, Math.min(1000, p.decodeMsPerRunning() * b));
-  }
-
-  private static double clampTo(double v, double lo, double hi) {
-    return v >= lo ? Math.min(v, hi) : lo; // NaN: the lower bound
+    out[at] = CostModel.alphaWithinBand(out[at], p, b);
+    out[at + 1] = CostModel.betaWithinBand(out[at + 1], p, b);
+    out[at + 2] = CostModel.gammaWithinBand(out[at + 2], p, b);
+    out[at + 3] = CostModel.decodeWithinBand(out[at + 3], p, b);
   }
 
   /** Scope SHRUNK: the fleet's fit moved toward the slot's own published fit by its weight. */
