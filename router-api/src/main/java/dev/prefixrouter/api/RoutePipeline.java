@@ -550,39 +550,39 @@ final class RoutePipeline {
           }
           token = scorer.onRoutedLease(c, cand);
         } catch (Throwable t) {
-          // no lease will end this placement: its counts go now, or they would stay forever
-          // (the caller refunds the tenant; the placement statistics keep the attempt; an index
-          // that recorded the keys before the scorer threw keeps them as a prediction, which
-          // expires as unconfirmed predictions do; a half-open probe taken for it is released
-          // by the breaker's cooldown)
-          e.addInFlight(-1);
-          e.addPendingPrefillTokens(-uncached);
-          e.addActiveTokens(-reserved);
+          unplace(e, uncached, reserved);
           throw t;
         }
-        lease =
-            new DefaultLease(
-                this,
-                e,
-                excluded,
-                now,
-                queuedBefore,
-                decodesBefore,
-                Math.max(0, Math.min(matched, promptTokens)),
-                token);
-        routed =
-            lease.open(
-                new Routed(
-                    request,
-                    e.backend,
-                    model,
-                    fallbacks(c, order, rank),
-                    promptTokens,
-                    matchedTokens,
-                    c.cost(cand),
-                    c.reason != null ? c.reason : scorer.name(),
-                    attemptNo,
-                    lease));
+        try {
+          lease =
+              new DefaultLease(
+                  this,
+                  e,
+                  excluded,
+                  now,
+                  queuedBefore,
+                  decodesBefore,
+                  Math.max(0, Math.min(matched, promptTokens)),
+                  token);
+          routed =
+              lease.open(
+                  new Routed(
+                      request,
+                      e.backend,
+                      model,
+                      fallbacks(c, order, rank),
+                      promptTokens,
+                      matchedTokens,
+                      c.cost(cand),
+                      c.reason != null ? c.reason : scorer.name(), // user code: may throw, or null
+                      attemptNo,
+                      lease));
+        } catch (Throwable t) {
+          // the scorer took a token, but no decision reaches the caller and no lease will end it
+          unplace(e, uncached, reserved);
+          endToken(e, token, t);
+          throw t;
+        }
       } finally {
         e.release();
       }
@@ -599,6 +599,36 @@ final class RoutePipeline {
         Duration.ZERO,
         emptiedBy.message(model),
         emptiedBy);
+  }
+
+  /**
+   * Undoes the counts of a placement no lease will end, or they would stay forever (the caller
+   * refunds the tenant; the placement statistics keep the attempt; an index that recorded the keys
+   * keeps them as a prediction, which expires as unconfirmed predictions do; a half-open probe
+   * taken for it is released by the breaker's cooldown).
+   */
+  private static void unplace(BackendEntry e, int uncached, long reserved) {
+    e.addInFlight(-1);
+    e.addPendingPrefillTokens(-uncached);
+    e.addActiveTokens(-reserved);
+  }
+
+  /**
+   * Hands back the token {@link Scorer#onRoutedLease} returned for a placement that failed before
+   * its lease was handed out, as a lease's end would (claim held by the caller); what the scorer
+   * throws is added to {@code cause}, which the caller rethrows.
+   */
+  private void endToken(BackendEntry e, @Nullable Object token, Throwable cause) {
+    if (!scorerWantsEnded) {
+      return;
+    }
+    try {
+      scorer.onEnded(e.slot, token);
+    } catch (Throwable t) {
+      if (t != cause) {
+        cause.addSuppressed(t);
+      }
+    }
   }
 
   /**

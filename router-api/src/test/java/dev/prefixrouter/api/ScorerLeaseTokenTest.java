@@ -1,6 +1,7 @@
 package dev.prefixrouter.api;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.prefixrouter.api.spi.Scorer;
 import dev.prefixrouter.api.spi.ScoringContext;
@@ -43,6 +44,41 @@ class ScorerLeaseTokenTest {
     }
   }
 
+  /**
+   * Returns a token per route like {@link TokenScorer} but sets no reason and has no name: the
+   * decision cannot be built after its token was taken. Its {@code onEnded} throws once asked to.
+   */
+  static final class NamelessTokenScorer implements Scorer {
+    final List<Object> routed = Collections.synchronizedList(new ArrayList<>());
+    final List<Object> ended = Collections.synchronizedList(new ArrayList<>());
+    volatile boolean throwOnEnded;
+
+    @Override
+    public String name() {
+      return null; // the scorer bug under test: the decision's reason falls back to it
+    }
+
+    @Override
+    public void score(ScoringContext ctx) {
+      ctx.sortByCost(0);
+    }
+
+    @Override
+    public @Nullable Object onRoutedLease(ScoringContext ctx, int candidate) {
+      Object token = new Object();
+      routed.add(token);
+      return token;
+    }
+
+    @Override
+    public void onEnded(int slot, @Nullable Object token) {
+      ended.add(token);
+      if (throwOnEnded) {
+        throw new IllegalStateException("scorer bug in onEnded");
+      }
+    }
+  }
+
   private static RouteRequest req() {
     return RouteRequest.builder("t", "m").prompt(Prompt.ofTokens(1, 2, 3)).build();
   }
@@ -75,5 +111,41 @@ class ScorerLeaseTokenTest {
     assertThat(s.ended)
         .containsExactly(s.routed.get(1), s.routed.get(0), s.routed.get(2), s.routed.get(3));
     assertThat(s.endedSlots).containsExactly(0, 0, 0, 1);
+  }
+
+  @Test
+  void aDecisionThatCannotBeBuiltAfterTheTokenWasTakenHandsItBackAndLeavesNoCounts() {
+    NamelessTokenScorer s = new NamelessTokenScorer();
+    Fakes.CountingLimiter limiter = new Fakes.CountingLimiter(1_000);
+    RoutingEngine engine =
+        RoutingEngine.builder().limiter(limiter).backend(Backend.of("a", "m")).scorer(s).build();
+
+    assertThatThrownBy(() -> engine.route(req()))
+        .isInstanceOf(NullPointerException.class)
+        .hasMessageContaining("reason");
+    assertThat(s.routed).hasSize(1);
+    assertThat(s.ended).as("the token taken came back").containsExactly(s.routed.get(0));
+    BackendSnapshot a = engine.inspect().backend("a").orElseThrow();
+    assertThat(a.inFlight()).isZero();
+    assertThat(a.pendingPrefillTokens()).isZero();
+    assertThat(limiter.balance("t")).isEqualTo(1_000);
+  }
+
+  @Test
+  void aThrowingOnEndedOnThatPathIsSuppressedNotInPlaceOfTheCause() {
+    NamelessTokenScorer s = new NamelessTokenScorer();
+    s.throwOnEnded = true;
+    RoutingEngine engine = RoutingEngine.builder().backend(Backend.of("a", "m")).scorer(s).build();
+
+    assertThatThrownBy(() -> engine.route(req()))
+        .isInstanceOf(NullPointerException.class)
+        .hasMessageContaining("reason")
+        .satisfies(
+            t ->
+                assertThat(t.getSuppressed())
+                    .singleElement()
+                    .satisfies(x -> assertThat(x).hasMessage("scorer bug in onEnded")));
+    assertThat(s.ended).containsExactly(s.routed.get(0));
+    assertThat(engine.inspect().backend("a").orElseThrow().inFlight()).isZero();
   }
 }
