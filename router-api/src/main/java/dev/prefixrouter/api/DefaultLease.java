@@ -80,6 +80,11 @@ final class DefaultLease implements Lease {
     return routed;
   }
 
+  /** The index's match at routing, before the scorer's cachedTokens discount. */
+  int indexMatchedTokens() {
+    return indexMatchedTokens;
+  }
+
   /** The tokens the decision reserved against its tenant's bucket. */
   long reservedTokens() {
     Routed r = routed();

@@ -13,7 +13,10 @@ import java.util.Objects;
  * @param fallbacks the next best candidates in rank order (at most the engine's configured count)
  * @param promptTokens prompt tokens ({@link RouteRequest#promptTokens()}: exact for token prompts,
  *     estimated otherwise; a request's other prompts included)
- * @param matchedTokens prompt tokens believed cached on the chosen backend
+ * @param matchedTokens prompt tokens believed cached on the chosen backend, as the scorer expects
+ *     the engine to serve them ({@link dev.prefixrouter.api.spi.Scorer#cachedTokens}: a prefix
+ *     still being prefilled there may be discounted); the index's own match is {@link
+ *     #indexMatchedTokens()}
  * @param cost the scorer's cost of the chosen backend (unit depends on the scorer; for the est-TTFT
  *     scorer it is milliseconds)
  * @param reason a short human-readable explanation of the choice
@@ -40,6 +43,19 @@ public record Routed(
     fallbacks = fallbacks instanceof FallbackIds ? fallbacks : List.copyOf(fallbacks);
     Objects.requireNonNull(reason, "reason");
     Objects.requireNonNull(lease, "lease");
+  }
+
+  /**
+   * Prompt tokens the engine's prefix index matched on the chosen backend when it routed this
+   * decision (capped at {@link #promptTokens}), before the scorer's {@link
+   * dev.prefixrouter.api.spi.Scorer#cachedTokens} discount for prefixes still being prefilled
+   * there: the prediction {@link CacheAccuracy} checks against the engine's cached count. At least
+   * {@link #matchedTokens} for a decision of the engine; a {@code Routed} built around another
+   * lease (a host's copy with a wrapped lease) does not carry it and reports {@link
+   * #matchedTokens}. O(1), allocation-free.
+   */
+  public int indexMatchedTokens() {
+    return lease instanceof DefaultLease d ? d.indexMatchedTokens() : matchedTokens;
   }
 
   /** Id of the chosen backend. */

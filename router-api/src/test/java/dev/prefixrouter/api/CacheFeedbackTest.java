@@ -85,6 +85,39 @@ class CacheFeedbackTest {
             .build();
     Routed r = route(engine, 0);
     assertThat(r.matchedTokens()).isZero(); // the pending prefill charged for all 16
+    assertThat(r.indexMatchedTokens()).as("the index's match, undiscounted").isEqualTo(12);
+    Routed copy = // a host's copy around its own lease does not carry the index's match
+        new Routed(
+            r.request(),
+            r.backend(),
+            r.resolvedModel(),
+            r.fallbacks(),
+            r.promptTokens(),
+            r.matchedTokens(),
+            r.cost(),
+            r.reason(),
+            r.attempt(),
+            new Lease() {
+              @Override
+              public void firstToken() {}
+
+              @Override
+              public void complete(Usage usage) {}
+
+              @Override
+              public void fail(Failure failure) {}
+
+              @Override
+              public RouteDecision failover() {
+                throw new UnsupportedOperationException();
+              }
+
+              @Override
+              public boolean isEnded() {
+                return false;
+              }
+            });
+    assertThat(copy.indexMatchedTokens()).isEqualTo(copy.matchedTokens());
     r.lease().complete(new Usage(16, 2, 12)); // the engine served the 12 by the time it ran
     CacheAccuracy a = accuracy(engine);
     assertThat(a.predictedTokens()).isEqualTo(12);

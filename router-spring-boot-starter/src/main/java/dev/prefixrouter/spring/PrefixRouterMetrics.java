@@ -44,7 +44,10 @@ import org.springframework.beans.factory.ObjectProvider;
  *   <caption>Meters</caption>
  *   <tr><td>{@code prefixrouter.decisions}</td><td>counter, {@code outcome=routed|rejected}</td></tr>
  *   <tr><td>{@code prefixrouter.rejections}</td><td>counter, {@code reason}</td></tr>
- *   <tr><td>{@code prefixrouter.matched.ratio}</td><td>summary of matched / prompt tokens</td></tr>
+ *   <tr><td>{@code prefixrouter.matched.ratio}</td><td>summary of matched / prompt tokens: the
+ *       index's match on the chosen backend ({@link Routed#indexMatchedTokens()}, the prediction
+ *       {@link CacheAccuracy} checks), not a scorer's discount for prefixes still being
+ *       prefilled</td></tr>
  *   <tr><td>{@code prefixrouter.ttft.estimated}</td><td>timer (base unit seconds, histogram
  *       buckets 1 ms .. 5 min) of the est-ttft scorer's estimate for the chosen backend, {@code
  *       backend}; only with the est-ttft policy</td></tr>
@@ -317,7 +320,7 @@ public class PrefixRouterMetrics implements MeterBinder, RoutingListener {
         ratio = DistributionSummary.builder("prefixrouter.matched.ratio").register(r);
         matchedRatio = ratio;
       }
-      ratio.record((double) routed.matchedTokens() / routed.promptTokens());
+      ratio.record((double) routed.indexMatchedTokens() / routed.promptTokens());
     }
     Meter cost = backendMeters(r, routed.backendId())[0];
     double c = routed.cost();
