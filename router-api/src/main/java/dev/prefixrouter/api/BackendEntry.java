@@ -136,8 +136,9 @@ final class BackendEntry extends BackendEntryPadAfter {
   }
 
   /**
-   * Counts a placement here ({@code firstAttempt}: of a request's first attempt, not a failover).
-   * Claim held.
+   * Counts a placement here ({@code firstAttempt}: of a request's first attempt, not a failover)
+   * with the index's match on this backend ({@link Routed#indexMatchedTokens}, not a scorer's
+   * discounted {@link Routed#matchedTokens}). Claim held.
    */
   void countPlacement(int promptTokens, int matchedTokens, boolean firstAttempt) {
     PROMPT_TOKENS.getAndAdd(this, (long) promptTokens);

@@ -23,7 +23,9 @@ import org.jspecify.annotations.Nullable;
  *     reports none
  * @param routed requests routed here since the backend was added
  * @param promptTokens prompt tokens routed here
- * @param matchedTokens of those, tokens the index believed cached here
+ * @param matchedTokens of those, tokens the index believed cached here when each was routed ({@link
+ *     Routed#indexMatchedTokens()} summed: a scorer's discount for prefixes still being prefilled,
+ *     {@link Routed#matchedTokens()}, is not counted)
  * @param costModel the scorer's parameters for this backend (e.g. fitted TTFT coefficients)
  * @param cacheAccuracy the engine's reported cached tokens against the router's predictions
  */
@@ -64,7 +66,10 @@ public record BackendSnapshot(
     return backend.id();
   }
 
-  /** Predicted prefix-hit ratio of requests routed here, in [0, 1] (0 before any request). */
+  /**
+   * Predicted prefix-hit ratio of requests routed here, {@link #matchedTokens} over {@link
+   * #promptTokens}, in [0, 1] (0 before any request).
+   */
   public double predictedHitRatio() {
     return promptTokens == 0 ? 0.0 : (double) matchedTokens / promptTokens;
   }

@@ -12,11 +12,11 @@ import java.util.Objects;
  * queue). The arrival rate λ is the requests routed to the model's backends over the objective's
  * window; the mean service time S is, per backend, its scorer's calibrated prefill time {@code
  * alphaMs + betaMsPerToken·u + gammaMsPerToken2·u·(u + c)} at the window's mean uncached ({@code
- * u}) and cached ({@code c}) tokens per request, weighted by the backend's share of requests. The
- * coefficients are read from {@link BackendSnapshot#costModel()} under those keys (the est-ttft
- * scorer publishes them, fitted online); a backend whose scorer publishes none uses the objective's
- * fallback coefficients. TTFT at the percentile is taken as S plus the M/M/c wait's quantile
- * ({@link ErlangC#serversFor}).
+ * u}) and cached ({@code c}: the index's match, {@link BackendSnapshot#matchedTokens}) tokens per
+ * request, weighted by the backend's share of requests. The coefficients are read from {@link
+ * BackendSnapshot#costModel()} under those keys (the est-ttft scorer publishes them, fitted
+ * online); a backend whose scorer publishes none uses the objective's fallback coefficients. TTFT
+ * at the percentile is taken as S plus the M/M/c wait's quantile ({@link ErlangC#serversFor}).
  *
  * <p><b>Assumptions that bound its accuracy.</b> Poisson arrivals; the wait is that of exponential
  * service (real prefill times vary less, so the wait is over-estimated and the count errs high);

@@ -532,6 +532,9 @@ final class RoutePipeline {
         // asked before a half-open probe is taken: a throwing scorer does not leak the probe
         int matched = c.matchedTokens(cand);
         int matchedTokens = Math.max(0, Math.min(matched, scorer.cachedTokens(c, cand)));
+        // the index's match: what the placement statistics and cache feedback count (the scorer's
+        // discount above is this request's expectation, for its pending prefill and calibration)
+        int indexMatched = Math.max(0, Math.min(matched, promptTokens));
         if (!health.tryAcquire(e.slot, now)) {
           emptiedBy = EligibilityFilter.HEALTH; // half-open with no probe left
           continue;
@@ -542,7 +545,7 @@ final class RoutePipeline {
         long queuedBefore = e.addPendingPrefillTokens(uncached);
         e.addActiveTokens(reserved);
         int decodesBefore = e.runningDecodes();
-        e.countPlacement(promptTokens, matchedTokens, attemptNo == 0);
+        e.countPlacement(promptTokens, indexMatched, attemptNo == 0);
         @Nullable Object token;
         try {
           if (keyCount > 0) {
@@ -556,14 +559,7 @@ final class RoutePipeline {
         try {
           lease =
               new DefaultLease(
-                  this,
-                  e,
-                  excluded,
-                  now,
-                  queuedBefore,
-                  decodesBefore,
-                  Math.max(0, Math.min(matched, promptTokens)),
-                  token);
+                  this, e, excluded, now, queuedBefore, decodesBefore, indexMatched, token);
           routed =
               lease.open(
                   new Routed(
