@@ -68,8 +68,23 @@ public final class RoutingEngineBuilder {
     return this;
   }
 
+  /**
+   * The scorer that ranks the candidates.
+   *
+   * @throws IllegalArgumentException if its {@link Scorer#name()} is null or blank (the name is a
+   *     decision's {@link Routed#reason()} when the scorer sets none)
+   */
   public RoutingEngineBuilder scorer(Scorer scorer) {
-    this.scorer = Objects.requireNonNull(scorer, "scorer");
+    Objects.requireNonNull(scorer, "scorer");
+    String name = scorer.name();
+    if (name == null || name.isBlank()) {
+      throw new IllegalArgumentException(
+          "scorer: name() of "
+              + scorer.getClass().getName()
+              + " must be a non-blank name, was "
+              + (name == null ? "null" : "'" + name + "'"));
+    }
+    this.scorer = scorer;
     return this;
   }
 

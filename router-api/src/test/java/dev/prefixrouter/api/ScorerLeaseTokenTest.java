@@ -45,17 +45,20 @@ class ScorerLeaseTokenTest {
   }
 
   /**
-   * Returns a token per route like {@link TokenScorer} but sets no reason and has no name: the
-   * decision cannot be built after its token was taken. Its {@code onEnded} throws once asked to.
+   * Returns a token per route like {@link TokenScorer} but sets no reason and loses its name once
+   * told to (after the engine, which refuses a scorer without one, is built): the decision cannot
+   * be built after its token was taken. Its {@code onEnded} throws once asked to.
    */
   static final class NamelessTokenScorer implements Scorer {
     final List<Object> routed = Collections.synchronizedList(new ArrayList<>());
     final List<Object> ended = Collections.synchronizedList(new ArrayList<>());
+    volatile boolean nameless;
     volatile boolean throwOnEnded;
 
     @Override
     public String name() {
-      return null; // the scorer bug under test: the decision's reason falls back to it
+      // the scorer bug under test: the decision's reason falls back to it
+      return nameless ? null : "named-until-built";
     }
 
     @Override
@@ -119,6 +122,7 @@ class ScorerLeaseTokenTest {
     Fakes.CountingLimiter limiter = new Fakes.CountingLimiter(1_000);
     RoutingEngine engine =
         RoutingEngine.builder().limiter(limiter).backend(Backend.of("a", "m")).scorer(s).build();
+    s.nameless = true;
 
     assertThatThrownBy(() -> engine.route(req()))
         .isInstanceOf(NullPointerException.class)
@@ -136,6 +140,7 @@ class ScorerLeaseTokenTest {
     NamelessTokenScorer s = new NamelessTokenScorer();
     s.throwOnEnded = true;
     RoutingEngine engine = RoutingEngine.builder().backend(Backend.of("a", "m")).scorer(s).build();
+    s.nameless = true;
 
     assertThatThrownBy(() -> engine.route(req()))
         .isInstanceOf(NullPointerException.class)
