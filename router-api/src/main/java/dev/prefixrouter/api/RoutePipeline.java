@@ -553,7 +553,7 @@ final class RoutePipeline {
           }
           token = scorer.onRoutedLease(c, cand);
         } catch (Throwable t) {
-          unplace(e, uncached, reserved);
+          unplace(e, uncached, reserved, now, t);
           throw t;
         }
         try {
@@ -575,7 +575,7 @@ final class RoutePipeline {
                       lease));
         } catch (Throwable t) {
           // the scorer took a token, but no decision reaches the caller and no lease will end it
-          unplace(e, uncached, reserved);
+          unplace(e, uncached, reserved, now, t);
           endToken(e, token, t);
           throw t;
         }
@@ -598,15 +598,24 @@ final class RoutePipeline {
   }
 
   /**
-   * Undoes the counts of a placement no lease will end, or they would stay forever (the caller
-   * refunds the tenant; the placement statistics keep the attempt; an index that recorded the keys
-   * keeps them as a prediction, which expires as unconfirmed predictions do; a half-open probe
-   * taken for it is released by the breaker's cooldown).
+   * Undoes the counts of a placement made at {@code now} that no lease will end, or they would stay
+   * forever, and tells the breaker it ended without an outcome, so that a half-open probe taken for
+   * it goes back at once, as an abandoned lease's does (the caller holds the claim and refunds the
+   * tenant; the placement statistics keep the attempt; an index that recorded the keys keeps them
+   * as a prediction, which expires as unconfirmed predictions do). What the health policy throws is
+   * added to {@code cause}, which the caller rethrows.
    */
-  private static void unplace(BackendEntry e, int uncached, long reserved) {
+  private void unplace(BackendEntry e, int uncached, long reserved, long now, Throwable cause) {
     e.addInFlight(-1);
     e.addPendingPrefillTokens(-uncached);
     e.addActiveTokens(-reserved);
+    try {
+      membership.noOutcome(e, now, now); // a RuntimeException is logged and ignored there
+    } catch (Throwable t) {
+      if (t != cause) {
+        cause.addSuppressed(t);
+      }
+    }
   }
 
   /**
