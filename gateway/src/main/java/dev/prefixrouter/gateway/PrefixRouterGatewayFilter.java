@@ -675,7 +675,8 @@ public final class PrefixRouterGatewayFilter implements GatewayFilter, Ordered {
                 .addKeyValue("backend", r.backendId())
                 .addKeyValue("attempt", r.attempt())
                 .addKeyValue("prompt_tokens", r.promptTokens())
-                .addKeyValue("matched_tokens", r.matchedTokens());
+                // the index's match, as prefixrouter.matched.ratio: not a scorer's discount
+                .addKeyValue("matched_tokens", r.indexMatchedTokens());
       }
       if (failure != null) {
         e = e.addKeyValue("failure", failure.kind().name()).addKeyValue("detail", failure.detail());
