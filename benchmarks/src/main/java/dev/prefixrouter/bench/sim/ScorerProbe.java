@@ -173,7 +173,8 @@ final class ScorerProbe {
    * calibrationAdvantage(A)} (off by default), {@code fb=K}, {@code fbe=E}: the fleet band and its
    * evidence, {@code noint}: no fitted intercept, {@code prior=F}: the priors times F; {@code
    * pa=R/W}: {@code prefixAffinity(R, W)} (default 1.5/1, {@code 0/1} off); {@code
-   * adm=W[,admtau=S]}: {@link #admissionWait} (session 28; worse on every overload cell).
+   * adm=W[,admtau=S]}: {@link #admissionWait} (session 28; worse on every overload cell); {@code
+   * dec=D}: the decode prior alone, D ms per running sequence (session 34).
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
     // without ps / rel / rvt a variant routes as before issue #18 sessions 18 and 19
@@ -265,6 +266,16 @@ final class ScorerProbe {
                   d.gammaMsPerToken2() * f,
                   d.decodeMsPerRunning() * f,
                   d.waitingMs() * f));
+        }
+        case "dec" -> { // the decode prior alone (ms per running sequence; its band scales along)
+          TtftCoefficients d = TtftCoefficients.DEFAULTS;
+          b.coefficients(
+              new TtftCoefficients(
+                  d.alphaMs(),
+                  d.betaMsPerToken(),
+                  d.gammaMsPerToken2(),
+                  Double.parseDouble(kv[1]),
+                  d.waitingMs()));
         }
         case "fbe" -> b.fleetBandEvidence(Double.parseDouble(kv[1]));
         case "fb" -> b.fleetBand(Double.parseDouble(kv[1])); // "Infinity" turns it off
@@ -754,6 +765,22 @@ final class ScorerProbe {
   }
 
   /**
+   * {@code floor-time}: {@link TtftFloor}'s bound (causal: a block serves as a hit only once some
+   * request has computed it), which no policy can go below for any request. Prints {@code
+   * floor-time P95/MEAN (0, p50 P50)}.
+   */
+  static String floorTime(List<SimRequest> reqs, BackendProfile profile) {
+    double[] sorted = TtftFloor.floorsMs(reqs, profile);
+    java.util.Arrays.sort(sorted);
+    return String.format(
+        Locale.ROOT,
+        " | floor-time %.1f/%.1f (0, p50 %.1f)",
+        PolicyResult.percentile(sorted, 0.95),
+        PolicyResult.mean(sorted),
+        PolicyResult.percentile(sorted, 0.5));
+  }
+
+  /**
    * Research term (session 18): a candidate with a prefill queued (the router's pending prefill
    * tokens or a reported waiting request) pays {@code w × alpha} more: a request arriving there
    * waits for the step in progress, whose fixed cost the queue term does not count.
@@ -1019,7 +1046,10 @@ final class ScorerProbe {
               return e;
             });
       }
-      if (!v.containsKey(p) && !p.equals("floor") && !p.equals("floor-busy")) {
+      if (!v.containsKey(p)
+          && !p.equals("floor")
+          && !p.equals("floor-busy")
+          && !p.equals("floor-time")) {
         Policies.byName(p); // fails early on an unknown name
       }
     }
@@ -1031,6 +1061,10 @@ final class ScorerProbe {
         StringBuilder line =
             new StringBuilder(String.format(Locale.ROOT, "seed %d rate %sx", seed, rate));
         for (String p : policies) {
+          if (p.equals("floor-time")) {
+            line.append(floorTime(reqs, config.profile()));
+            continue;
+          }
           if (p.equals("floor") || p.equals("floor-busy")) {
             line.append(floor(reqs, config.profile(), p.equals("floor-busy")));
             continue;
