@@ -2,6 +2,8 @@ package dev.prefixrouter.vllm;
 
 import dev.prefixrouter.api.AllBlocksCleared;
 import dev.prefixrouter.api.KvEvent;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -132,6 +134,16 @@ public final class KvEventSubscriber implements AutoCloseable {
     ZMQ.Socket create(ZContext context, SocketType type);
   }
 
+  /**
+   * Looks up the host of an address about to be connected (JeroMQ's connect then finds it in the
+   * JVM's address cache); a hook for tests (a slow resolver). Never throws: a host that does not
+   * resolve is left to the connect, which fails for it.
+   */
+  @FunctionalInterface
+  interface HostResolver {
+    void resolve(String address);
+  }
+
   /** Where decoded batches go; {@code RoutingEngine::applyKvEvents} fits. */
   @FunctionalInterface
   public interface Sink {
@@ -151,6 +163,7 @@ public final class KvEventSubscriber implements AutoCloseable {
   private long nextHandshakeCheck = System.nanoTime(); // I/O thread only
   private long lastIoWarn = Long.MIN_VALUE; // I/O thread only
   private final SocketFactory sockets;
+  private final HostResolver resolver;
   private final BlockingQueue<Work> queue; // unused when applying on the I/O thread
   private final int receiveHighWaterMark; // per SUB socket; 0 = JeroMQ's default
   private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
@@ -180,6 +193,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     this.handshakeTimeoutNanos = b.handshakeTimeout.toNanos();
     this.maxStallTimeoutNanos = Math.max(handshakeTimeoutNanos, 4 * reconnectMax.toNanos());
     this.sockets = b.sockets;
+    this.resolver = b.resolver;
     context.getContext().setMaxSockets(MAX_SOCKETS);
     this.queue = new ArrayBlockingQueue<>(b.applyOnIoThread ? 1 : b.queueCapacity);
     this.receiveHighWaterMark = b.applyOnIoThread ? b.queueCapacity : 0;
@@ -324,6 +338,41 @@ public final class KvEventSubscriber implements AutoCloseable {
             field + " must end in :PORT (1..65535), was '" + shorten(endpoint) + "'");
       }
     }
+  }
+
+  /**
+   * Looks up the host of a {@code tcp://} address ({@code tcp://host:port}, {@code
+   * tcp://[v6]:port}, {@code tcp://source;host:port}); other transports have none. A host that does
+   * not resolve is left to the connect.
+   */
+  static void lookUp(String address) {
+    String host = tcpHost(address);
+    if (host == null) {
+      return;
+    }
+    try {
+      InetAddress.getAllByName(host);
+    } catch (UnknownHostException | RuntimeException e) {
+      // the connect fails for it and says so
+    }
+  }
+
+  /** The host of a {@code tcp://} address, without brackets; null if it has none to look up. */
+  static @Nullable String tcpHost(String address) {
+    if (!address.startsWith("tcp://")) {
+      return null;
+    }
+    String rest = address.substring("tcp://".length());
+    rest = rest.substring(rest.lastIndexOf(';') + 1);
+    int colon = rest.lastIndexOf(':');
+    if (colon < 1) {
+      return null;
+    }
+    String host = rest.substring(0, colon);
+    if (host.length() > 1 && host.startsWith("[") && host.endsWith("]")) {
+      host = host.substring(1, host.length() - 1);
+    }
+    return host.isEmpty() || host.equals("*") ? null : host;
   }
 
   private static String shorten(String s) {
@@ -874,6 +923,7 @@ public final class KvEventSubscriber implements AutoCloseable {
      */
     private void connect(ZMQ.Socket s, String address) {
       try {
+        resolver.resolve(address);
         s.connect(address);
       } catch (RuntimeException e) {
         if (!connectFailed) {
@@ -1054,6 +1104,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     private Duration handshakeTimeout = Duration.ofSeconds(5);
     private boolean applyOnIoThread = true;
     private SocketFactory sockets = ZContext::createSocket;
+    private HostResolver resolver = KvEventSubscriber::lookUp;
 
     private Builder(Sink sink) {
       this.sink = Objects.requireNonNull(sink, "sink");
@@ -1156,6 +1207,14 @@ public final class KvEventSubscriber implements AutoCloseable {
     /** How sockets are made (default the context's); for tests. */
     Builder socketFactory(SocketFactory sockets) {
       this.sockets = Objects.requireNonNull(sockets, "sockets");
+      return this;
+    }
+
+    /**
+     * How the host of an address is looked up before its connect (default the JVM's); for tests.
+     */
+    Builder hostResolver(HostResolver resolver) {
+      this.resolver = Objects.requireNonNull(resolver, "resolver");
       return this;
     }
 
