@@ -17,8 +17,13 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -72,6 +77,17 @@ import org.zeromq.ZMQ;
  * are refused by ZMQ. Reconnection is ZMQ's, with exponential backoff between the builder's two
  * intervals.
  *
+ * <p><b>Connects.</b> A connect looks the engine's host up, which takes as long as the resolver
+ * takes (its timeouts, when it is slow or a name is gone from DNS), so connects run on connect
+ * threads, at most {@value #CONNECT_THREADS}, started on need and ended after a minute idle. The
+ * I/O thread never waits for a SUB socket's connect: the socket is polled once connected (or once
+ * its connect has failed: retried as below). A replay waits for its DEALER's connect within the
+ * replay's own bound. An endpoint has at most one SUB and one replay connect in flight, so hosts
+ * that resolve slowly delay the connects of other endpoints only when they take every connect
+ * thread, and never the streams of endpoints already connected. Not bounded here: JeroMQ looks a
+ * host up again on its own I/O thread (one for all of the subscriber's sockets) when it reconnects
+ * a socket whose connect succeeded, until the socket is replaced (see below).
+ *
  * <p><b>Stalled connections.</b> JeroMQ (0.6.0) leaves a fresh TCP connection now and then with
  * neither side ever completing the ZMTP greeting (measured on loopback on a loaded 2-core host: 1-6
  * % of fresh connects, in runs of 300; its own handshake interval does not end it), and such a SUB
@@ -92,7 +108,8 @@ import org.zeromq.ZMQ;
  * the reconnect backoff's minimum, doubling up to the handshake deadline's maximum); a replay
  * without its socket fails like one without an answer. Any other failed step is counted, logged at
  * most once a minute and retried after a poll interval. The I/O thread runs until {@link #close},
- * which closes every socket even when closing one of them throws.
+ * which waits up to a second for connects in progress and closes every socket even when closing one
+ * of them throws.
  *
  * <p><b>Lag</b> (an engine's send to the sink's return for that batch). On the subscriber's side a
  * batch costs JeroMQ's receive (its I/O thread, then this I/O thread through the poller: two thread
@@ -122,6 +139,9 @@ public final class KvEventSubscriber implements AutoCloseable {
    */
   static final int MAX_SOCKETS = 16_384;
 
+  /** Connect threads at most (see the class comment, "Connects"). */
+  static final int CONNECT_THREADS = 8;
+
   /** A new replay connection gets at least this long for its first answer. */
   private static final long MIN_REPLAY_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
@@ -135,9 +155,9 @@ public final class KvEventSubscriber implements AutoCloseable {
   }
 
   /**
-   * Looks up the host of an address about to be connected (JeroMQ's connect then finds it in the
-   * JVM's address cache); a hook for tests (a slow resolver). Never throws: a host that does not
-   * resolve is left to the connect, which fails for it.
+   * Looks up the host of an address about to be connected, on a connect thread (JeroMQ's connect
+   * then finds it in the JVM's address cache); a hook for tests (a slow resolver). Never throws: a
+   * host that does not resolve is left to the connect, which fails for it.
    */
   @FunctionalInterface
   interface HostResolver {
@@ -175,6 +195,7 @@ public final class KvEventSubscriber implements AutoCloseable {
   // backend -> its subscription's generation, from subscribe to unsubscribe (written under owners)
   private final Map<String, Long> generations = new ConcurrentHashMap<>();
   private long nextGeneration; // guarded by owners
+  private final ThreadPoolExecutor connects;
   private final Thread io;
   private final @Nullable Thread applier; // null when batches are applied on the I/O thread
   private volatile boolean closed;
@@ -197,6 +218,19 @@ public final class KvEventSubscriber implements AutoCloseable {
     context.getContext().setMaxSockets(MAX_SOCKETS);
     this.queue = new ArrayBlockingQueue<>(b.applyOnIoThread ? 1 : b.queueCapacity);
     this.receiveHighWaterMark = b.applyOnIoThread ? b.queueCapacity : 0;
+    this.connects =
+        new ThreadPoolExecutor(
+            CONNECT_THREADS,
+            CONNECT_THREADS,
+            1,
+            TimeUnit.MINUTES,
+            new LinkedBlockingQueue<>(),
+            r -> {
+              Thread t = new Thread(r, "prefix-router-kv-events-connect");
+              t.setDaemon(true);
+              return t;
+            });
+    connects.allowCoreThreadTimeOut(true);
     this.io = new Thread(this::ioLoop, "prefix-router-kv-events-io");
     this.applier =
         b.applyOnIoThread ? null : new Thread(this::applyLoop, "prefix-router-kv-events-apply");
@@ -451,7 +485,23 @@ public final class KvEventSubscriber implements AutoCloseable {
       }
       endpoints.values().forEach(e -> quietly(e::close));
       endpoints.clear();
+      awaitConnects();
       quietly(context::close);
+    }
+  }
+
+  /**
+   * Stops the connect threads, waiting up to a second for them, so that closing the context closes
+   * no socket under a connect. Every endpoint is closed by then: a connect not begun never begins,
+   * so the wait is for lookups in progress (not interrupted: an interrupt inside JeroMQ's connect
+   * could close its context's signalling channels).
+   */
+  private void awaitConnects() {
+    connects.shutdown();
+    try {
+      connects.awaitTermination(1, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 
@@ -484,7 +534,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     long now = System.nanoTime();
     boolean any = false;
     for (Endpoint e : endpoints.values()) {
-      if (e.sub == null && now - e.retryAt >= 0 && e.tryOpenSub(now)) {
+      if (e.sub == null && e.subConnect == null && now - e.retryAt >= 0 && e.tryOpenSub(now)) {
         any = true;
       }
     }
@@ -675,16 +725,20 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
     stats.replays.increment();
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(replayTimeoutMillis);
-    // until the first answer, a new connection each time half the remaining time passes silent
-    long firstAnswerBy = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(replayTimeoutMillis / 2);
     long expect = from;
-    ZMQ.Socket d = e.replaySocket();
+    // a connect still in progress (a slow host lookup) gets half the replay's time
+    ZMQ.Socket d =
+        e.replaySocket(deadline - TimeUnit.MILLISECONDS.toNanos(replayTimeoutMillis / 2));
     if (d == null) {
       if (counted) {
         stats.replayFailures.increment();
       }
-      return false; // no socket now (counted in ioFailures); the next replay tries again
+      // no socket now (counted in ioFailures), or its connect is still in progress: the next
+      // replay tries again
+      return false;
     }
+    // until the first answer, a new connection each time half the remaining time passes silent
+    long firstAnswerBy = halfwayTo(deadline);
     // false: no connection to queue the request on (the address did not resolve): the replay
     // fails at once, and the next one connects again
     boolean sent = sendRequest(d, from);
@@ -708,11 +762,11 @@ public final class KvEventSubscriber implements AutoCloseable {
           // new connection, which gets half of what remains before the next one
           stats.replayRetries.increment();
           e.dropReplaySocket();
-          d = e.replaySocket();
+          d = e.replaySocket(halfwayTo(deadline));
           if (d == null || !sendRequest(d, from)) {
             break; // the new connection has nowhere to queue it either
           }
-          firstAnswerBy = System.nanoTime() + remaining / 2;
+          firstAnswerBy = halfwayTo(deadline);
           continue;
         }
         answered = true;
@@ -761,6 +815,12 @@ public final class KvEventSubscriber implements AutoCloseable {
     return complete;
   }
 
+  /** The {@link System#nanoTime()} halfway from now to {@code deadline}. */
+  private static long halfwayTo(long deadline) {
+    long now = System.nanoTime();
+    return now + (deadline - now) / 2;
+  }
+
   /**
    * Queues a replay request without waiting: false if the socket has no connection to queue it on
    * (a DEALER whose connect failed, e.g. a host name that does not resolve, would block its sender
@@ -787,7 +847,11 @@ public final class KvEventSubscriber implements AutoCloseable {
     long handshakeBy; // System.nanoTime() by which sub must complete a handshake; MAX_VALUE: done
     long stallTimeout = handshakeTimeoutNanos; // doubles while reopens find no handshake
     boolean connectFailed; // the last connect threw (logged once until a handshake)
+    // the next SUB socket and its monitor while a connect thread connects it (sub is null then)
+    @Nullable Connect subConnect;
+    ZMQ.@Nullable Socket subConnectMonitor;
     ZMQ.@Nullable Socket replay; // connected ahead of need, reused while replays end cleanly
+    @Nullable Connect replayConnect; // the next replay socket while a connect thread connects it
     long last = Long.MIN_VALUE; // last seq accepted (live or replayed)
     long lastLive = Long.MIN_VALUE; // last seq seen on the live stream
     long lastHeard = System.nanoTime();
@@ -802,7 +866,7 @@ public final class KvEventSubscriber implements AutoCloseable {
       this.endpoint = endpoint;
       this.replayEndpoint = replayEndpoint;
       if (tryOpenSub(System.nanoTime()) && replayEndpoint != null) {
-        replay = replaySocket(); // null if it cannot be created now: made again on need
+        replaySocket(System.nanoTime()); // connected ahead of need; made again on need if it fails
       }
     }
 
@@ -846,25 +910,56 @@ public final class KvEventSubscriber implements AutoCloseable {
      * The DEALER to the engine's replay ROUTER. It stays connected between replays, so that a
      * replay costs one round trip and not a new connection (a fresh loopback connect under load was
      * seen to take over a second); it is replaced after a replay that did not end at its
-     * terminator, whose late answers must not reach the next replay.
+     * terminator, whose late answers must not reach the next replay. Its connect runs on a connect
+     * thread; this waits for it until {@code waitUntil} ({@link System#nanoTime()}) and returns
+     * null if it is not done by then (it goes on, and the next call waits for it again) or if the
+     * socket cannot be created now (the next call tries again).
      */
-    ZMQ.@Nullable Socket replaySocket() {
-      if (replay == null) {
+    ZMQ.@Nullable Socket replaySocket(long waitUntil) {
+      if (replay != null) {
+        return replay;
+      }
+      Connect c = replayConnect;
+      if (c == null) {
+        ZMQ.Socket d;
         try {
-          replay = openReplay(Objects.requireNonNull(replayEndpoint, "replayEndpoint"));
+          d = withOptions(SocketType.DEALER);
         } catch (RuntimeException e) {
           socketFailed(e); // the replay fails; the next one tries again
           return null;
         }
+        c = new Connect(d, Objects.requireNonNull(replayEndpoint, "replayEndpoint"), null);
+        if (!c.start(() -> quietly(d::close))) {
+          return null; // closing
+        }
+        replayConnect = c;
       }
+      if (!c.await(waitUntil - System.nanoTime())) {
+        return null;
+      }
+      replayConnect = null;
+      connected(c);
+      replay = c.socket;
       return replay;
     }
 
-    /** A new replay endpoint (the old one's socket is closed, the next replay connects it). */
+    /**
+     * A new replay endpoint (the old one's socket is closed, or its connect abandoned; the next
+     * replay connects the new one).
+     */
     void replayEndpoint(@Nullable String address) {
       if (!Objects.equals(address, replayEndpoint)) {
         dropReplaySocket();
+        abandonReplayConnect();
         replayEndpoint = address;
+      }
+    }
+
+    private void abandonReplayConnect() {
+      Connect c = replayConnect;
+      replayConnect = null;
+      if (c != null) {
+        c.abandon(() -> quietly(c.socket::close));
       }
     }
 
@@ -874,12 +969,6 @@ public final class KvEventSubscriber implements AutoCloseable {
       if (r != null) {
         quietly(r::close);
       }
-    }
-
-    private ZMQ.Socket openReplay(String address) {
-      ZMQ.Socket d = withOptions(SocketType.DEALER);
-      connect(d, address);
-      return d;
     }
 
     /**
@@ -916,25 +1005,24 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     /**
-     * Connects {@code s}; an address that cannot be connected now (a host name that does not
-     * resolve, e.g. an engine's pod gone from DNS while it restarts) is logged once until the next
-     * handshake, and tried again when the handshake deadline passes. Never throws: the I/O thread
-     * serves every endpoint.
+     * Takes a finished connect's outcome: an address that could not be connected (a host name that
+     * does not resolve, e.g. an engine's pod gone from DNS while it restarts) is logged once until
+     * the next handshake, and tried again when the handshake deadline passes (the replay's: at the
+     * next replay).
      */
-    private void connect(ZMQ.Socket s, String address) {
-      try {
-        resolver.resolve(address);
-        s.connect(address);
-      } catch (RuntimeException e) {
-        if (!connectFailed) {
-          log.warn(
-              "KV events of backend {}: cannot connect to {} ({}); retrying",
-              backendId,
-              address,
-              describe(e));
-        }
-        connectFailed = true;
+    private void connected(Connect c) {
+      RuntimeException e = c.failure();
+      if (e == null) {
+        return;
       }
+      if (!connectFailed) {
+        log.warn(
+            "KV events of backend {}: cannot connect to {} ({}); retrying",
+            backendId,
+            c.address,
+            describe(e));
+      }
+      connectFailed = true;
     }
 
     /**
@@ -1012,7 +1100,7 @@ public final class KvEventSubscriber implements AutoCloseable {
 
     /**
      * A new SUB socket and its monitor (attached before the connect: its greeting must not go
-     * unseen), due to greet within the stall timeout, then connected.
+     * unseen), handed to a connect thread; {@link #subConnected} takes them back.
      */
     private void openSub() {
       ZMQ.Socket s = null;
@@ -1022,16 +1110,36 @@ public final class KvEventSubscriber implements AutoCloseable {
         m = monitor(s);
       } catch (RuntimeException e) {
         if (s != null) {
-          ZMQ.Socket t = s;
-          quietly(() -> t.monitor(null, 0));
-          quietly(t::close);
+          closeWithMonitor(s, null);
         }
         throw e;
       }
-      sub = s;
-      monitor = m;
-      handshakeBy = System.nanoTime() + stallTimeout;
-      connect(s, endpoint);
+      ZMQ.Socket monitored = s;
+      Connect c = new Connect(s, endpoint, done -> commands.add(() -> subConnected(done)));
+      if (!c.start(() -> closeWithMonitor(monitored, m))) {
+        return; // closing
+      }
+      subConnect = c;
+      subConnectMonitor = m;
+    }
+
+    /**
+     * The SUB socket whose connect is done (or failed: the socket is kept, and replaced when its
+     * handshake deadline passes, which retries the connect): polled from now, due to greet within
+     * the stall timeout. Ignored for a connect abandoned since (its socket closed with it).
+     */
+    private void subConnected(Connect c) {
+      if (subConnect != c) {
+        return;
+      }
+      subConnect = null;
+      sub = c.socket;
+      monitor = subConnectMonitor;
+      subConnectMonitor = null;
+      long now = System.nanoTime();
+      handshakeBy = now + stallTimeout;
+      lastHeard = now;
+      connected(c);
     }
 
     private void closeSub() {
@@ -1040,19 +1148,141 @@ public final class KvEventSubscriber implements AutoCloseable {
       sub = null;
       monitor = null;
       if (s != null) {
-        quietly(() -> s.monitor(null, 0)); // stops the monitor before its socket goes
+        closeWithMonitor(s, m);
       }
-      if (m != null) {
-        quietly(m::close);
-      }
-      if (s != null) {
-        quietly(s::close);
+      Connect c = subConnect;
+      ZMQ.Socket cm = subConnectMonitor;
+      subConnect = null;
+      subConnectMonitor = null;
+      if (c != null) {
+        c.abandon(() -> closeWithMonitor(c.socket, cm));
       }
     }
 
     void close() {
       closeSub();
       dropReplaySocket();
+      abandonReplayConnect();
+    }
+  }
+
+  /** Closes {@code s} and its monitor's PAIR, stopping the monitor before its socket goes. */
+  private static void closeWithMonitor(ZMQ.Socket s, ZMQ.@Nullable Socket m) {
+    quietly(() -> s.monitor(null, 0));
+    if (m != null) {
+      quietly(m::close);
+    }
+    quietly(s::close);
+  }
+
+  /**
+   * One socket's connect on a connect thread: the host lookup, which may take as long as the
+   * resolver's timeouts, then JeroMQ's connect (which finds the host in the JVM's address cache).
+   * The I/O thread hands the socket over in {@link #start} and touches it again only after {@link
+   * #await} returned true, or after {@code onDone} was called, or not at all after {@link
+   * #abandon}.
+   */
+  private final class Connect implements Runnable {
+    final ZMQ.Socket socket;
+    final String address;
+    private final @Nullable Consumer<Connect> onDone; // on the connect thread, unless abandoned
+    private final CountDownLatch done = new CountDownLatch(1);
+    private @Nullable RuntimeException failure; // written before done counts down
+    private boolean inConnect; // guarded by this: the connect thread is using the socket
+    private @Nullable Runnable closer; // guarded by this: set once abandoned
+
+    Connect(ZMQ.Socket socket, String address, @Nullable Consumer<Connect> onDone) {
+      this.socket = socket;
+      this.address = address;
+      this.onDone = onDone;
+    }
+
+    /** Hands the connect to a connect thread; false (the socket closed) when they are stopped. */
+    boolean start(Runnable close) {
+      try {
+        connects.execute(this);
+        return true;
+      } catch (RejectedExecutionException e) {
+        close.run();
+        return false;
+      }
+    }
+
+    @Override
+    public void run() {
+      synchronized (this) {
+        if (closer != null) {
+          done.countDown();
+          return; // abandoned before it began: its socket is closed
+        }
+      }
+      RuntimeException failed = null;
+      try {
+        resolver.resolve(address); // the slow part, touching no socket
+      } catch (RuntimeException e) {
+        failed = e;
+      }
+      synchronized (this) {
+        if (closer != null) {
+          done.countDown();
+          return; // abandoned while looking up: its socket is closed, and must stay untouched
+        }
+        inConnect = true;
+      }
+      if (failed == null) {
+        try {
+          socket.connect(address);
+        } catch (RuntimeException e) {
+          failed = e;
+        }
+      }
+      Runnable close;
+      synchronized (this) {
+        inConnect = false;
+        failure = failed;
+        close = closer;
+      }
+      done.countDown();
+      if (close != null) {
+        close.run();
+      } else if (onDone != null) {
+        onDone.accept(this);
+      }
+    }
+
+    /**
+     * Waits up to {@code nanos} for the connect; true once it is done, and the socket is the
+     * calling thread's again.
+     */
+    boolean await(long nanos) {
+      try {
+        return done.await(Math.max(0, nanos), TimeUnit.NANOSECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        closed = true;
+        return false;
+      }
+    }
+
+    /** The connect's failure, null if it connected; read after {@link #await} returned true. */
+    @Nullable RuntimeException failure() {
+      synchronized (this) {
+        return failure;
+      }
+    }
+
+    /**
+     * Gives the socket up: {@code close} runs now, unless the connect thread is using the socket,
+     * which then runs it when it is done with it. A connect not begun yet never begins.
+     */
+    void abandon(Runnable close) {
+      synchronized (this) {
+        closer = close;
+        if (inConnect) {
+          return;
+        }
+      }
+      close.run();
     }
   }
 
@@ -1218,7 +1448,10 @@ public final class KvEventSubscriber implements AutoCloseable {
       return this;
     }
 
-    /** Starts the subscriber's thread (two with {@code applyOnIoThread(false)}). */
+    /**
+     * Starts the subscriber's thread (two with {@code applyOnIoThread(false)}); connect threads
+     * start on need.
+     */
     public KvEventSubscriber build() {
       return new KvEventSubscriber(this);
     }

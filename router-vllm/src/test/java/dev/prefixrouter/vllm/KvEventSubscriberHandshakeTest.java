@@ -10,6 +10,7 @@ import java.net.Socket;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
@@ -133,6 +134,104 @@ class KvEventSubscriberHandshakeTest {
       }
       assertThat(batches.get()).as("the other endpoint's batch").isEqualTo(1);
       assertThat(sub.stats().endpoints()).isEqualTo(2);
+    }
+  }
+
+  /**
+   * A host whose lookup takes long (an engine's pod gone from DNS behind a slow resolver) delays no
+   * other endpoint: while its lookups are held, an endpoint subscribed after it connects and
+   * delivers its batch. The bounds are a loopback connect's slack; the held lookups last the whole
+   * test, so an endpoint waiting behind them misses any bound.
+   */
+  @Test
+  void aHostThatResolvesSlowlyDelaysNoOtherEndpoint() throws Exception {
+    CountDownLatch letGo = new CountDownLatch(1);
+    AtomicInteger slowLookups = new AtomicInteger();
+    AtomicInteger batches = new AtomicInteger();
+    try (TestPublisher pub = new TestPublisher("", 16);
+        KvEventSubscriber sub =
+            counting(batches)
+                .handshakeTimeout(Duration.ofMillis(200))
+                .hostResolver(
+                    address -> {
+                      if (address.contains("[::1x]")) {
+                        slowLookups.incrementAndGet();
+                        awaitQuietly(letGo);
+                      }
+                    })
+                .build()) {
+      try {
+        // once let go, an address JeroMQ cannot connect, without a DNS query
+        sub.subscribe("slow", "tcp://[::1x]:5557", "tcp://[::1x]:5558");
+        long lookingUpBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (slowLookups.get() < 1 && System.nanoTime() < lookingUpBy) {
+          Thread.sleep(5);
+        }
+        assertThat(slowLookups.get()).as("the slow host's lookup began").isPositive();
+        sub.subscribe("b1", pub.endpoint, null);
+        assertThat(pub.subscriptionWithin(10_000)).as("the other endpoint connected").isTrue();
+        pub.publish(Batches.batch(1.0, p -> Batches.removedMap(p, 5L)));
+        long appliedBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (batches.get() < 1 && System.nanoTime() < appliedBy) {
+          Thread.sleep(5);
+        }
+        assertThat(batches.get()).as("the other endpoint's batch").isEqualTo(1);
+        assertThat(letGo.getCount()).as("the slow lookups are still held").isEqualTo(1);
+        assertThat(sub.stats().endpoints()).isEqualTo(2);
+      } finally {
+        letGo.countDown();
+      }
+    }
+  }
+
+  /**
+   * A replay endpoint whose host lookup takes long holds the replay no longer than its timeout: the
+   * gap is given up (the backend's blocks cleared) and the stream goes on, while the lookup is
+   * still held.
+   */
+  @Test
+  void aReplayEndpointThatResolvesSlowlyFailsItsReplayWithinTheTimeout() throws Exception {
+    CountDownLatch letGo = new CountDownLatch(1);
+    AtomicInteger batches = new AtomicInteger();
+    try (TestPublisher pub = new TestPublisher("", 16);
+        KvEventSubscriber sub =
+            counting(batches)
+                .replayTimeout(Duration.ofSeconds(1))
+                .hostResolver(
+                    address -> {
+                      if (address.contains("[::1x]")) {
+                        awaitQuietly(letGo);
+                      }
+                    })
+                .build()) {
+      try {
+        sub.subscribe("b0", pub.endpoint, "tcp://[::1x]:5558");
+        assertThat(pub.subscriptionWithin(10_000)).as("connected").isTrue();
+        pub.publish(Batches.batch(1.0, p -> Batches.removedMap(p, 5L)));
+        pub.lose(Batches.batch(2.0, p -> Batches.removedMap(p, 6L)));
+        pub.publish(Batches.batch(3.0, p -> Batches.removedMap(p, 7L))); // a gap: seq 1
+        long appliedBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (batches.get() < 3 && System.nanoTime() < appliedBy) {
+          Thread.sleep(5);
+        }
+        assertThat(batches.get())
+            .as("seq 0, the clear after the failed replay, seq 2")
+            .isEqualTo(3);
+        assertThat(sub.stats().replayFailures()).isEqualTo(1);
+        assertThat(sub.stats().markedUnknown()).isEqualTo(1);
+        assertThat(letGo.getCount()).as("the slow lookup is still held").isEqualTo(1);
+      } finally {
+        letGo.countDown();
+      }
+    }
+  }
+
+  /** Waits for {@code latch}, at most a minute (a test that fails lets it go sooner). */
+  private static void awaitQuietly(CountDownLatch latch) {
+    try {
+      latch.await(1, TimeUnit.MINUTES);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 
