@@ -16,7 +16,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 import org.slf4j.event.KeyValuePair;
@@ -32,7 +31,7 @@ import org.springframework.mock.web.server.MockServerWebExchange;
  * directly; the chain answers as a backend would, without a network.
  */
 class GatewayMatchedTokensLogTest {
-  private static final String BODY =
+  static final String BODY =
       "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\""
           + "a prompt long enough to fill several blocks of eight characters each"
           + "\"}]}";
@@ -55,18 +54,8 @@ class GatewayMatchedTokensLogTest {
     }
   }
 
-  private final Logger logger = (Logger) LoggerFactory.getLogger(PrefixRouterGatewayFilter.class);
-  private final ListAppender<ILoggingEvent> appender = new ListAppender<>();
-
-  @AfterEach
-  void detach() {
-    logger.detachAppender(appender);
-  }
-
   @Test
   void theLogLinesMatchedTokensAreTheIndexsMatchNotTheScorersDiscountedCount() {
-    appender.start();
-    logger.addAppender(appender);
     RoutingEngine engine =
         RoutingEngine.builder()
             .hasher(BlockHashers.chars(8))
@@ -81,30 +70,49 @@ class GatewayMatchedTokensLogTest {
     PrefixRouterGatewayFilter filter =
         new PrefixRouterGatewayFilter(
             engine, urls, ApiKeys.of(List.of()), p, new GatewayMetrics(null));
-    GatewayFilterChain chain = // the backend answers 400: the lease ends, the line is logged
-        exchange -> {
-          exchange.getResponse().setStatusCode(HttpStatus.BAD_REQUEST);
-          return exchange.getResponse().setComplete();
-        };
 
-    for (int i = 0; i < 2; i++) { // the second finds the first's prediction in the index
-      MockServerWebExchange exchange =
-          MockServerWebExchange.from(
-              MockServerHttpRequest.post("http://gw/v1/chat/completions")
-                  .header("Content-Type", "application/json")
-                  .body(BODY));
-      filter.filter(exchange, chain).block(Duration.ofSeconds(10));
+    assertTheSecondLineLogsTheIndexsMatch(logLinesOfTwoRequests(filter));
+  }
+
+  /**
+   * Sends {@link #BODY} twice through {@code filter} (the second finds the first's prediction in
+   * the index; the backend answers 400, so each lease ends and its line is logged) and returns the
+   * key values of the request log lines.
+   */
+  static List<Map<String, Object>> logLinesOfTwoRequests(PrefixRouterGatewayFilter filter) {
+    Logger logger = (Logger) LoggerFactory.getLogger(PrefixRouterGatewayFilter.class);
+    ListAppender<ILoggingEvent> appender = new ListAppender<>();
+    appender.start();
+    logger.addAppender(appender);
+    try {
+      GatewayFilterChain chain =
+          exchange -> {
+            exchange.getResponse().setStatusCode(HttpStatus.BAD_REQUEST);
+            return exchange.getResponse().setComplete();
+          };
+      for (int i = 0; i < 2; i++) {
+        MockServerWebExchange exchange =
+            MockServerWebExchange.from(
+                MockServerHttpRequest.post("http://gw/v1/chat/completions")
+                    .header("Content-Type", "application/json")
+                    .body(BODY));
+        filter.filter(exchange, chain).block(Duration.ofSeconds(10));
+      }
+    } finally {
+      logger.detachAppender(appender);
     }
+    return appender.list.stream()
+        .filter(e -> e.getKeyValuePairs() != null)
+        .map(
+            e ->
+                e.getKeyValuePairs().stream()
+                    .collect(Collectors.toMap(kv -> kv.key, (KeyValuePair kv) -> kv.value)))
+        .filter(kv -> kv.containsKey("matched_tokens"))
+        .toList();
+  }
 
-    List<Map<String, Object>> lines =
-        appender.list.stream()
-            .filter(e -> e.getKeyValuePairs() != null)
-            .map(
-                e ->
-                    e.getKeyValuePairs().stream()
-                        .collect(Collectors.toMap(kv -> kv.key, (KeyValuePair kv) -> kv.value)))
-            .filter(kv -> kv.containsKey("matched_tokens"))
-            .toList();
+  /** The first line matched nothing; the second logs the index's match, not the scorer's 0. */
+  static void assertTheSecondLineLogsTheIndexsMatch(List<Map<String, Object>> lines) {
     assertThat(lines).hasSize(2);
     assertThat(lines.get(0).get("matched_tokens")).as("nothing believed yet").isEqualTo(0);
     int prompt = (Integer) lines.get(1).get("prompt_tokens");

@@ -80,8 +80,9 @@ final class DefaultLease implements Lease {
     return routed;
   }
 
-  /** The index's match at routing, before the scorer's cachedTokens discount. */
-  int indexMatchedTokens() {
+  /** The index's match at routing, before the scorer's cachedTokens discount: always known. */
+  @Override
+  public int indexMatchedTokensOr(int otherwise) {
     return indexMatchedTokens;
   }
 

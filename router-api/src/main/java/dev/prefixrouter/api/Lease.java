@@ -62,4 +62,34 @@ public interface Lease {
 
   /** Whether {@link #complete} or {@link #fail} has been called. */
   boolean isEnded();
+
+  /**
+   * Prompt tokens the engine's prefix index matched on this lease's backend when it routed the
+   * decision (capped at its prompt tokens), before the scorer's {@link
+   * dev.prefixrouter.api.spi.Scorer#cachedTokens} discount; {@code otherwise} when this lease does
+   * not know it. This is what {@link Routed#indexMatchedTokens()} reports.
+   *
+   * <ul>
+   *   <li>The engine's own leases return their match.
+   *   <li>A lease that wraps another (to observe or decorate it, handed out in a {@link Routed}
+   *       copy) must return {@code wrapped.indexMatchedTokensOr(otherwise)}, so that the copy still
+   *       reports the index's match through any number of wrappers.
+   *   <li>Any other lease keeps this default, which returns {@code otherwise}.
+   * </ul>
+   *
+   * <p>A query, not an outcome: valid at any time, before and after the lease ends, and it changes
+   * nothing. Implementations must be O(1) (plus the wrapped lease's call) and allocation-free.
+   *
+   * <pre>{@code
+   * public int indexMatchedTokensOr(int otherwise) { // in a lease wrapping `wrapped`
+   *   return wrapped.indexMatchedTokensOr(otherwise);
+   * }
+   * }</pre>
+   *
+   * @param otherwise what to return when the match is not known (a {@link Routed} passes its {@link
+   *     Routed#matchedTokens()})
+   */
+  default int indexMatchedTokensOr(int otherwise) {
+    return otherwise;
+  }
 }

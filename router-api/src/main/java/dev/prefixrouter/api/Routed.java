@@ -50,12 +50,16 @@ public record Routed(
    * decision (capped at {@link #promptTokens}), before the scorer's {@link
    * dev.prefixrouter.api.spi.Scorer#cachedTokens} discount for prefixes still being prefilled
    * there: the prediction {@link CacheAccuracy} checks against the engine's cached count. At least
-   * {@link #matchedTokens} for a decision of the engine; a {@code Routed} built around another
-   * lease (a host's copy with a wrapped lease) does not carry it and reports {@link
-   * #matchedTokens}. O(1), allocation-free.
+   * {@link #matchedTokens} for a decision of the engine.
+   *
+   * <p>Read from the lease ({@link Lease#indexMatchedTokensOr}): a copy of the engine's decision
+   * around a wrapping lease (such as the Spring Boot starter's observed engine hands out) reports
+   * the same match as long as each wrapper forwards that call; a {@code Routed} around a lease that
+   * does not know the match (a host's own lease) reports {@link #matchedTokens}. O(1) per wrapper,
+   * allocation-free.
    */
   public int indexMatchedTokens() {
-    return lease instanceof DefaultLease d ? d.indexMatchedTokens() : matchedTokens;
+    return lease.indexMatchedTokensOr(matchedTokens);
   }
 
   /** Id of the chosen backend. */

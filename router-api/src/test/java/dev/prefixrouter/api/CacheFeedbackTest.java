@@ -87,16 +87,8 @@ class CacheFeedbackTest {
     assertThat(r.matchedTokens()).isZero(); // the pending prefill charged for all 16
     assertThat(r.indexMatchedTokens()).as("the index's match, undiscounted").isEqualTo(12);
     Routed copy = // a host's copy around its own lease does not carry the index's match
-        new Routed(
-            r.request(),
-            r.backend(),
-            r.resolvedModel(),
-            r.fallbacks(),
-            r.promptTokens(),
-            r.matchedTokens(),
-            r.cost(),
-            r.reason(),
-            r.attempt(),
+        copyWith(
+            r,
             new Lease() {
               @Override
               public void firstToken() {}
@@ -118,12 +110,66 @@ class CacheFeedbackTest {
               }
             });
     assertThat(copy.indexMatchedTokens()).isEqualTo(copy.matchedTokens());
+    Routed wrapped = copyWith(r, forwarding(forwarding(r.lease())));
+    assertThat(wrapped.indexMatchedTokens())
+        .as("a copy around wrappers that forward the match, as the starter's observed lease does")
+        .isEqualTo(12);
     r.lease().complete(new Usage(16, 2, 12)); // the engine served the 12 by the time it ran
     CacheAccuracy a = accuracy(engine);
     assertThat(a.predictedTokens()).isEqualTo(12);
     assertThat(a.exact()).isEqualTo(1);
     assertThat(a.underPredicted()).isZero();
     assertThat(engineCalls()).isEmpty();
+  }
+
+  /** {@code r} around another lease, as a host (or the starter's observed engine) copies it. */
+  private static Routed copyWith(Routed r, Lease lease) {
+    return new Routed(
+        r.request(),
+        r.backend(),
+        r.resolvedModel(),
+        r.fallbacks(),
+        r.promptTokens(),
+        r.matchedTokens(),
+        r.cost(),
+        r.reason(),
+        r.attempt(),
+        lease);
+  }
+
+  /** A lease that delegates every call, {@link Lease#indexMatchedTokensOr} included. */
+  private static Lease forwarding(Lease wrapped) {
+    return new Lease() {
+      @Override
+      public void firstToken() {
+        wrapped.firstToken();
+      }
+
+      @Override
+      public void complete(Usage usage) {
+        wrapped.complete(usage);
+      }
+
+      @Override
+      public void fail(Failure failure) {
+        wrapped.fail(failure);
+      }
+
+      @Override
+      public RouteDecision failover() {
+        return wrapped.failover();
+      }
+
+      @Override
+      public boolean isEnded() {
+        return wrapped.isEnded();
+      }
+
+      @Override
+      public int indexMatchedTokensOr(int otherwise) {
+        return wrapped.indexMatchedTokensOr(otherwise);
+      }
+    };
   }
 
   @Test

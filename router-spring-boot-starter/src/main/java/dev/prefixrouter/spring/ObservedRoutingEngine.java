@@ -41,7 +41,9 @@ import org.springframework.beans.factory.config.BeanPostProcessor;
  * the lease was failed with, in lower case, {@code none} when failover was asked without a fail),
  * and high-cardinality {@code backend} (the new backend, when routed) and {@code failed.backend}.
  * The failover's own lease is wrapped alike, so a chain of failovers is observed step by step. The
- * wrapped lease delegates every other call as is; engine listeners still see the engine's own
+ * wrapped lease delegates every other call as is, {@link Lease#indexMatchedTokensOr} included, so
+ * the copy's {@link Routed#indexMatchedTokens()} is the engine's (the index's match, not the
+ * scorer's discounted {@link Routed#matchedTokens()}); engine listeners still see the engine's own
  * {@link Routed} (same values, its unwrapped lease).
  *
  * <p>Every other method delegates as is. Thread-safe when the delegate is. Overhead: one
@@ -184,6 +186,12 @@ final class ObservedRoutingEngine implements RoutingEngine {
     @Override
     public boolean isEnded() {
       return lease.isEnded();
+    }
+
+    /** The wrapped lease's: the handed-out copy reports the index's match as the engine's does. */
+    @Override
+    public int indexMatchedTokensOr(int otherwise) {
+      return lease.indexMatchedTokensOr(otherwise);
     }
 
     @Override
