@@ -5,11 +5,26 @@ import org.jspecify.annotations.Nullable;
 /**
  * Tie band: candidates whose cost is within {@code max(bandMs, bandFraction × best)} of the best
  * count as tied and go to the one with fewer open leases per unit of weight, then in the rotation
- * order the sort left (round-robin). Its reason is the default one: {@code "est-ttft"}, or {@code
- * "est-ttft, fewest open leases in a band of N"}. Tuning: {@link EstimatedTtftScorer.Builder#band}.
+ * order the sort left (round-robin). With {@link
+ * EstimatedTtftScorer.Builder#bandKeepsIdenticalCopies} (the default) an identical copy of a prompt
+ * stays with its holder first: when the request's whole cacheable prompt is held (or being
+ * prefilled) by a tied candidate that no steering term lifted, and some candidate of the decision
+ * has a prefill queued, the holders of that whole prompt lead the band. Its reason is the default
+ * one: {@code "est-ttft"}, or {@code "est-ttft, fewest open leases in a band of N"}. Tuning: {@link
+ * EstimatedTtftScorer.Builder#band}.
  */
 final class TieBandRule implements RankRule {
   static final String NAME = "tie-band";
+
+  private final boolean keepsCopies;
+
+  TieBandRule() {
+    this(false);
+  }
+
+  TieBandRule(boolean keepsCopies) {
+    this.keepsCopies = keepsCopies;
+  }
 
   private static final String[] BAND_REASONS = new String[65];
 
@@ -44,9 +59,29 @@ final class TieBandRule implements RankRule {
       // open leases per weight, read once per tied candidate
       var ctx = c.ctx();
       double[] load = s.load = c.fit(s.load);
+      int most = 0;
+      int least = Integer.MAX_VALUE;
+      if (keepsCopies && anyQueued(c)) {
+        for (int a = 0; a < tied; a++) {
+          int m = ctx.matchedBlocks(order[a]);
+          most = Math.max(most, m);
+          least = Math.min(least, m);
+        }
+        // only an identical copy: the holder has every block the engine could serve from cache
+        int whole = Math.min(ctx.keyCount(), (ctx.promptTokens() - 1) / ctx.tokensPerBlock());
+        if (most < whole) {
+          most = least; // no holder is kept
+        }
+      }
       for (int a = 0; a < tied; a++) {
         int x = order[a];
         load[x] = ctx.inFlight(x) / ctx.backend(x).weight();
+        // a holder of the whole prompt that no steering term lifted goes first: a near tie is no
+        // reason to prefill an identical copy again on a backend that lacks it (and to take that
+        // backend from the new prompts arriving while the fleet has queues)
+        if (most > least && ctx.matchedBlocks(x) == most && c.cost(x) <= c.plainCost(x)) {
+          load[x] -= 1e9;
+        }
       }
       // stable insertion sort of the band by that load (rotation order kept on ties)
       for (int a = 1; a < tied; a++) {
@@ -62,6 +97,16 @@ final class TieBandRule implements RankRule {
     }
     s.tied = tied;
     return null;
+  }
+
+  /** Whether any candidate has a prefill queued: the fleet shows where time is lost. */
+  private static boolean anyQueued(Candidates c) {
+    for (int i = 0, n = c.size(); i < n; i++) {
+      if (c.prefillQueued(i)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   @Override

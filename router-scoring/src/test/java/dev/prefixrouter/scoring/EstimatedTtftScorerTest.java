@@ -388,6 +388,49 @@ class EstimatedTtftScorerTest {
   }
 
   /**
+   * {@code bandKeepsIdenticalCopies}: a holder whose queued prefill makes it tie with a cold idle
+   * backend keeps the request (no copy of its prefix onto the idle one) while some candidate has a
+   * prefill queued; with nothing queued anywhere (here the holder is as slow for its running
+   * decodes) the band goes to fewer open leases as before.
+   */
+  @Test
+  void aNearTieStaysWithTheHolderOnlyWhileTheFleetShowsAQueue() {
+    assertThat(EstimatedTtftScorer.builder().build().bandKeepsIdenticalCopies()).isTrue();
+    assertThat(nearTieChoice(false, true, 1040)).as("off: fewer open leases").isEqualTo(1);
+    assertThat(nearTieChoice(true, true, 1040)).as("kept with the holder").isEqualTo(0);
+    assertThat(nearTieChoice(true, false, 1040)).as("nothing queued: as before").isEqualTo(1);
+    assertThat(nearTieChoice(true, true, 1100))
+        .as("not an identical copy (60 tokens of its own): as before")
+        .isEqualTo(1);
+  }
+
+  private static int nearTieChoice(boolean keep, boolean holderQueued, int prompt) {
+    EstimatedTtftScorer s =
+        EstimatedTtftScorer.builder()
+            .calibrate(false)
+            .prefixAffinity(0, 1) // the band alone decides
+            .bandKeepsIdenticalCopies(keep)
+            .build();
+    FakeContext ctx = new FakeContext(2);
+    ctx.promptTokens = prompt;
+    ctx.keys = new long[prompt / 16];
+    ctx.matchedBlocks[0] = 64; // b0 holds the first 1,024 tokens; b1 is cold and idle
+    if (holderQueued) {
+      // a sibling's prefill queued: about the cold prefill's time on b1
+      ctx.pending[0] = prompt == 1040 ? 1_041 : 966;
+      ctx.inFlight[0] = 1;
+    } else {
+      ctx.decodes[0] = 36; // as slow, for its running decodes: nothing queued anywhere
+      ctx.inFlight[0] = 36;
+    }
+    s.score(ctx);
+    assertThat(Math.abs(ctx.costs[0] - ctx.costs[1]))
+        .as("a near tie (costs %s)", java.util.Arrays.toString(ctx.costs))
+        .isLessThan(1.0);
+    return ctx.best();
+  }
+
+  /**
    * b0 took 2,000 decisions for four prefix groups held only there (each half a backend's fair
    * load); then one request of each group is scored: how many go to b1, which holds none of them?
    */

@@ -146,6 +146,7 @@ public class PrefixRouterAutoConfiguration {
           "prefix-router.scorer",
           () -> b.extraWorkIdleMinUtilisation(s.getExtraWorkIdleMinUtilisation()));
       b.balanceMovesSessions(s.isBalanceMovesSessions());
+      b.bandKeepsIdenticalCopies(s.isBandKeepsIdenticalCopies());
       guard("prefix-router.scorer", () -> b.pendingPrefix(s.getPendingPrefix()));
       return guard("prefix-router.scorer", b::build);
     }

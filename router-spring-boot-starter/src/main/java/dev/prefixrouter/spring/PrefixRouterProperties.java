@@ -428,6 +428,13 @@ public class PrefixRouterProperties {
      */
     private boolean balanceMovesSessions = false;
 
+    /**
+     * Whether the near-tie band keeps an identical copy of a prompt with the backend that holds or
+     * is prefilling it while some candidate has a prefill queued (est-ttft; default true since
+     * issue #18 session 34); false: a near tie goes to the fewest open leases alone.
+     */
+    private boolean bandKeepsIdenticalCopies = true;
+
     public double getFutureWait() {
       return futureWait;
     }
@@ -514,6 +521,14 @@ public class PrefixRouterProperties {
 
     public void setBalanceMovesSessions(boolean balanceMovesSessions) {
       this.balanceMovesSessions = balanceMovesSessions;
+    }
+
+    public boolean isBandKeepsIdenticalCopies() {
+      return bandKeepsIdenticalCopies;
+    }
+
+    public void setBandKeepsIdenticalCopies(boolean bandKeepsIdenticalCopies) {
+      this.bandKeepsIdenticalCopies = bandKeepsIdenticalCopies;
     }
 
     public double getLowerTierCredit() {

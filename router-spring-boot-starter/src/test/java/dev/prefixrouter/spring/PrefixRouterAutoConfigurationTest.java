@@ -287,6 +287,18 @@ class PrefixRouterAutoConfigurationTest {
             "prefix-router.scorer.extra-work-idle-share=Infinity",
             "prefix-router.scorer.extra-work-idle-weight=0")
         .run(ctx -> assertThat(ctx).hasNotFailed());
+    runner.run(
+        ctx ->
+            assertThat(((EstimatedTtftScorer) ctx.getBean(Scorer.class)).bandKeepsIdenticalCopies())
+                .isTrue());
+    runner
+        .withPropertyValues("prefix-router.scorer.band-keeps-identical-copies=false")
+        .run(
+            ctx ->
+                assertThat(
+                        ((EstimatedTtftScorer) ctx.getBean(Scorer.class))
+                            .bandKeepsIdenticalCopies())
+                    .isFalse());
     assertPendingPrefix("", PendingPrefixScope.OFF);
     assertPendingPrefix("all", PendingPrefixScope.ALL);
     assertPendingPrefix("off", PendingPrefixScope.OFF);

@@ -174,7 +174,9 @@ final class ScorerProbe {
    * evidence, {@code noint}: no fitted intercept, {@code prior=F}: the priors times F; {@code
    * pa=R/W}: {@code prefixAffinity(R, W)} (default 1.5/1, {@code 0/1} off); {@code
    * adm=W[,admtau=S]}: {@link #admissionWait} (session 28; worse on every overload cell); {@code
-   * dec=D}: the decode prior alone, D ms per running sequence (session 34).
+   * dec=D}: the decode prior alone, D ms per running sequence (session 34); {@code bkh} / {@code
+   * nobkh}: {@code bandKeepsIdenticalCopies(true / false)} (the default since session 34 is true,
+   * and {@code x:} variants start from the builder's defaults, so the default spec needs nothing).
    */
   static EstimatedTtftScorer.Builder parsed(String spec) {
     // without ps / rel / rvt a variant routes as before issue #18 sessions 18 and 19
@@ -215,6 +217,8 @@ final class ScorerProbe {
         case "pinhold" -> b.balanceMovesSessions(false);
         case "nocal" -> b.calibrate(false);
         case "nobal" -> b.balance(0, 0, 1);
+        case "bkh" -> b.bandKeepsIdenticalCopies(true);
+        case "nobkh" -> b.bandKeepsIdenticalCopies(false);
         case "nudge" -> b.addTerm(nudge(Double.parseDouble(kv[1])));
         case "sw" -> b.addTerm(stepWait(Double.parseDouble(kv[1])));
         case "k" -> b.backendShrinkage(Double.parseDouble(kv[1]));
