@@ -4,12 +4,12 @@ package dev.prefixrouter.api;
  * What a completed request actually consumed, as the engine reported it (OpenAI {@code usage}).
  *
  * <p>The engine's cached count closes the router's loop: the router compares it with the tokens its
- * prefix index matched on that backend when it routed the request ({@link CacheAccuracy}), counts
- * the error per backend ({@link CacheAccuracy}) and tells the prefix index ({@link
- * dev.prefixrouter.api.spi.PrefixIndex#onEngineCached}). Only a count the engine reported is used:
- * build the usage with {@link #of(int, int)} (or {@code cachedReported = false}) when the response
- * carried none (vLLM reports {@code prompt_tokens_details} only with {@code
- * --enable-prompt-tokens-details}), since a missing count is not "nothing was cached".
+ * prefix index matched on that backend when it routed the request ({@link
+ * Routed#indexMatchedTokens()}), counts the error per backend ({@link CacheAccuracy}) and tells the
+ * prefix index ({@link dev.prefixrouter.api.spi.PrefixIndex#onEngineCached}). Only a count the
+ * engine reported is used: build the usage with {@link #of(int, int)} (or {@code cachedReported =
+ * false}) when the response carried none (vLLM reports {@code prompt_tokens_details} only with
+ * {@code --enable-prompt-tokens-details}), since a missing count is not "nothing was cached".
  *
  * @param promptTokens prompt tokens processed
  * @param completionTokens output tokens generated

@@ -1351,9 +1351,9 @@ public final class EstimatedTtftScorer implements Scorer {
      * steering term (balance) lifted its cost, and some candidate has a prefill queued, the band
      * goes to that holder before the fewest open leases. A near tie is no reason to prefill the
      * same prompt again on another backend: it duplicates the KV and takes an idle backend from the
-     * new prompts arriving meanwhile (RL rollout bursts: p95 0.5–2.3 % and mean 0.6–3.1 % lower on
-     * seeds 1–6, no other issue #18 workload changes). With nothing queued anywhere the band
-     * spreads as before. {@code false}: the band of sessions 1–33.
+     * new prompts arriving meanwhile (measured on RL rollout bursts: benchmarks/README.md, issue
+     * #18 session 34). With nothing queued anywhere the band spreads as before. {@code false}: a
+     * near tie goes to the fewest open leases alone.
      */
     public Builder bandKeepsIdenticalCopies(boolean keeps) {
       this.bandKeepsIdenticalCopies = keeps;

@@ -16,6 +16,9 @@ import org.jspecify.annotations.Nullable;
 final class TieBandRule implements RankRule {
   static final String NAME = "tie-band";
 
+  /** Added to a kept holder's load so that it sorts before every other tied candidate. */
+  private static final double HOLDERS_FIRST = 1e9;
+
   private final boolean keepsCopies;
 
   TieBandRule() {
@@ -59,28 +62,15 @@ final class TieBandRule implements RankRule {
       // open leases per weight, read once per tied candidate
       var ctx = c.ctx();
       double[] load = s.load = c.fit(s.load);
-      int most = 0;
-      int least = Integer.MAX_VALUE;
-      if (keepsCopies && anyQueued(c)) {
-        for (int a = 0; a < tied; a++) {
-          int m = ctx.matchedBlocks(order[a]);
-          most = Math.max(most, m);
-          least = Math.min(least, m);
-        }
-        // only an identical copy: the holder has every block the engine could serve from cache
-        int whole = Math.min(ctx.keyCount(), (ctx.promptTokens() - 1) / ctx.tokensPerBlock());
-        if (most < whole) {
-          most = least; // no holder is kept
-        }
-      }
+      int kept = keptMatch(c, order, tied);
       for (int a = 0; a < tied; a++) {
         int x = order[a];
         load[x] = ctx.inFlight(x) / ctx.backend(x).weight();
         // a holder of the whole prompt that no steering term lifted goes first: a near tie is no
         // reason to prefill an identical copy again on a backend that lacks it (and to take that
         // backend from the new prompts arriving while the fleet has queues)
-        if (most > least && ctx.matchedBlocks(x) == most && c.cost(x) <= c.plainCost(x)) {
-          load[x] -= 1e9;
+        if (ctx.matchedBlocks(x) == kept && c.cost(x) <= c.plainCost(x)) {
+          load[x] -= HOLDERS_FIRST;
         }
       }
       // stable insertion sort of the band by that load (rotation order kept on ties)
@@ -97,6 +87,27 @@ final class TieBandRule implements RankRule {
     }
     s.tied = tied;
     return null;
+  }
+
+  /**
+   * The matched blocks a tied candidate must have to lead the band, or -1 when none does: with
+   * identical copies kept and some candidate's prefill queued, the band's longest match, if it
+   * covers every block an engine can serve from cache and some tied candidate lacks it.
+   */
+  private int keptMatch(Candidates c, int[] order, int tied) {
+    if (!keepsCopies || !anyQueued(c)) {
+      return -1;
+    }
+    var ctx = c.ctx();
+    int most = 0;
+    int least = Integer.MAX_VALUE;
+    for (int a = 0; a < tied; a++) {
+      int m = ctx.matchedBlocks(order[a]);
+      most = Math.max(most, m);
+      least = Math.min(least, m);
+    }
+    int whole = Math.min(ctx.keyCount(), (ctx.promptTokens() - 1) / ctx.tokensPerBlock());
+    return most >= whole && most > least ? most : -1;
   }
 
   /** Whether any candidate has a prefill queued: the fleet shows where time is lost. */
